@@ -1,0 +1,52 @@
+"""dpmodels: differentially private regression from statsmodels formulas.
+
+>>> import dpmodels as dpm
+>>> df = dpm.datasets.housing(n=20_000, seed=0)
+>>> res = dpm.dp_ols("price ~ size + year + C(county)", data=df, epsilon=1.0,
+...                  bounds={"price": (1e5, 9e5), "size": (0, 3000)},
+...                  levels={"county": [f"County{i}" for i in range(1, 7)],
+...                          "year": [1, 2, 3, 4]}, random_state=0).fit()
+>>> res.privacy.private
+True
+"""
+
+from . import datasets
+from .accountant import Accountant
+from .domain import Axis, Domain
+from .errors import (
+    BudgetExceededError,
+    DomainError,
+    DomainTooLargeError,
+    DPModelsError,
+    MissingValueError,
+    NotPrivateWarning,
+    ReleaseWarning,
+    UndeclaredLevelError,
+    UnknownVariableError,
+)
+from .models import DPOLS, dp_ols
+from .release import PrivateHistogram, release
+from .report import PrivacyReport
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "dp_ols",
+    "DPOLS",
+    "release",
+    "PrivateHistogram",
+    "PrivacyReport",
+    "Accountant",
+    "Axis",
+    "Domain",
+    "datasets",
+    "DPModelsError",
+    "DomainError",
+    "DomainTooLargeError",
+    "UnknownVariableError",
+    "UndeclaredLevelError",
+    "MissingValueError",
+    "BudgetExceededError",
+    "NotPrivateWarning",
+    "ReleaseWarning",
+]

@@ -1,0 +1,93 @@
+"""Privacy budget accounting under sequential composition."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+from .errors import BudgetExceededError
+
+__all__ = ["Accountant", "Spend"]
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One release charged to an accountant."""
+
+    epsilon: float
+    label: str
+
+
+class Accountant:
+    """Keeps the total epsilon spent by releases from raw data.
+
+    Under sequential composition the epsilons of separate releases add up.
+    A release that would take the total past ``total_epsilon`` is refused
+    before the data are read.  Models fitted on an existing release cost
+    nothing and are not recorded.
+
+    Parameters
+    ----------
+    total_epsilon : float
+        The whole budget, > 0.
+
+    Examples
+    --------
+    >>> import dpmodels as dpm
+    >>> acct = dpm.Accountant(1.0)
+    >>> acct.spend(0.4, "first release")
+    >>> acct.remaining
+    0.6
+    >>> acct.spend(0.7, "second release")
+    Traceback (most recent call last):
+    ...
+    dpmodels.errors.BudgetExceededError: ...
+    """
+
+    #: Relative slack so that e.g. ten spends of 0.1 fit a total of 1.0.
+    _TOL = 1e-9
+
+    def __init__(self, total_epsilon: float):
+        total_epsilon = float(total_epsilon)
+        if not (total_epsilon > 0) or math.isnan(total_epsilon):
+            raise ValueError(f"total_epsilon must be > 0, got {total_epsilon}")
+        self.total_epsilon = total_epsilon
+        self._ledger: list[Spend] = []
+        self._lock = threading.Lock()
+
+    @property
+    def spent(self) -> float:
+        return math.fsum(s.epsilon for s in self._ledger)
+
+    @property
+    def remaining(self) -> float:
+        return max(self.total_epsilon - self.spent, 0.0)
+
+    @property
+    def ledger(self) -> tuple[Spend, ...]:
+        return tuple(self._ledger)
+
+    def check(self, epsilon: float, label: str = "release") -> None:
+        """Raise :class:`BudgetExceededError` if ``epsilon`` does not fit."""
+        if self.spent + epsilon > self.total_epsilon * (1 + self._TOL):
+            raise BudgetExceededError(
+                f"{label} needs epsilon={epsilon:g} but the accountant has only "
+                f"{self.remaining:g} of {self.total_epsilon:g} left; fit further models "
+                "on an existing release (free), or lower epsilon"
+            )
+
+    def spend(self, epsilon: float, label: str = "release") -> None:
+        """Charge ``epsilon``; refuse (and charge nothing) if it does not fit."""
+        with self._lock:
+            self.check(epsilon, label)
+            self._ledger.append(Spend(float(epsilon), label))
+
+    def __str__(self) -> str:
+        lines = [f"Accountant: spent {self.spent:g} of epsilon {self.total_epsilon:g} "
+                 f"({self.remaining:g} left), {len(self._ledger)} release(s)"]
+        lines += [f"  {i + 1}. epsilon={s.epsilon:g}  {s.label}" for i, s in enumerate(self._ledger)]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Accountant(total_epsilon={self.total_epsilon!r}, spent={self.spent!r})"

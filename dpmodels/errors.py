@@ -1,0 +1,56 @@
+"""Exceptions and warnings raised by dpmodels.
+
+Every error about the caller's input subclasses :class:`ValueError`, names the
+variable concerned and says what to do; all of them are raised before any
+noise is drawn.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DPModelsError",
+    "DomainError",
+    "UnknownVariableError",
+    "UndeclaredLevelError",
+    "MissingValueError",
+    "DomainTooLargeError",
+    "BudgetExceededError",
+    "NotPrivateWarning",
+    "ReleaseWarning",
+]
+
+
+class DPModelsError(ValueError):
+    """Base class of the input errors dpmodels raises."""
+
+
+class DomainError(DPModelsError):
+    """A public domain (bounds, levels, bins) is missing or invalid."""
+
+
+class UnknownVariableError(DPModelsError):
+    """A formula or ``columns`` names a variable the data does not have."""
+
+
+class UndeclaredLevelError(DomainError):
+    """A discrete variable takes a value outside its declared level set."""
+
+
+class MissingValueError(DPModelsError):
+    """A model variable has missing values and ``missing="raise"`` was asked."""
+
+
+class DomainTooLargeError(DomainError):
+    """The domain cannot be released within the configured limits."""
+
+
+class BudgetExceededError(DPModelsError):
+    """A release would take an :class:`~dpmodels.Accountant` past its total."""
+
+
+class NotPrivateWarning(UserWarning):
+    """The release is not differentially private (``epsilon=inf``)."""
+
+
+class ReleaseWarning(UserWarning):
+    """Something about a release or fit the user should know about."""

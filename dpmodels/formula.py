@@ -1,0 +1,166 @@
+"""Find the raw variables a patsy formula reads.
+
+The formula is parsed by patsy; each factor's Python code is walked with
+:mod:`ast`.  A name that is a column of the data is a raw variable (patsy
+gives data columns precedence over the environment); a name used inside the
+first argument of ``C()`` marks its variable as discrete; ``Q("name")``
+refers to a column by string.  Any other name must resolve in the caller's
+environment or in patsy's builtins, or it is reported as an unknown column.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import patsy
+import patsy.builtins
+
+from .errors import UnknownVariableError
+
+__all__ = ["FormulaVariables", "formula_variables", "caller_namespace"]
+
+_PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
+
+
+@dataclass(frozen=True)
+class FormulaVariables:
+    """The raw variables of a formula, in first-use order (response first)."""
+
+    names: tuple[str, ...]
+    discrete: frozenset[str]
+    response: tuple[str, ...]
+
+
+def caller_namespace(depth: int) -> dict:
+    """The globals and locals of the frame ``depth`` levels above the caller,
+    used to evaluate formula functions such as ``np.log`` on the cell frame."""
+    frame = sys._getframe(depth + 1)
+    ns = dict(frame.f_globals)
+    ns.update(frame.f_locals)
+    return ns
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, columns: set[str]):
+        self.columns = columns
+        self.found: list[str] = []
+        self.discrete: set[str] = set()
+        self.unresolved: list[str] = []
+        self._in_factor = 0
+
+    def _add(self, name: str):
+        if name not in self.found:
+            self.found.append(name)
+        if self._in_factor:
+            self.discrete.add(name)
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.columns:
+            self._add(node.id)
+        else:
+            self.unresolved.append(node.id)
+
+    def visit_Call(self, node: ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "Q" and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                if arg.value in self.columns:
+                    self._add(arg.value)
+                else:
+                    self.unresolved.append(arg.value)
+                return
+        if isinstance(func, ast.Name) and func.id == "C" and node.args:
+            self._in_factor += 1
+            self.visit(node.args[0])
+            self._in_factor -= 1
+            for a in node.args[1:]:
+                self.visit(a)
+            for kw in node.keywords:
+                self.visit(kw.value)
+            return
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute):
+        # np.log: only the base name ("np") can be a variable.
+        self.visit(node.value)
+
+
+def _factor_codes(formula: str) -> tuple[list[str], list[str]]:
+    desc = patsy.ModelDesc.from_formula(formula)
+
+    def codes(terms) -> list[str]:
+        out = []
+        for term in terms:
+            for factor in term.factors:
+                code = getattr(factor, "code", None)
+                if code is None:
+                    raise UnknownVariableError(f"cannot read the formula term {factor!r}")
+                out.append(code)
+        return out
+
+    return codes(desc.lhs_termlist), codes(desc.rhs_termlist)
+
+
+def formula_variables(
+    formula: str, columns: Iterable[str], namespace: Mapping[str, object] | None = None
+) -> FormulaVariables:
+    """Raw variables read by ``formula`` among ``columns``.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy formula, e.g. ``"y ~ x + C(g) + np.log(z)"``.
+    columns : iterable of str
+        The data's column names.
+    namespace : mapping, optional
+        The caller's environment; names found there (``np``) are not
+        variables.
+
+    Raises
+    ------
+    UnknownVariableError
+        A name that is neither a column nor defined in the environment.
+
+    Examples
+    --------
+    >>> fv = formula_variables("y ~ x + C(g)", ["y", "x", "g", "unused"])
+    >>> fv.names, sorted(fv.discrete)
+    (('y', 'x', 'g'), ['g'])
+    """
+    if not isinstance(formula, str):
+        raise TypeError(f"formula must be a string, got {type(formula).__name__}")
+    cols = set(map(str, columns))
+    try:
+        lhs, rhs = _factor_codes(formula)
+    except patsy.PatsyError as exc:
+        raise UnknownVariableError(f"cannot parse formula {formula!r}: {exc}") from None
+    namespace = namespace or {}
+    visitor = _Visitor(cols)
+    response: list[str] = []
+    for i, code in enumerate(lhs + rhs):
+        try:
+            tree = ast.parse(code, mode="eval")
+        except SyntaxError as exc:
+            raise UnknownVariableError(f"cannot parse formula term {code!r}: {exc}") from None
+        before = len(visitor.found)
+        visitor.visit(tree)
+        if i < len(lhs):
+            response.extend(visitor.found[before:])
+    unknown = [
+        u for u in dict.fromkeys(visitor.unresolved)
+        if u not in namespace and u not in _PATSY_NAMES and not hasattr(builtins, u)
+    ]
+    if unknown:
+        shown = ", ".join(sorted(cols)[:20])
+        raise UnknownVariableError(
+            f"the formula uses {', '.join(map(repr, unknown))}, which is not a column of the "
+            f"data (columns: {shown}); check the spelling or add the column"
+        )
+    if not visitor.found:
+        raise UnknownVariableError(f"the formula {formula!r} reads no column of the data")
+    return FormulaVariables(tuple(visitor.found), frozenset(visitor.discrete), tuple(response))

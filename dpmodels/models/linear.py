@@ -1,0 +1,148 @@
+"""Least squares with frequency weights, as statsmodels results.
+
+A released cell with noisy count w stands for w identical rows.  The fit
+must therefore be that of the expanded data set: nobs = sum(w),
+df_resid = sum(w) - rank, scale = sum(w e^2) / df_resid, and the Gaussian
+log-likelihood of sum(w) observations.  statsmodels' WLS treats weights as
+precisions (nobs = number of rows, a log|W| term in the likelihood), so
+this module adjusts exactly those pieces and keeps everything else of
+:class:`statsmodels.regression.linear_model.RegressionResults`.
+
+Signed weights (Lei's Algorithm 1, no threshold) are supported through the
+normal equations X'WX b = X'Wy, which stay well defined when a few cells
+carry negative counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from statsmodels.regression.linear_model import (
+    WLS,
+    RegressionResults,
+    RegressionResultsWrapper,
+)
+from statsmodels.tools.tools import pinv_extended
+from statsmodels.tools._decorators import cache_readonly, cache_writable
+
+from ..summary import add_privacy_block
+from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
+
+__all__ = ["FreqWLS", "FreqRegressionResults"]
+
+
+class FreqWLS(WLS):
+    """Weighted least squares where ``weights`` are frequencies (counts).
+
+    Parameters
+    ----------
+    endog, exog : array_like
+    weights : array_like
+        Frequency of each row; may be negative for signed noisy counts.
+    """
+
+    def whiten(self, x):
+        x = np.asarray(x)
+        root = np.sqrt(np.abs(self.weights))
+        return x * root if x.ndim == 1 else root[:, None] * x
+
+    def initialize(self):
+        super().initialize()
+        self.nobs = float(np.sum(self.weights))
+
+    @property
+    def signed(self) -> bool:
+        return bool(np.any(self.weights < 0))
+
+    def loglike(self, params):
+        """Gaussian log-likelihood of the expanded data (concentrated in sigma^2)."""
+        resid = self.endog - self.exog @ params
+        ssr = float(np.sum(self.weights * resid**2))
+        n = self.nobs
+        return -n / 2.0 * (np.log(2 * np.pi * ssr / n) + 1.0)
+
+    def fit(self, cov_type="nonrobust", cov_kwds=None, use_t=None, **kwargs):
+        """Fit by least squares on the expanded data (no expansion is made)."""
+        if cov_type != "nonrobust":
+            raise NotImplementedError(
+                f"cov_type={cov_type!r} is not available for frequency-weighted cells; "
+                "use cov_type='nonrobust'"
+            )
+        if self.signed:
+            xtwx = self.exog.T @ (self.weights[:, None] * self.exog)
+            xtwy = self.exog.T @ (self.weights * self.endog)
+            eig = np.linalg.eigvalsh(xtwx)
+            tol = eig.max() * max(xtwx.shape) * np.finfo(float).eps
+            self.rank = int(np.sum(np.abs(eig) > tol))
+            self.normalized_cov_params = np.linalg.pinv(xtwx, hermitian=True)
+            self.wexog_singular_values = np.sqrt(np.sort(np.abs(eig))[::-1])
+            self.pinv_wexog = None
+            beta = self.normalized_cov_params @ xtwy
+        else:
+            pinv_wexog, singular = pinv_extended(self.wexog)
+            self.pinv_wexog = pinv_wexog
+            self.normalized_cov_params = pinv_wexog @ pinv_wexog.T
+            self.wexog_singular_values = singular
+            self.rank = int(np.linalg.matrix_rank(np.diag(singular)))
+            beta = pinv_wexog @ self.wendog
+        self._df_model = float(self.rank - self.k_constant)
+        self.df_resid = self.nobs - self.rank
+        res = FreqRegressionResults(
+            self, beta, normalized_cov_params=self.normalized_cov_params,
+            cov_type=cov_type, cov_kwds=cov_kwds, use_t=use_t, **kwargs,
+        )
+        return RegressionResultsWrapper(res)
+
+
+class FreqRegressionResults(RegressionResults):
+    """:class:`RegressionResults` of a :class:`FreqWLS` fit, equal to those of
+    OLS on the expanded data set.  Carries ``privacy`` (a
+    :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
+
+    privacy = None
+    release = None
+
+    @cache_readonly
+    def nobs(self):
+        return float(self.model.nobs)
+
+    @cache_readonly
+    def ssr(self):
+        return float(np.sum(self.model.weights * self.resid**2))
+
+    @cache_readonly
+    def uncentered_tss(self):
+        return float(np.sum(self.model.weights * self.model.endog**2))
+
+    @cache_writable()
+    def scale(self):
+        return self.ssr / self.df_resid
+
+    @cache_readonly
+    def llf(self):
+        return self.model.loglike(self.params)
+
+    def summary(self, yname=None, xname=None, title=None, alpha=0.05, slim=False):
+        """OLS-layout summary of the expanded data, plus the privacy block.
+
+        Residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are those
+        of the expanded data; Durbin-Watson is left out (cells have no order).
+        """
+        cache = self.__dict__.setdefault("_summary_cache", {})
+        w = self.model.weights
+        if "jarque_bera" not in cache:
+            if np.all(w > 0):
+                cache["jarque_bera"] = weighted_jarque_bera(self.resid, w)
+                cache["omni_normtest"] = weighted_omni_normtest(self.resid, w)
+            else:
+                cache["jarque_bera"] = (np.nan,) * 4
+                cache["omni_normtest"] = (np.nan, np.nan)
+            cache["durbin_watson"] = np.nan
+        if title is None:
+            title = ("DP " if self.privacy is not None else "") + "OLS Regression Results (frequency-weighted cells)"
+        smry = super().summary(yname=yname, xname=xname, title=title, alpha=alpha, slim=slim)
+        notes = ["Fitted on released histogram cells weighted by their noisy counts; "
+                 "nobs and degrees of freedom are those of the noisy total."]
+        if self.privacy is not None and self.privacy.private:
+            notes.append("Standard errors treat the noisy counts as data: they do not include "
+                         "the privacy noise, thresholding or binning.")
+        return add_privacy_block(smry, self.privacy, notes)

@@ -1,0 +1,121 @@
+"""dp_ols: ordinary least squares on a private histogram."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import ReleaseWarning
+from .base import DPModel
+from .linear import FreqWLS
+
+__all__ = ["DPOLS", "dp_ols"]
+
+
+class DPOLS(DPModel):
+    """Differentially private OLS (Lei 2011): least squares on the released
+    cells, each cell's representative weighted by its noisy count.
+
+    See :func:`dp_ols` for the parameters.
+    """
+
+    _name = "DP OLS"
+
+    def fit(self, cov_type: str = "nonrobust", **kwargs):
+        """Fit the weighted least squares; returns statsmodels regression results
+        (with ``.privacy``) equal to OLS on the data set in which each cell
+        appears ``count`` times.
+
+        Parameters
+        ----------
+        cov_type : str
+            "nonrobust": the usual OLS covariance of the expanded data.
+        """
+        w = self.weights
+        if self.cells.empty or w.sum() <= 0:
+            raise ValueError(
+                "the release has no cells with positive total count for this formula: "
+                "use a larger epsilon, fewer bins or a lower threshold"
+            )
+        model = FreqWLS.from_formula(
+            self.formula, data=self.cells, weights=w.astype(float), eval_env=self.namespace,
+        )
+        if model.nobs <= model.exog.shape[1]:
+            warnings.warn("the noisy total is not larger than the number of parameters",
+                          ReleaseWarning, stacklevel=2)
+        res = model.fit(cov_type=cov_type, **kwargs)
+        res._results.privacy = self.privacy
+        res._results.release = self.release
+        return res
+
+
+def dp_ols(
+    formula: str,
+    data,
+    *,
+    epsilon: float | None = None,
+    bounds=None,
+    levels=None,
+    bins="auto",
+    threshold="enhanced",
+    n: int | None = None,
+    random_state=None,
+    accountant=None,
+    **kwargs,
+) -> DPOLS:
+    """Differentially private OLS from a formula, as ``statsmodels.formula.api.ols``.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy formula, e.g. ``"price ~ size + year + C(county)"``.
+    data : pandas.DataFrame, mapping, or PrivateHistogram
+        Raw rows (one release is made, spending ``epsilon``), or an existing
+        release (no new release, no budget spent).
+    epsilon : float
+        Privacy parameter of the release (required for raw data).
+    bounds : dict of str to (low, high)
+        Public bounds of each continuous variable, response included.
+    levels : dict of str to list
+        Public level sets of discrete variables (``C(x)``, or numeric
+        variables with few values such as ``year``).
+    bins : int, dict or "auto"
+        Equal-width bins per continuous variable.
+    threshold : "enhanced", "zero", float or None
+        Cell threshold; see :func:`dpmodels.release`.
+    n : int, optional
+        The public number of rows (default: rows handed in).
+    random_state : None, int or Generator
+        None uses the OS's secure entropy.
+    accountant : Accountant, optional
+    **kwargs
+        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
+        :func:`dpmodels.release`.
+
+    Returns
+    -------
+    DPOLS
+        Call ``.fit()`` for the results.
+
+    Examples
+    --------
+    >>> import dpmodels as dpm
+    >>> df = dpm.datasets.housing(n=20_000, seed=0)
+    >>> model = dpm.dp_ols("price ~ size + year + C(county)", data=df, epsilon=1.0,
+    ...                    bounds={"price": (1e5, 9e5), "size": (0, 3000)},
+    ...                    levels={"county": [f"County{i}" for i in range(1, 7)],
+    ...                            "year": [1, 2, 3, 4]}, random_state=0)
+    >>> res = model.fit()
+    >>> list(res.params.index[:3])
+    ['Intercept', 'C(county)[T.County2]', 'C(county)[T.County3]']
+    >>> res.privacy.epsilon
+    1.0
+    """
+    return DPOLS(
+        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
+        eval_env=kwargs.pop("eval_env", 0) + 1 if isinstance(kwargs.get("eval_env", 0), int)
+        else kwargs.pop("eval_env"),
+        **kwargs,
+    )

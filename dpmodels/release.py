@@ -1,0 +1,390 @@
+"""The private histogram release: public domain -> exact counts -> noisy,
+thresholded counts, with its privacy report.
+
+This is the only public entry point that reads raw rows, and it reads them
+once (through :func:`dpmodels.histogram.count_cells`).  Every check on the
+caller's input, every data-independent choice (bins, threshold, the bound
+on spurious cells) and the budget check happen before that pass; noise is
+drawn only after it succeeds.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from .accountant import Accountant
+from .domain import Domain, build_domain
+from .errors import DomainError, DomainTooLargeError, NotPrivateWarning, UnknownVariableError
+from .formula import caller_namespace, formula_variables
+from .histogram import count_cells
+from .mechanisms import (
+    NoisyCells,
+    discrete_laplace_sf,
+    make_rng,
+    noisy_signed_dense,
+    noisy_threshold_sparse,
+)
+from .report import PrivacyReport
+
+__all__ = ["PrivateHistogram", "release", "DEFAULT_A", "DEFAULT_MAX_SPURIOUS_CELLS"]
+
+#: Lei's (2011, §4.2) tuning constant of the enhanced threshold.
+DEFAULT_A = 0.5
+#: Default refusal limit on the expected number of spurious (empty but
+#: released) cells, and on the domain size of a signed (unthresholded) release.
+DEFAULT_MAX_SPURIOUS_CELLS = 2_000_000
+
+MECHANISM = "discrete Laplace (two-sided geometric) on every cell of the joint histogram"
+
+
+@dataclass(frozen=True)
+class PrivateHistogram:
+    """A differentially private joint histogram.
+
+    Holds the public domain, the released cells (sorted uint64 ids) with
+    their noisy integer counts, and the privacy report.  Everything computed
+    from it is post-processing and costs no privacy budget.
+
+    Attributes
+    ----------
+    domain : Domain
+    cell_ids : numpy.ndarray
+    counts : numpy.ndarray
+    report : PrivacyReport
+    """
+
+    domain: Domain
+    cell_ids: np.ndarray
+    counts: np.ndarray
+    report: PrivacyReport
+
+    def __post_init__(self):
+        for arr in (self.cell_ids, self.counts):
+            arr.setflags(write=False)
+
+    @property
+    def privacy(self) -> PrivacyReport:
+        """The privacy report (alias of ``report``)."""
+        return self.report
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return self.domain.names
+
+    @property
+    def count_column(self) -> str:
+        name = "count"
+        while name in self.domain.names:
+            name += "_"
+        return name
+
+    @cached_property
+    def cells(self) -> pd.DataFrame:
+        """One row per released cell: each variable's representative value
+        (bin midpoint or level) and the noisy ``count``."""
+        frame = self.domain.frame(self.cell_ids)
+        frame[self.count_column] = self.counts
+        return frame
+
+    def marginal(self, variables: Sequence[str]) -> pd.DataFrame:
+        """Cell frame over a subset of the variables, released counts summed
+        over the others (post-processing: free).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> df = pd.DataFrame({"g": np.repeat(["a", "b"], 50), "x": np.arange(100.0)})
+        >>> rel = dpm.release(df, columns=["g", "x"], epsilon=1.0, bounds={"x": (0, 100)},
+        ...                   levels={"g": ["a", "b"]}, bins=5, random_state=0)
+        >>> list(rel.marginal(["g"]).columns)
+        ['g', 'count']
+        """
+        variables = list(dict.fromkeys(variables))
+        missing = [v for v in variables if v not in self.domain.names]
+        if missing:
+            raise UnknownVariableError(
+                f"the release has no variable {', '.join(map(repr, missing))}; it holds "
+                f"{list(self.domain.names)}: make a release that includes it"
+            )
+        if variables == list(self.domain.names):
+            return self.cells
+        idx = [self.domain.names.index(v) for v in variables]
+        sub = Domain(tuple(self.domain.axes[i] for i in idx))
+        codes = self.domain.decode(self.cell_ids)
+        sub_ids = sub.encode([codes[i] for i in idx]) if idx else np.zeros(self.cell_ids.size, np.uint64)
+        uniq, inv = np.unique(sub_ids, return_inverse=True)
+        sums = np.bincount(inv, weights=self.counts, minlength=uniq.size).astype(np.int64)
+        keep = sums != 0
+        frame = sub.frame(uniq[keep]) if idx else pd.DataFrame(index=range(int(keep.sum())))
+        frame[self.count_column] = sums[keep]
+        return frame
+
+    def __repr__(self) -> str:
+        eps = self.report.epsilon
+        return (
+            f"PrivateHistogram(variables={list(self.domain.names)}, epsilon={eps:g}, "
+            f"domain_cells={self.domain.size:,}, released_cells={self.cell_ids.size:,})"
+        )
+
+    def __str__(self) -> str:
+        return repr(self) + "\n" + str(self.report)
+
+
+@dataclass(frozen=True)
+class ThresholdSpec:
+    """A resolved threshold: rule name, integer cut k (keep counts >= k)."""
+
+    rule: str
+    value: float | None
+    k: int | None
+    A: float | None
+
+
+def _check_epsilon(epsilon) -> float:
+    if epsilon is None:
+        raise ValueError("epsilon is required for a release from raw data (e.g. epsilon=1.0)")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+    epsilon = float(epsilon)
+    if math.isnan(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be > 0 (smaller is more private), got {epsilon}")
+    return epsilon
+
+
+def resolve_threshold(threshold, epsilon: float, n: int, A: float) -> ThresholdSpec:
+    """Turn the ``threshold`` argument into a rule and an integer cut.
+
+    Noisy counts are integers, so "keep counts >= t" is "keep counts >= ceil(t)".
+    """
+    if math.isinf(epsilon):
+        return ThresholdSpec("none (exact counts, no noise)", None, None, None)
+    if threshold is None:
+        return ThresholdSpec("none (signed counts, Lei's Algorithm 1)", None, None, None)
+    if isinstance(threshold, str):
+        if threshold == "enhanced":
+            if not (isinstance(A, numbers.Real) and A > 0):
+                raise ValueError(f"threshold_A must be > 0, got {A!r}")
+            t = A * math.log(n) / epsilon
+            return ThresholdSpec("enhanced", t, math.ceil(t), float(A))
+        if threshold == "zero":
+            return ThresholdSpec("zero (negative counts set to 0, Lei's Algorithm 1')", 1.0, 1, None)
+        raise ValueError(
+            f'threshold must be "enhanced", "zero", a number or None, got {threshold!r}'
+        )
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(threshold):
+        raise ValueError(f'threshold must be "enhanced", "zero", a number or None, got {threshold!r}')
+    return ThresholdSpec("fixed", float(threshold), math.ceil(threshold), None)
+
+
+def _columns_of(data) -> list[str]:
+    if isinstance(data, pd.DataFrame):
+        return [str(c) for c in data.columns]
+    if isinstance(data, Mapping):
+        return [str(c) for c in data.keys()]
+    raise TypeError(
+        "data must be a pandas DataFrame, a mapping of column name to array, or a "
+        f"PrivateHistogram; got {type(data).__name__}"
+    )
+
+
+def _dtype_of(data, name):
+    col = data[name]
+    dtype = getattr(col, "dtype", None)
+    return dtype if dtype is not None else np.asarray(col).dtype
+
+
+def _nrows(data) -> int:
+    if isinstance(data, pd.DataFrame):
+        return len(data)
+    lengths = {len(v) for v in data.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"the columns of data have different lengths: {sorted(lengths)}")
+    return lengths.pop() if lengths else 0
+
+
+def release(
+    data,
+    *,
+    columns: Sequence[str] | None = None,
+    formula: str | None = None,
+    epsilon: float,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    bins: int | Mapping[str, int] | str = "auto",
+    threshold: str | float | None = "enhanced",
+    threshold_A: float = DEFAULT_A,
+    n: int | None = None,
+    random_state: None | int | np.random.Generator = None,
+    accountant: Accountant | None = None,
+    missing: str = "drop",
+    max_spurious_cells: float = DEFAULT_MAX_SPURIOUS_CELLS,
+    namespace: Mapping[str, object] | None = None,
+) -> PrivateHistogram:
+    """Release an epsilon-differentially private joint histogram.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or mapping of str to array-like
+        The raw rows. Read once; never modified.
+    columns : sequence of str, optional
+        The variables to release. Give this or ``formula``.
+    formula : str, optional
+        A patsy formula; its raw variables are released.
+    epsilon : float
+        Privacy parameter (> 0). ``float("inf")`` releases exact counts and
+        is NOT private (for checks only).
+    bounds : dict of str to (low, high)
+        Public bounds of each continuous variable. Values outside are clipped
+        into the edge bins.
+    levels : dict of str to list
+        Public level set of each discrete variable (not needed for a bool
+        column or a pandas Categorical, whose dtype declares it).
+    bins : int, dict or "auto"
+        Equal-width bins per continuous variable; "auto" applies
+        :func:`dpmodels.domain.auto_bins` to public inputs only.
+    threshold : "enhanced", "zero", float or None
+        "enhanced": keep cells whose noisy count is >= ``A*log(n)/epsilon``
+        (Lei 2011, §4.2); "zero": ``max(count, 0)`` (Algorithm 1'); a number:
+        that threshold; None: signed counts (Algorithm 1; dense, so only for
+        domains of at most ``max_spurious_cells`` cells).
+    threshold_A : float
+        Lei's constant A of the enhanced rule (default 0.5).
+    n : int, optional
+        The public number of rows; by default the number of rows handed in
+        (before any missing-value drop).
+    random_state : None, int or numpy.random.Generator
+        None draws from the OS's secure entropy; a seed makes the release
+        reproducible (the report says so).
+    accountant : Accountant, optional
+        Charged ``epsilon``; refuses before reading data if it does not fit.
+    missing : {"drop", "raise"}
+        Rows with a missing value in a released variable are dropped (and not
+        counted or reported), or refused.
+    max_spurious_cells : float
+        Refuse, before reading data, a release whose expected number of
+        spurious cells ``m * P(Z >= t)`` exceeds this.
+    namespace : mapping, optional
+        Names a formula may use besides columns (defaults to the caller's).
+
+    Returns
+    -------
+    PrivateHistogram
+
+    Examples
+    --------
+    >>> import dpmodels as dpm
+    >>> df = dpm.datasets.housing(n=5000, seed=1)
+    >>> rel = dpm.release(df, formula="price ~ size + year + C(county)", epsilon=1.0,
+    ...                   bounds={"price": (1e5, 9e5), "size": (0, 3000)},
+    ...                   levels={"year": [1, 2, 3, 4],
+    ...                           "county": [f"County{i}" for i in range(1, 7)]},
+    ...                   bins=10, random_state=0)
+    >>> rel.report.domain_cells
+    2400
+    >>> int(rel.cells["count"].min()) >= rel.report.threshold
+    True
+    """
+    # ---- public inputs only, before any row is read -------------------------------
+    epsilon = _check_epsilon(epsilon)
+    if missing not in ("drop", "raise"):
+        raise ValueError(f'missing must be "drop" or "raise", got {missing!r}')
+    cols = _columns_of(data)
+    if (columns is None) == (formula is None):
+        raise ValueError("give exactly one of columns=[...] or formula='...'")
+    if formula is not None:
+        if namespace is None:
+            namespace = caller_namespace(1)
+        fv = formula_variables(formula, cols, namespace)
+        names, discrete = fv.names, fv.discrete
+    else:
+        if isinstance(columns, str):
+            columns = [columns]
+        names = tuple(dict.fromkeys(columns))
+        unknown = [c for c in names if c not in cols]
+        if unknown:
+            raise UnknownVariableError(
+                f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})"
+            )
+        discrete = frozenset()
+    if n is None:
+        n_public, n_source = _nrows(data), "rows handed in"
+    else:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n (the public row count) must be a positive int, got {n!r}")
+        n_public, n_source = int(n), "declared by the caller"
+    domain = build_domain(
+        names, {nm: _dtype_of(data, nm) for nm in names}, discrete=discrete,
+        bounds=bounds, levels=levels, bins=bins, n=max(n_public, 2), epsilon=epsilon,
+    )
+    thr = resolve_threshold(threshold, epsilon, max(n_public, 2), threshold_A)
+    m = domain.size
+    if math.isinf(epsilon):
+        expected_spurious = 0.0
+    elif thr.k is None:
+        expected_spurious = float(m)
+    else:
+        expected_spurious = m * discrete_laplace_sf(thr.k, epsilon)
+    if expected_spurious > max_spurious_cells:
+        what = ("a signed (unthresholded) release perturbs and keeps all"
+                if thr.k is None else "the threshold lets through about")
+        raise DomainTooLargeError(
+            f"{what} {expected_spurious:.3g} cells of pure noise in a domain of {m:.3g} cells "
+            f"(limit max_spurious_cells={max_spurious_cells:.3g}): use fewer bins or fewer "
+            "variables, a higher threshold (threshold='enhanced' with a larger threshold_A, or "
+            "a number), or raise max_spurious_cells"
+        )
+    if accountant is not None:
+        accountant.check(epsilon, f"release of {list(names)}")
+    if math.isinf(epsilon):
+        warnings.warn(
+            "epsilon=inf: the release holds EXACT counts and is NOT differentially private. "
+            "Use it only to check results against the non-private fit.",
+            NotPrivateWarning, stacklevel=3,
+        )
+
+    # ---- the one pass over the raw rows -------------------------------------------
+    exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+
+    # ---- noise: only after the counts were taken without error --------------------
+    budget = "no accountant"
+    if accountant is not None:
+        accountant.spend(epsilon, f"release of {list(names)}")
+        budget = f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of {accountant.total_epsilon:g} spent"
+    if math.isinf(epsilon):
+        noisy = NoisyCells(exact.ids, exact.counts)
+    else:
+        rng = make_rng(random_state)
+        if thr.k is None:
+            noisy = noisy_signed_dense(rng, epsilon, exact.ids, exact.counts, m)
+        else:
+            noisy = noisy_threshold_sparse(rng, epsilon, exact.ids, exact.counts, m, thr.k)
+    del exact
+
+    report = PrivacyReport(
+        epsilon=epsilon,
+        private=math.isfinite(epsilon),
+        mechanism=MECHANISM if math.isfinite(epsilon) else "none (exact counts)",
+        noise_scale=2.0 / epsilon,
+        sensitivity=2,
+        threshold_rule=thr.rule,
+        threshold_A=thr.A,
+        threshold=thr.value,
+        n=n_public,
+        n_source=n_source,
+        variables=tuple(domain.describe().items()),
+        domain_cells=m,
+        expected_spurious_cells=expected_spurious,
+        released_cells=int(noisy.ids.size),
+        noisy_total=int(noisy.counts.sum()),
+        seeded=random_state is not None,
+        budget=budget,
+    )
+    return PrivateHistogram(domain, noisy.ids, noisy.counts, report)

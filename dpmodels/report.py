@@ -1,0 +1,124 @@
+"""The privacy report carried by every release and every results object.
+
+Every field is a public input (epsilon, n, the domain, the threshold rule)
+or a function of the noisy release (released cells, noisy total): nothing
+here is computed from the raw rows (PRIVACY.md rule 5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["PrivacyReport"]
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """What was released and under which guarantee.
+
+    Attributes
+    ----------
+    epsilon : float
+        Privacy parameter of the release (pure DP, delta = 0); ``inf`` when
+        not private.
+    private : bool
+        False only for ``epsilon=inf`` (no noise).
+    mechanism : str
+    noise_scale : float
+        Scale ``2 / epsilon`` of the discrete Laplace noise per cell.
+    sensitivity : int
+        L1 sensitivity of the histogram under replace-one neighbours (2).
+    threshold_rule : str
+        "enhanced", "fixed", "zero", "none (signed counts)" or "none (exact)".
+    threshold_A : float or None
+        Lei's tuning constant for the enhanced rule.
+    threshold : float or None
+        The threshold value t; cells with noisy count >= t are kept.
+    n : int
+        The public number of rows.
+    n_source : str
+        "rows handed in" or "declared by the caller".
+    variables : tuple of (name, description)
+        The public domain of each variable.
+    domain_cells : int
+        Number m of cells in the domain, all of them perturbed.
+    expected_spurious_cells : float
+        Upper bound ``m * P(Z >= t)`` on the expected number of empty cells
+        that cross the threshold (Vinterbo 2012, eq. 7), known before any
+        row is read.
+    released_cells : int
+        Number of cells in the release.
+    noisy_total : int
+        Sum of the released counts.
+    seeded : bool
+        True when a ``random_state`` made the noise reproducible.
+    budget : str
+        How the release was charged to an accountant, if any.
+    """
+
+    epsilon: float
+    private: bool
+    mechanism: str
+    noise_scale: float
+    sensitivity: int
+    threshold_rule: str
+    threshold_A: float | None
+    threshold: float | None
+    n: int
+    n_source: str
+    variables: tuple[tuple[str, str], ...]
+    domain_cells: int
+    expected_spurious_cells: float
+    released_cells: int
+    noisy_total: int
+    seeded: bool
+    budget: str = "no accountant"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs, in display order, for summaries."""
+        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
+        if self.threshold is None:
+            thr = self.threshold_rule
+        elif self.threshold_rule == "enhanced":
+            thr = f"enhanced, A={self.threshold_A:g}: t = A*log(n)/eps = {self.threshold:.4g}"
+        else:
+            thr = f"{self.threshold_rule}: t = {self.threshold:.4g}"
+        rows = [
+            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
+            ("Mechanism:", self.mechanism),
+            ("Noise scale:", "none" if not self.private else
+             f"2/epsilon = {self.noise_scale:.4g} (L1 sensitivity {self.sensitivity})"),
+            ("Threshold:", thr),
+            ("Public n:", f"{self.n} ({self.n_source})"),
+            ("Domain cells:", f"{self.domain_cells:,}"),
+            ("E[spurious cells] <=", f"{self.expected_spurious_cells:.4g}"),
+            ("Released cells:", f"{self.released_cells:,}"),
+            ("Noisy total:", f"{self.noisy_total:,}"),
+        ]
+        rows += [(f"  {name}:", desc) for name, desc in self.variables]
+        rows += [
+            ("Randomness:", "seeded generator (reproducible, for tests and docs)"
+             if self.seeded else "OS secure entropy"),
+            ("Budget:", self.budget),
+        ]
+        return rows
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        width = max(len(k) for k, _ in rows)
+        title = "Privacy report" + ("" if self.private else "  ** NOT PRIVATE: epsilon = inf **")
+        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            for k, v in self.rows()
+        )
+        return f"<table><caption>Privacy report</caption>{body}</table>"
+
+    @property
+    def is_finite(self) -> bool:
+        return math.isfinite(self.epsilon)
