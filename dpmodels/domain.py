@@ -245,8 +245,10 @@ def auto_bins(n: int, epsilon: float, n_continuous: int, fixed_cells: int) -> in
 
     Examples
     --------
-    >>> auto_bins(250_070, 1.0, 2, 24)
-    17
+    The housing data of Lei §4.3 (two continuous variables, 4 x 6 discrete cells):
+
+    >>> auto_bins(250_070, 1.0, 2, 24), auto_bins(250_070, 0.1, 2, 24)
+    (23, 8)
     """
     if n_continuous == 0:
         return AUTO_BINS_MIN

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from statsmodels.iolib.summary import Summary
+from statsmodels.iolib.summary import Summary, summary_return
 from statsmodels.iolib.table import SimpleTable
+from statsmodels.iolib.tableformatting import fmt_2cols
 
 from .report import PrivacyReport
 
-__all__ = ["privacy_table", "add_privacy_block"]
+__all__ = ["DPSummary", "privacy_table", "add_privacy_block"]
 
 
 def privacy_table(report: PrivacyReport) -> SimpleTable:
@@ -18,16 +19,37 @@ def privacy_table(report: PrivacyReport) -> SimpleTable:
         [[v] for _, v in rows],
         stubs=[k for k, _ in rows],
         title=title,
-        txt_fmt={"data_aligns": "l", "colsep": "  "},
+        txt_fmt=dict(fmt_2cols, data_aligns="l"),
     )
 
 
-def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[str] | None = None) -> Summary:
-    """Append the privacy table (and notes) to a statsmodels Summary in place."""
+class DPSummary(Summary):
+    """A statsmodels :class:`~statsmodels.iolib.summary.Summary` with a
+    privacy table.  LaTeX output renders the privacy table as its own
+    tabular, since statsmodels merges its tables into one column layout."""
+
+    privacy_table: SimpleTable | None = None
+
+    def as_latex(self) -> str:
+        main = [t for t in self.tables if t is not self.privacy_table]
+        latex = summary_return(main, return_fmt="latex")
+        if self.privacy_table is not None:
+            latex += "\n" + self.privacy_table.as_latex_tabular()
+        if self.extra_txt is not None:
+            latex += "\n\n" + self.extra_txt.replace("\n", " \\newline\n ")
+        return latex
+
+
+def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[str] | None = None) -> DPSummary:
+    """Return ``smry`` as a :class:`DPSummary` with the privacy table and notes appended."""
+    out = DPSummary()
+    out.tables = list(smry.tables)
+    out.extra_txt = smry.extra_txt
     if report is not None:
-        smry.tables.append(privacy_table(report))
+        out.privacy_table = privacy_table(report)
+        out.tables.append(out.privacy_table)
         if not report.private:
-            smry.add_extra_txt(["WARNING: epsilon = inf. These results are NOT differentially private."])
+            out.add_extra_txt(["WARNING: epsilon = inf. These results are NOT differentially private."])
     if notes:
-        smry.add_extra_txt(notes)
-    return smry
+        out.add_extra_txt(notes)
+    return out

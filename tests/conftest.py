@@ -1,0 +1,44 @@
+"""Shared fixtures: small synthetic data sets with public domains."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+HOUSING_FORMULA = "price ~ size + year + C(county)"
+HOUSING_BOUNDS = {"price": (1e5, 9e5), "size": (0, 3000)}
+HOUSING_LEVELS = {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 3, 4]}
+
+
+@pytest.fixture(scope="session")
+def housing_small() -> pd.DataFrame:
+    from dpmodels.datasets import housing
+
+    return housing(n=20_000, seed=3)
+
+
+@pytest.fixture
+def discrete_frame() -> pd.DataFrame:
+    """Only discrete variables: epsilon=inf must reproduce smf.ols exactly."""
+    rng = np.random.default_rng(11)
+    n = 3_000
+    g = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    k = rng.integers(1, 5, size=n)
+    b = rng.random(n) < 0.4
+    y = (2 + 3 * k - 4 * (g == "b") + 1.5 * b + rng.integers(-3, 4, size=n)).astype(np.int64)
+    return pd.DataFrame({"y": y, "k": k, "g": g, "b": b})
+
+
+@pytest.fixture
+def mixed_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    n = 4_000
+    x = rng.uniform(0.5, 10, size=n)
+    g = rng.choice(["lo", "mid", "hi"], size=n)
+    y = 1 + 0.8 * x + (g == "hi") * 2 + rng.normal(0, 1, size=n)
+    return pd.DataFrame({"y": y, "x": x, "g": g})
+
+
+MIXED_BOUNDS = {"y": (-5, 20), "x": (0, 10)}
+MIXED_LEVELS = {"g": ["lo", "mid", "hi"]}
