@@ -21,7 +21,8 @@ import patsy.builtins
 
 from .errors import UnknownVariableError
 
-__all__ = ["FormulaVariables", "formula_variables", "caller_namespace"]
+__all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "user_stacklevel"]
+
 
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
 
@@ -42,6 +43,19 @@ def caller_namespace(depth: int) -> dict:
     ns = dict(frame.f_globals)
     ns.update(frame.f_locals)
     return ns
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for :func:`warnings.warn` that points at the first frame
+    outside dpmodels (the user's call), however deep inside the package the
+    warning is raised."""
+    import os
+
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _Visitor(ast.NodeVisitor):

@@ -23,7 +23,7 @@ import pandas as pd
 from .accountant import Accountant
 from .domain import Domain, build_domain
 from .errors import DomainError, DomainTooLargeError, NotPrivateWarning, UnknownVariableError
-from .formula import caller_namespace, formula_variables
+from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import count_cells
 from .mechanisms import (
     NoisyCells,
@@ -347,7 +347,7 @@ def release(
         warnings.warn(
             "epsilon=inf: the release holds EXACT counts and is NOT differentially private. "
             "Use it only to check results against the non-private fit.",
-            NotPrivateWarning, stacklevel=3,
+            NotPrivateWarning, stacklevel=user_stacklevel(),
         )
 
     # ---- the one pass over the raw rows -------------------------------------------

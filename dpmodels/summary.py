@@ -15,8 +15,9 @@ def privacy_table(report: PrivacyReport) -> SimpleTable:
     """The privacy report as a two-column statsmodels table."""
     rows = report.rows()
     title = "Differential privacy" + ("" if report.private else " -- NOT PRIVATE (epsilon = inf)")
+    width = max(len(v) for _, v in rows)
     return SimpleTable(
-        [[v] for _, v in rows],
+        [[v.ljust(width)] for _, v in rows],
         stubs=[k for k, _ in rows],
         title=title,
         txt_fmt=dict(fmt_2cols, data_aligns="l"),
