@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -179,8 +179,11 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float) -> ThresholdS
         raise ValueError(
             f'threshold must be "enhanced", "zero", a number or None, got {threshold!r}'
         )
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(threshold):
-        raise ValueError(f'threshold must be "enhanced", "zero", a number or None, got {threshold!r}')
+    if (isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
+            or not math.isfinite(threshold)):
+        raise ValueError(
+            f'threshold must be "enhanced", "zero", a finite number or None, got {threshold!r}'
+        )
     return ThresholdSpec("fixed", float(threshold), math.ceil(threshold), None)
 
 
@@ -227,6 +230,7 @@ def release(
     missing: str = "drop",
     max_spurious_cells: float = DEFAULT_MAX_SPURIOUS_CELLS,
     namespace: Mapping[str, object] | None = None,
+    domain_check: Callable[[Domain], None] | None = None,
 ) -> PrivateHistogram:
     """Release an epsilon-differentially private joint histogram.
 
@@ -273,6 +277,11 @@ def release(
         spurious cells ``m * P(Z >= t)`` exceeds this.
     namespace : mapping, optional
         Names a formula may use besides columns (defaults to the caller's).
+    domain_check : callable, optional
+        Called with the public :class:`~dpmodels.domain.Domain` as soon as it
+        is built, before the budget check, the pass over the rows and any
+        noise; it raises to refuse the release (models use it to check their
+        response's declared levels).
 
     Returns
     -------
@@ -324,6 +333,8 @@ def release(
         names, {nm: _dtype_of(data, nm) for nm in names}, discrete=discrete,
         bounds=bounds, levels=levels, bins=bins, n=max(n_public, 2), epsilon=epsilon,
     )
+    if domain_check is not None:
+        domain_check(domain)
     thr = resolve_threshold(threshold, epsilon, max(n_public, 2), threshold_A)
     m = domain.size
     if math.isinf(epsilon):

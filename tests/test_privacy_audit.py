@@ -1,0 +1,361 @@
+"""The empirical privacy audit of PRIVACY.md ("How we check it").
+
+``dpmodels.release`` is run R times on each of two neighbouring data sets
+(same n, one row replaced) that differ in the worst places:
+
+(i)  a row of a busy cell moved into an otherwise empty cell
+     (threshold="enhanced": n = 10, t = 0.5*log(10) = 1.15, cut k = 2);
+(ii) a row exactly at the upper bound of x vs the same row at the lower
+     bound (threshold=1), both cells otherwise empty.
+
+For events on the released values of the two changed cells ("cell present",
+"count >= k", and joint events of both cells) the audit computes a lower
+confidence bound on the privacy loss log(P_D(E)/P_D'(E)) and its reverse
+(Clopper-Pearson, Bonferroni over all bounds at family level 1e-3, see
+:func:`tests.audit_tools.privacy_audit`).
+
+Why the audit can fail in both directions
+-----------------------------------------
+Moving one row changes two cells by one each.  With discrete Laplace noise
+of scale 2/epsilon a single cell's likelihood ratio is at most exp(epsilon/2);
+the full loss epsilon is attained only by joint events of both cells, e.g.
+"the gaining cell is released AND the losing cell is not" (both factors are
+then exactly exp(epsilon/2); see :func:`two_cell_events`).  Every event's
+exact probability under D and D' is computed from the pmf
+(:func:`tests.audit_tools.exact_event_probability`), so for the correct
+mechanism we assert:
+
+* the contract: no lower bound exceeds epsilon;
+* validity: no lower bound exceeds the event's exact loss;
+* power: every lower bound is within a margin of the exact loss, the margin
+  derived from R (Clopper-Pearson width at the expected counts plus
+  ``z`` delta-method standard deviations, Bonferroni-corrected; see
+  :func:`tests.audit_tools.tightness_margin`); in particular the full-loss
+  event's bound comes close to epsilon.
+
+The same estimator (same function, same R, same events) must flag two
+deliberately broken mechanisms built from the library's pieces: noise on the
+observed cells only, and noise of scale 1/epsilon.
+
+With R = 8000 the sharpest full-loss event must reach epsilon - 0.41 in
+scenario (i) and epsilon - 0.30 in scenario (ii); its expected lower bound is
+about 0.77 and 0.85.
+
+False-failure rate: the family of bounds of one audit exceeds the exact
+losses with probability <= 1e-3; the tightness checks fail with probability
+about <= 1e-3 (normal approximation of log p-hat, R p >= 200 for every event
+kept).  Seeds are fixed, so the outcomes are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dpmodels as dpm
+from dpmodels.domain import build_domain
+from dpmodels.histogram import count_cells
+from dpmodels.mechanisms import NoisyCells, discrete_laplace, make_rng, noisy_threshold_sparse
+from dpmodels.release import DEFAULT_A, resolve_threshold
+
+from .audit_tools import (
+    ABSENT,
+    exact_event_probability,
+    format_audit,
+    privacy_audit,
+    tightness_margin,
+)
+
+EPS = 1.0
+#: Repetitions per data set.  One release of a 10-row frame takes ~0.6-0.8 ms,
+#: so the four correct-mechanism runs (2 scenarios x D, D') take ~20-26 s; the
+#: broken mechanisms reuse their exact counts and take ~1 s each.
+R = 8_000
+FAMILY_ALPHA = 1e-3
+#: Events are kept only when, for the correct mechanism, both exact
+#: probabilities give >= MIN_EXPECTED expected hits among R repetitions, so
+#: that the normal approximation behind the tightness margin is good.
+MIN_EXPECTED = 200
+
+LEVELS = {"g": ["u", "v"]}
+BOUNDS = {"x": (0.0, 10.0)}
+BINS = 5  # x bins of width 2: [0,2) [2,4) [4,6) [6,8) [8,10]
+
+
+def cell(xbin: int, g: str) -> int:
+    """Cell id of (x bin, level): x is the first (most significant) axis."""
+    return 2 * xbin + LEVELS["g"].index(g)
+
+
+def frame(rows) -> pd.DataFrame:
+    return pd.DataFrame({"x": [float(r[0]) for r in rows], "g": [r[1] for r in rows]})
+
+
+# Scenario (i): cell a = (1, u) holds 2 rows in D; D' moves one of them
+# (x = 3.9) to (7.1, v), i.e. into cell b = (3, v), empty in D.
+ROWS_I = [(2.5, "u"), (3.9, "u"), (0.5, "v"), (1.0, "v"), (1.5, "v"),
+          (4.2, "u"), (5.0, "v"), (8.8, "u"), (9.1, "u"), (9.5, "u")]
+D_I = frame(ROWS_I)
+DP_I = frame([(7.1, "v") if r == (3.9, "u") else r for r in ROWS_I])
+SCENARIO_I = dict(
+    D=D_I, Dp=DP_I, cells=(cell(1, "u"), cell(3, "v")),
+    counts_D=(2, 0), counts_Dp=(1, 1),
+    kwargs=dict(columns=["x", "g"], epsilon=EPS, bounds=BOUNDS, levels=LEVELS, bins=BINS,
+                threshold="enhanced"),
+    k=2,
+)
+
+# Scenario (ii): a row exactly at the upper bound (x = 10.0 -> last bin,
+# cell a = (4, u), otherwise empty) vs the same row at the lower bound
+# (x = 0.0 -> cell b = (0, u), otherwise empty).
+ROWS_II = [(10.0, "u"), (0.2, "v"), (1.7, "v"), (2.0, "u"), (3.3, "u"),
+           (3.9, "v"), (5.5, "u"), (6.1, "v"), (7.7, "u"), (9.0, "v")]
+D_II = frame(ROWS_II)
+DP_II = frame([(0.0, "u") if r == (10.0, "u") else r for r in ROWS_II])
+SCENARIO_II = dict(
+    D=D_II, Dp=DP_II, cells=(cell(4, "u"), cell(0, "u")),
+    counts_D=(1, 0), counts_Dp=(0, 1),
+    kwargs=dict(columns=["x", "g"], epsilon=EPS, bounds=BOUNDS, levels=LEVELS, bins=BINS,
+                threshold=1),
+    k=1,
+)
+
+
+# --------------------------------------------------------------------------
+# release functions: the library's, and broken ones from its pieces
+# --------------------------------------------------------------------------
+def library_release(**kwargs):
+    def fn(data, seed):
+        rel = dpm.release(data, random_state=seed, **kwargs)
+        return rel.cell_ids, rel.counts
+
+    return fn
+
+
+def pieces_release(noise, **kwargs):
+    """The release pipeline rebuilt from dpmodels' pieces (public domain,
+    threshold rule, one counting pass) with a pluggable noise step
+    ``noise(rng, epsilon, ids, counts, m, k) -> NoisyCells``.
+
+    The data-dependent but noise-free part (domain, threshold, exact counts)
+    is computed once per data set and reused across repetitions: it is
+    deterministic, and the audit only needs fresh noise per repetition."""
+    names = list(kwargs["columns"])
+    eps = kwargs["epsilon"]
+    prepared = {}
+
+    def prepare(data):
+        n = len(data)
+        domain = build_domain(names, {nm: data[nm].dtype for nm in names}, bounds=kwargs["bounds"],
+                              levels=kwargs["levels"], bins=kwargs["bins"], n=n, epsilon=eps)
+        thr = resolve_threshold(kwargs["threshold"], eps, n, DEFAULT_A)
+        exact = count_cells({nm: data[nm] for nm in names}, domain)
+        return data, domain.size, thr.k, exact  # data kept alive: its id stays unique
+
+    def fn(data, seed):
+        if id(data) not in prepared:
+            prepared[id(data)] = prepare(data)
+        _, m, k, exact = prepared[id(data)]
+        out = noise(make_rng(seed), eps, exact.ids, exact.counts, m, k)
+        return out.ids, out.counts
+
+    return fn
+
+
+def noise_observed_cells_only(rng, epsilon, ids, counts, m, k):
+    """BROKEN: perturbs the observed cells only, never releases an empty cell."""
+    noisy = counts + discrete_laplace(rng, epsilon, counts.size)
+    keep = noisy >= k
+    return NoisyCells(ids[keep], noisy[keep])
+
+
+def noise_scale_one_over_epsilon(rng, epsilon, ids, counts, m, k):
+    """BROKEN: discrete Laplace of scale 1/epsilon (ignores sensitivity 2)."""
+    return noisy_threshold_sparse(rng, 2 * epsilon, ids, counts, m, k)
+
+
+# --------------------------------------------------------------------------
+# events on the two changed cells
+# --------------------------------------------------------------------------
+def two_cell_events(k: int) -> dict:
+    """Events on V[:, 0] (cell a, loses the row in D') and V[:, 1] (cell b,
+    gains it); ABSENT marks a cell not in the release."""
+    A, B = 0, 1
+
+    def present(i):
+        return lambda V: V[:, i] != ABSENT
+
+    def ge(i, j):
+        return lambda V: V[:, i] >= j  # ABSENT is int64 min: never >= j
+
+    def lt(i, j):
+        return lambda V: V[:, i] < j  # includes ABSENT (released values are >= k)
+
+    def both(e1, e2):
+        return lambda V: e1(V) & e2(V)
+
+    ev = {
+        "a present": present(A),
+        "b present": present(B),
+        "a absent": lambda V: V[:, A] == ABSENT,
+        "b absent": lambda V: V[:, B] == ABSENT,
+        "b present & a absent": both(present(B), lt(A, k)),
+        "a present & b absent": both(present(A), lt(B, k)),
+    }
+    for j in (k + 1, k + 2, k + 3):
+        ev[f"a >= {j}"] = ge(A, j)
+        ev[f"b >= {j}"] = ge(B, j)
+        ev[f"b >= {j} & a absent"] = both(ge(B, j), lt(A, k))
+        ev[f"a >= {j} & b absent"] = both(ge(A, j), lt(B, k))
+    for j in (k + 1, k + 2):
+        ev[f"b present & a < {j}"] = both(present(B), lt(A, j))
+        ev[f"a present & b < {j}"] = both(present(A), lt(B, j))
+    return ev
+
+
+def scenario_events(sc):
+    """The event set of a scenario, with exact probabilities under D and D'
+    for the correct mechanism; only events with enough expected hits."""
+    out, probs = {}, {}
+    for name, ev in two_cell_events(sc["k"]).items():
+        pD = exact_event_probability(ev, sc["counts_D"], sc["k"], EPS)
+        pDp = exact_event_probability(ev, sc["counts_Dp"], sc["k"], EPS)
+        if min(pD, pDp) * R >= MIN_EXPECTED and max(pD, pDp) * R <= R - MIN_EXPECTED:
+            out[name] = ev
+            probs[name] = (pD, pDp)
+    return out, probs
+
+
+def _attach_theory(result, probs):
+    """Exact loss and tightness margin of every bound of a correct-mechanism audit."""
+    z = stats.norm.isf(result.family_alpha / len(result.bounds))
+    bounds = []
+    for b in result.bounds:
+        pD, pDp = probs[b.event]
+        p_num, p_den = (pD, pDp) if b.direction == "D/D'" else (pDp, pD)
+        theory = math.log(p_num / p_den)
+        margin = tightness_margin(p_num, p_den, result.R, result.alpha_each, z)
+        bounds.append(type(b)(**{**b.__dict__, "theory": theory, "margin": margin}))
+    return type(result)(result.R, result.alpha_each, result.family_alpha, tuple(bounds))
+
+
+# --------------------------------------------------------------------------
+# preconditions: the scenarios are what they claim to be
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("sc", [SCENARIO_I, SCENARIO_II], ids=["moved-into-empty", "row-at-bound"])
+def test_scenarios_are_neighbours_with_the_stated_exact_counts(sc):
+    D, Dp = sc["D"], sc["Dp"]
+    assert len(D) == len(Dp) == 10
+    assert int((D != Dp).any(axis=1).sum()) == 1  # replace-one neighbours
+    kw = sc["kwargs"]
+    fulls = []
+    for data, expected in ((D, sc["counts_D"]), (Dp, sc["counts_Dp"])):
+        domain = build_domain(kw["columns"], {c: data[c].dtype for c in kw["columns"]}, bounds=BOUNDS,
+                              levels=LEVELS, bins=BINS, n=10, epsilon=EPS)
+        exact = count_cells({c: data[c] for c in kw["columns"]}, domain)
+        full = np.zeros(domain.size, dtype=np.int64)
+        full[exact.ids.astype(np.int64)] = exact.counts
+        assert tuple(full[list(sc["cells"])]) == expected
+        fulls.append(full)
+    # The two histograms differ in exactly the two watched cells, by one each.
+    diff = fulls[0] - fulls[1]
+    assert sorted(np.flatnonzero(diff)) == sorted(sc["cells"])
+    assert np.abs(diff).sum() == 2
+    assert resolve_threshold(kw["threshold"], EPS, 10, DEFAULT_A).k == sc["k"]
+    # The events include one whose exact loss is the full epsilon.
+    events, probs = scenario_events(sc)
+    best = max(abs(math.log(pD / pDp)) for pD, pDp in probs.values())
+    assert math.isclose(best, EPS, rel_tol=1e-9)
+    single = [abs(math.log(p[0] / p[1])) for name, p in probs.items() if "&" not in name]
+    assert max(single) <= EPS / 2 + 1e-9  # one cell alone reveals at most epsilon/2
+
+
+def test_pieces_pipeline_reproduces_the_library_release():
+    """The broken mechanisms differ from the library only in the noise step:
+    with the correct noise step the rebuilt pipeline is the library release."""
+    for sc in (SCENARIO_I, SCENARIO_II):
+        lib = library_release(**sc["kwargs"])
+        rebuilt = pieces_release(noisy_threshold_sparse, **sc["kwargs"])
+        for seed in range(20):
+            for data in (sc["D"], sc["Dp"]):
+                a, b = lib(data, seed), rebuilt(data, seed)
+                np.testing.assert_array_equal(a[0], b[0])
+                np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_values_at_and_beyond_the_bounds_are_clipped_per_row():
+    """Rule 3: a value at the upper bound is in the last bin, a value beyond
+    it is clipped there: same seed, identical release."""
+    kw = SCENARIO_II["kwargs"]
+    base = library_release(**kw)
+    for outside in (10.0 + 1e-9, 11.0, 1e6, math.inf):
+        moved = frame([(outside, "u") if r == (10.0, "u") else r for r in ROWS_II])
+        for seed in range(5):
+            a, b = base(D_II, seed), base(moved, seed)
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])
+    for outside in (-1e-9, -3.0, -math.inf):
+        moved = frame([(outside, "u") if r == (0.0, "u") else r for r in DP_II.itertuples(index=False)])
+        for seed in range(5):
+            a, b = base(DP_II, seed), base(moved, seed)
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])
+
+
+# --------------------------------------------------------------------------
+# the audit of the library's release
+# --------------------------------------------------------------------------
+@pytest.fixture(scope="module", params=["moved-into-empty", "row-at-bound"])
+def correct_audit(request):
+    sc = SCENARIO_I if request.param == "moved-into-empty" else SCENARIO_II
+    events, probs = scenario_events(sc)
+    result = privacy_audit(library_release(**sc["kwargs"]), sc["D"], sc["Dp"], sc["cells"], events,
+                           R=R, seed_base=1_000_000 if sc is SCENARIO_I else 2_000_000,
+                           family_alpha=FAMILY_ALPHA)
+    result = _attach_theory(result, probs)
+    print("\n" + format_audit(f"dpmodels.release, scenario {request.param}", result, EPS))
+    return request.param, result
+
+
+def test_audit_lower_bounds_never_exceed_epsilon(correct_audit):
+    name, result = correct_audit
+    worst = result.best()
+    assert worst.lower_bound <= EPS, (name, worst)
+
+
+def test_audit_lower_bounds_never_exceed_the_exact_loss(correct_audit):
+    name, result = correct_audit
+    over = [b for b in result.bounds if b.lower_bound > b.theory]
+    assert not over, (name, over)
+
+
+def test_audit_lower_bounds_come_close_to_the_exact_loss(correct_audit):
+    name, result = correct_audit
+    far = [b for b in result.bounds if b.lower_bound < b.theory - b.margin]
+    assert not far, (name, far)
+    full = [b for b in result.bounds if math.isclose(b.theory, EPS, rel_tol=1e-9)]
+    assert full, "the audit must include an event whose exact loss is epsilon"
+    sharpest = min(full, key=lambda b: b.margin)
+    # R is large enough for "close" to mean something: a mechanism whose
+    # loss on this event were below epsilon/2 would fail.
+    assert sharpest.margin < 0.5 * EPS, sharpest
+    assert sharpest.lower_bound >= EPS - sharpest.margin, (name, sharpest)
+
+
+# --------------------------------------------------------------------------
+# the same audit catches broken mechanisms
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("scenario", ["moved-into-empty", "row-at-bound"])
+@pytest.mark.parametrize("noise", [noise_observed_cells_only, noise_scale_one_over_epsilon],
+                         ids=["observed-cells-only", "scale-1/eps"])
+def test_audit_catches_broken_mechanisms(noise, scenario):
+    sc = SCENARIO_I if scenario == "moved-into-empty" else SCENARIO_II
+    events, _ = scenario_events(sc)  # the very same events, chosen a priori
+    result = privacy_audit(pieces_release(noise, **sc["kwargs"]), sc["D"], sc["Dp"], sc["cells"],
+                           events, R=R, seed_base=3_000_000, family_alpha=FAMILY_ALPHA)
+    print("\n" + format_audit(f"BROKEN {noise.__name__}, scenario {scenario}", result, EPS))
+    assert result.max_lower_bound > EPS, result.best()
