@@ -21,10 +21,13 @@ from .errors import (
     MissingValueError,
     NotPrivateWarning,
     ReleaseWarning,
+    SeparationError,
+    SeparationWarning,
+    SingularDesignError,
     UndeclaredLevelError,
     UnknownVariableError,
 )
-from .models import DPOLS, dp_ols
+from .models import DPMNLogit, DPLogit, DPOLS, DPQuantReg, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
 from .release import PrivateHistogram, release
 from .report import PrivacyReport
 
@@ -32,7 +35,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "dp_ols",
+    "dp_logit",
+    "dp_quantreg",
+    "dp_mnlogit",
     "DPOLS",
+    "DPLogit",
+    "DPQuantReg",
+    "DPMNLogit",
     "release",
     "PrivateHistogram",
     "PrivacyReport",
@@ -49,4 +58,7 @@ __all__ = [
     "BudgetExceededError",
     "NotPrivateWarning",
     "ReleaseWarning",
+    "SeparationWarning",
+    "SeparationError",
+    "SingularDesignError",
 ]

@@ -7,6 +7,9 @@ noise is drawn.
 
 from __future__ import annotations
 
+import numpy as np
+from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSeparationWarning
+
 __all__ = [
     "DPModelsError",
     "DomainError",
@@ -17,6 +20,9 @@ __all__ = [
     "BudgetExceededError",
     "NotPrivateWarning",
     "ReleaseWarning",
+    "SeparationWarning",
+    "SeparationError",
+    "SingularDesignError",
 ]
 
 
@@ -54,3 +60,20 @@ class NotPrivateWarning(UserWarning):
 
 class ReleaseWarning(UserWarning):
     """Something about a release or fit the user should know about."""
+
+
+class SeparationWarning(ReleaseWarning, PerfectSeparationWarning):
+    """The (released) data are separated: some estimates diverge and are not
+    identified.  Also a statsmodels ``PerfectSeparationWarning``."""
+
+
+class SeparationError(DPModelsError, PerfectSeparationError):
+    """The (released) data are separated so that no fit is possible, e.g. the
+    response takes a single value in every released cell.  Also a
+    statsmodels ``PerfectSeparationError``."""
+
+
+class SingularDesignError(DPModelsError, np.linalg.LinAlgError):
+    """The design matrix of the released cells is rank-deficient, so the
+    likelihood has no unique maximum (e.g. a factor level without any
+    released cell)."""

@@ -4,13 +4,14 @@ cell frame, with no further look at raw rows."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..accountant import Accountant
-from ..errors import DomainError
+from ..errors import DomainError, DPModelsError
 from ..formula import caller_namespace, formula_variables
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 
@@ -26,6 +27,10 @@ class DPModel:
     """
 
     _name = "DP model"
+    #: False for models whose fit needs non-negative counts (e.g. the check loss of
+    #: quantile regression is not convex with negative weights): signed releases
+    #: (``threshold=None``) are then refused before anything is released.
+    _allows_signed = True
 
     def __init__(
         self,
@@ -45,6 +50,8 @@ class DPModel:
         max_spurious_cells: float = DEFAULT_MAX_SPURIOUS_CELLS,
         eval_env: int | Mapping[str, object] = 0,
     ):
+        if not self._allows_signed:
+            _refuse_signed(self._name, data, epsilon, threshold)
         namespace = caller_namespace(eval_env + 1) if isinstance(eval_env, int) else dict(eval_env)
         self.formula = formula
         self.namespace = namespace
@@ -61,6 +68,7 @@ class DPModel:
                         f"C({name}) needs a discrete variable, but {name!r} is continuous (binned) "
                         "in this release"
                     )
+            self._check_domain(data.domain, fv)
             self.release = data
             self.budget_spent = 0.0
         else:
@@ -69,12 +77,24 @@ class DPModel:
                 threshold=threshold, threshold_A=threshold_A, n=n, random_state=random_state,
                 accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
                 namespace=namespace,
+                domain_check=lambda domain: self._check_domain(
+                    domain, formula_variables(formula, domain.names, namespace)),
             )
             fv = formula_variables(formula, self.release.domain.names, namespace)
             self.budget_spent = self.release.report.epsilon
         self.variables = fv.names
         self.cells: pd.DataFrame = self.release.marginal(fv.names)
         self.count_column = self.release.count_column
+
+    def _check_domain(self, domain, formula_vars) -> None:
+        """Hook for subclasses: refuse a formula whose variables' public
+        domain does not suit the model (e.g. a response that is not binary).
+
+        Called with the :class:`~dpmodels.domain.Domain` and the
+        :class:`~dpmodels.formula.FormulaVariables` before any row is counted
+        or any noise drawn (and on an existing release before marginalizing).
+        Raise a :class:`~dpmodels.errors.DPModelsError` naming the variable.
+        """
 
     @property
     def privacy(self):
@@ -88,6 +108,22 @@ class DPModel:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
                 f"cells={len(self.cells):,})")
+
+
+def _refuse_signed(name: str, data, epsilon, threshold) -> None:
+    """Raise before any release if the model would be fitted on signed counts."""
+    if isinstance(data, PrivateHistogram):
+        signed = (data.report.private and data.report.threshold is None) or bool(
+            data.counts.size and data.counts.min() < 0)
+    else:
+        exact = isinstance(epsilon, numbers.Real) and math.isinf(epsilon)
+        signed = threshold is None and not exact
+    if signed:
+        raise DPModelsError(
+            f"{name} needs non-negative cell counts, but a release with threshold=None has "
+            "signed noisy counts (Lei's Algorithm 1): use threshold='enhanced' (the default), "
+            "'zero' or a number"
+        )
 
 
 def _same_eps(a, b) -> bool:

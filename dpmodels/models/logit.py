@@ -1,0 +1,368 @@
+"""dp_logit: binary logistic regression on a private histogram.
+
+The response must be a discrete variable with two declared levels.  The
+released cells are fitted by maximum likelihood with their noisy counts as
+frequency weights (:class:`~dpmodels.models.discrete.FreqLogit`), which is
+the logit of the data set in which each cell appears ``count`` times.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+import numpy as np
+import pandas as pd
+import patsy
+from statsmodels.tools.sm_exceptions import (
+    ConvergenceWarning,
+    HessianInversionWarning,
+    PerfectSeparationWarning,
+)
+
+from ..domain import Axis, Domain
+from ..errors import DomainError, DPModelsError
+from ..formula import FormulaVariables
+from .base import DPModel
+from .discrete import (
+    FreqLogit,
+    SeparationError,
+    SeparationWarning,
+    SingularDesignError,
+    separation_direction,
+)
+
+__all__ = ["DPLogit", "dp_logit"]
+
+_SEPARATION_CHOICES = ("warn", "raise", "ignore")
+
+
+def _is_numeric(levels) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating))
+               and not isinstance(v, (bool, np.bool_)) for v in levels)
+
+
+def _lhs_is_variable(formula: str, name: str) -> bool:
+    """True when the formula's left-hand side is exactly ``name`` (or ``Q("name")``)."""
+    terms = patsy.ModelDesc.from_formula(formula).lhs_termlist
+    if len(terms) != 1 or len(terms[0].factors) != 1:
+        return False
+    code = getattr(terms[0].factors[0], "code", "")
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return False
+    if isinstance(node, ast.Name):
+        return node.id == name
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q"
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == name)
+
+
+class _DPChoiceModel(DPModel):
+    """Shared by dp_logit and dp_mnlogit: the response is one discrete
+    variable whose declared levels are checked before anything is released;
+    signed releases are refused (the likelihood needs non-negative weights)."""
+
+    _allows_signed = False
+    _name = "DP choice model"
+    _func = "dp_model"
+    response: str
+
+    # ---- before the release: public domain only ---------------------------------------
+    def _check_domain(self, domain: Domain, formula_vars: FormulaVariables) -> None:
+        name = self._response_of(formula_vars)
+        self._check_response_axis(domain.axis(name))
+        self.response = name
+
+    def _response_of(self, fv: FormulaVariables) -> str:
+        if len(fv.response) != 1 or not _lhs_is_variable(self.formula, fv.response[0]):
+            lhs = self.formula.split("~")[0].strip() if "~" in self.formula else ""
+            raise DPModelsError(
+                f"the response of {self._func} must be a single variable of the data, as in "
+                f"'y ~ x'; got {lhs!r}: build the response as a column first (and declare its "
+                "levels)"
+            )
+        return fv.response[0]
+
+    def _check_response_axis(self, axis: Axis) -> None:
+        if axis.kind != "discrete":
+            raise DomainError(
+                f"the response {axis.name!r} of {self._func} must be discrete, but it is "
+                f"continuous ({axis.describe()}): declare its level set, e.g. "
+                f"levels={{{axis.name!r}: {self._example_levels}}}, instead of bounds"
+            )
+        if len(axis.levels) < 2:
+            raise DomainError(
+                f"the response {axis.name!r} has a single declared level "
+                f"({axis.levels[0]!r}): {self._func} needs at least two; declare every value "
+                f"{axis.name!r} can take"
+            )
+
+    # ---- after the release: the cell frame ------------------------------------------
+    def _response_frame(self) -> tuple[pd.DataFrame, np.ndarray, list]:
+        """Cells with the response as numbers, the counts, and the response
+        level of each class in class order (non-numeric levels become codes
+        in the order of their Categorical: sorted, or declared for a pandas
+        Categorical)."""
+        frame = self.cells.copy()
+        col = frame[self.response]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            order = list(col.cat.categories)
+            frame[self.response] = col.cat.codes.astype(np.int64)
+        else:
+            order = None
+        return frame, self.weights.astype(float), order
+
+    def _empty_fit_error(self):
+        return ValueError(
+            "the release has no cells with positive total count for this formula: "
+            "use a larger epsilon, fewer bins or a lower threshold"
+        )
+
+    def _fit_model(self, model, classes: np.ndarray, n_classes: int, param_names: list[str],
+                   separation: str, fit_kwargs: dict):
+        """Checks on the released design, then the maximum likelihood fit."""
+        if separation not in _SEPARATION_CHOICES:
+            raise ValueError(f"separation must be one of {_SEPARATION_CHOICES}, got {separation!r}")
+        X = model.exog
+        k = X.shape[1]
+        rank = np.linalg.matrix_rank(X) if X.size else 0
+        if rank < k:
+            zero = [nm for nm, col in zip(model.exog_names, X.T) if not np.any(col)]
+            what = (f"{', '.join(zero)} {'is' if len(zero) == 1 else 'are'} 0 in every released "
+                    "cell (no released cell has that level or value)" if zero
+                    else "some columns are collinear on the released cells")
+            raise SingularDesignError(
+                f"the design matrix of the released cells has rank {rank} < {k} columns: {what}. "
+                "The likelihood has no unique maximum: use a larger epsilon, fewer bins, a "
+                "lower threshold, or merge levels / drop the term"
+            )
+        found: tuple[str, ...] | None = None
+        if separation != "ignore":
+            B = separation_direction(X, classes, n_classes)
+            found = () if B is None else tuple(
+                nm for nm, b in zip(param_names, B.ravel(order="F")) if b != 0)
+            if found:
+                msg = (f"the released cells are (quasi-)separated: the {self._name} likelihood "
+                       f"increases without bound along a direction involving {', '.join(found)}. "
+                       "These estimates diverge and are not identified (the maximum likelihood "
+                       "estimate does not exist). Use a larger epsilon, fewer bins, a lower "
+                       "threshold, or merge levels / drop terms")
+                if separation == "raise":
+                    raise SeparationError(msg)
+                warnings.warn(msg, SeparationWarning, stacklevel=3)
+        fit_kwargs = {"disp": False, **fit_kwargs}
+        with warnings.catch_warnings():
+            if found:  # already reported, with the parameters concerned
+                for cat in (PerfectSeparationWarning, ConvergenceWarning, HessianInversionWarning,
+                            RuntimeWarning):
+                    warnings.simplefilter("ignore", cat)
+            try:
+                res = model.fit(**fit_kwargs)
+            except np.linalg.LinAlgError as exc:
+                if found:
+                    raise SeparationError(
+                        f"the fit broke down because the released cells are separated along "
+                        f"{', '.join(found)} ({exc})") from exc
+                raise SingularDesignError(
+                    f"the Hessian of the {self._name} likelihood is singular on the released "
+                    f"cells ({exc})") from exc
+        res._results.privacy = self.privacy
+        res._results.release = self.release
+        res._results.separation = found
+        return res
+
+
+class DPLogit(_DPChoiceModel):
+    """Differentially private logistic regression: maximum likelihood on
+    the released cells, each weighted by its noisy count.
+
+    See :func:`dp_logit` for the parameters.
+    """
+
+    _name = "DP Logit"
+    _func = "dp_logit"
+    _example_levels = "[0, 1]"
+
+    def _check_response_axis(self, axis: Axis) -> None:
+        super()._check_response_axis(axis)
+        levels = axis.levels
+        if len(levels) > 2:
+            raise DomainError(
+                f"the response {axis.name!r} has {len(levels)} declared levels "
+                f"({axis.describe()}); dp_logit needs exactly two: use dp_mnlogit for more"
+            )
+        if _is_numeric(levels) and set(levels) != {0, 1}:
+            raise DomainError(
+                f"the numeric response {axis.name!r} has declared levels {list(levels)}; "
+                "dp_logit needs 0/1 (1 = the event): recode it, or make it a string or "
+                "Categorical variable (its last level is then coded 1)"
+            )
+
+    def fit(self, *, method: str = "newton", maxiter: int = 35, separation: str = "warn",
+            **kwargs):
+        """Fit the frequency-weighted logit; returns statsmodels ``Logit``
+        results (with ``.privacy``) equal to those of the data set in which
+        each cell appears ``count`` times.
+
+        Parameters
+        ----------
+        method : str
+            Optimizer, as in ``statsmodels Logit.fit`` (default "newton").
+        maxiter : int
+            Maximum number of iterations.
+        separation : {"warn", "raise", "ignore"}
+            Before fitting, look for (quasi-)complete separation of the
+            released cells (a linear program): "warn" warns with a
+            :class:`~dpmodels.models.discrete.SeparationWarning` naming the
+            parameters that diverge and fits anyway; "raise" raises a
+            :class:`~dpmodels.models.discrete.SeparationError`; "ignore"
+            skips the check.
+        **kwargs
+            Passed to ``FreqLogit.fit`` (``disp`` defaults to False; only
+            ``cov_type="nonrobust"`` is available).
+
+        Returns
+        -------
+        statsmodels.discrete.discrete_model.BinaryResultsWrapper
+            Wrapping a :class:`~dpmodels.models.discrete.FreqLogitResults`.
+
+        Raises
+        ------
+        SeparationError
+            One response value has no released cell, or ``separation="raise"``
+            and the cells are separated.
+        SingularDesignError
+            The design of the released cells is rank-deficient (e.g. a factor
+            level with no released cell).
+        """
+        frame, w, order = self._response_frame()
+        if frame.empty or w.sum() <= 0:
+            raise self._empty_fit_error()
+        y = frame[self.response].to_numpy()
+        labels = order if order is not None else [0, 1]
+        codes = [0, 1]
+        for code, label in zip(codes, labels):
+            if not np.any(w[y == code] > 0):
+                other = labels[1 - code]
+                raise SeparationError(
+                    f"no released cell has {self.response} = {label!r}: every released cell has "
+                    f"{self.response} = {other!r}, so a logit cannot be fitted. Use a larger "
+                    "epsilon, fewer bins or a lower threshold"
+                )
+        model = FreqLogit.from_formula(self.formula, data=frame, weights=w,
+                                       eval_env=self.namespace)
+        res = self._fit_model(model, np.asarray(model.endog).astype(int), 2,
+                              list(model.exog_names), separation,
+                              dict(method=method, maxiter=maxiter, **kwargs))
+        if order is not None:
+            res._results.response_coding = (
+                f"{self.response} = 1 for {order[1]!r}, 0 for {order[0]!r}")
+        return res
+
+
+def dp_logit(
+    formula: str,
+    data,
+    *,
+    epsilon: float | None = None,
+    bounds=None,
+    levels=None,
+    bins="auto",
+    threshold="enhanced",
+    n: int | None = None,
+    random_state=None,
+    accountant=None,
+    **kwargs,
+) -> DPLogit:
+    """Differentially private logistic regression from a formula, as
+    ``statsmodels.formula.api.logit``.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy formula whose left-hand side is one binary variable, e.g.
+        ``"y ~ size + year + C(county)"``.
+    data : pandas.DataFrame, mapping, or PrivateHistogram
+        Raw rows (one release is made, spending ``epsilon``), or an existing
+        release (no new release, no budget spent).
+    epsilon : float
+        Privacy parameter of the release (required for raw data).
+    bounds : dict of str to (low, high)
+        Public bounds of each continuous predictor.
+    levels : dict of str to list
+        Public level sets of discrete variables, the response included:
+        ``[0, 1]`` for a 0/1 response; two labels (e.g. ``["no", "yes"]``)
+        for a two-level factor.  Not needed for a bool or pandas Categorical
+        column, whose dtype declares the levels.
+    bins : int, dict or "auto"
+        Equal-width bins per continuous variable.
+    threshold : "enhanced", "zero" or float
+        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
+        counts) is refused: the likelihood needs non-negative weights.
+    n : int, optional
+        The public number of rows (default: rows handed in).
+    random_state : None, int or Generator
+        None uses the OS's secure entropy.
+    accountant : Accountant, optional
+    **kwargs
+        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
+        :func:`dpmodels.release`.
+
+    Returns
+    -------
+    DPLogit
+        Call ``.fit()`` for the results.
+
+    Raises
+    ------
+    DomainError
+        Before anything is released, when the response is continuous, has
+        one declared level or more than two, or is numeric with levels other
+        than 0 and 1.
+    DPModelsError
+        Before anything is released, for ``threshold=None`` or a response that
+        is not a single variable.
+
+    Notes
+    -----
+    The response is coded 0/1 as follows: a numeric response must have the
+    levels 0 and 1; a bool response is 1 for True; any other two-level
+    factor is 1 for its *last* level, in sorted order, or in the declared
+    order of a pandas Categorical (statsmodels' own ``smf.logit`` does not
+    take a non-numeric response; this is the coding ``smf.mnlogit`` would
+    give the second equation).  The coding is shown in the summary.
+
+    The fit maximizes ``sum_c w_c log L(y_c | x_c)`` over the released cells
+    ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.
+    Standard errors are those of that data set; they do not include the
+    privacy noise, the threshold or the binning.  Continuous predictors
+    enter at their bin midpoints.
+
+    Examples
+    --------
+    >>> import dpmodels as dpm
+    >>> from dpmodels.models.logit import dp_logit
+    >>> df = dpm.datasets.housing(n=20_000, seed=0)
+    >>> df["y"] = (df["price"] > 500_000).astype(int)
+    >>> model = dp_logit("y ~ size + year + C(county)", df, epsilon=1.0,
+    ...                  bounds={"size": (0, 3000)},
+    ...                  levels={"y": [0, 1], "year": [1, 2, 3, 4],
+    ...                          "county": [f"County{i}" for i in range(1, 7)]},
+    ...                  random_state=0)
+    >>> res = model.fit()
+    >>> list(res.params.index[:3])
+    ['Intercept', 'C(county)[T.County2]', 'C(county)[T.County3]']
+    >>> p = res.predict(df.iloc[:5])
+    >>> bool(((p > 0) & (p < 1)).all())
+    True
+    >>> res.privacy.epsilon, res.nobs == res.privacy.noisy_total
+    (1.0, True)
+    """
+    eval_env = kwargs.pop("eval_env", 0)
+    return DPLogit(
+        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
+        eval_env=eval_env + 1 if isinstance(eval_env, int) else eval_env, **kwargs,
+    )

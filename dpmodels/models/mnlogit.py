@@ -1,0 +1,208 @@
+"""dp_mnlogit: multinomial logistic regression on a private histogram.
+
+The response must be a discrete variable with a declared level set.  The
+released cells are fitted by maximum likelihood with their noisy counts as
+frequency weights (:class:`~dpmodels.models.discrete.FreqMNLogit`), which is
+the multinomial logit of the data set in which each cell appears ``count``
+times.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import ReleaseWarning
+from ..errors import SeparationError
+from .discrete import FreqMNLogit
+from .logit import _DPChoiceModel
+
+__all__ = ["DPMNLogit", "dp_mnlogit"]
+
+
+class DPMNLogit(_DPChoiceModel):
+    """Differentially private multinomial logit: maximum likelihood on the
+    released cells, each weighted by its noisy count.
+
+    See :func:`dp_mnlogit` for the parameters.
+    """
+
+    _name = "DP MNLogit"
+    _func = "dp_mnlogit"
+    _example_levels = "['a', 'b', 'c']"
+
+    def fit(self, *, method: str = "newton", maxiter: int = 35, separation: str = "warn",
+            **kwargs):
+        """Fit the frequency-weighted multinomial logit; returns statsmodels
+        ``MNLogit`` results (with ``.privacy``) equal to those of the data
+        set in which each cell appears ``count`` times.
+
+        Parameters
+        ----------
+        method : str
+            Optimizer, as in ``statsmodels MNLogit.fit`` (default "newton").
+        maxiter : int
+            Maximum number of iterations.
+        separation : {"warn", "raise", "ignore"}
+            Before fitting, look for (quasi-)complete separation of the
+            released cells; see :meth:`dpmodels.models.logit.DPLogit.fit`.
+        **kwargs
+            Passed to ``FreqMNLogit.fit`` (``disp`` defaults to False; only
+            ``cov_type="nonrobust"`` is available).
+
+        Returns
+        -------
+        statsmodels.discrete.discrete_model.MultinomialResultsWrapper
+            Wrapping a :class:`~dpmodels.models.discrete.FreqMNLogitResults`;
+            ``predict`` returns one column of probabilities per response level.
+
+        Warns
+        -----
+        ReleaseWarning
+            A declared response level has no released cell: it is left out of
+            the model (its equation cannot be estimated).
+        """
+        frame, w, order = self._response_frame()
+        if frame.empty or w.sum() <= 0:
+            raise self._empty_fit_error()
+        axis = self.release.domain.axis(self.response)
+        y = frame[self.response].to_numpy()
+        if order is None:  # numeric levels, used as they are (statsmodels sorts them)
+            values = sorted(axis.levels)
+            present = [v for v in values if np.any(w[y == v] > 0)]
+        else:
+            values = list(range(len(order)))
+            present = [c for c in values if np.any(w[y == c] > 0)]
+        labels = values if order is None else order
+        absent = [labels[values.index(v)] for v in values if v not in present]
+        if len(present) < 2:
+            only = labels[values.index(present[0])] if present else None
+            raise SeparationError(
+                f"every released cell has {self.response} = {only!r}: a multinomial logit "
+                "needs at least two response levels with released cells. Use a larger "
+                "epsilon, fewer bins or a lower threshold"
+            )
+        if absent:
+            warnings.warn(
+                f"no released cell has {self.response} = "
+                f"{', '.join(map(repr, absent))}: that level is left out of the model. Use a "
+                "larger epsilon, fewer bins or a lower threshold to keep it",
+                ReleaseWarning, stacklevel=2,
+            )
+        model = FreqMNLogit.from_formula(self.formula, data=frame, weights=w, ylevels=order,
+                                         eval_env=self.namespace)
+        ynames = [f"{model.endog_names}={model._ynames_map[j]}" for j in range(1, int(model.J))]
+        param_names = [f"{x} ({yn})" for yn in ynames for x in model.exog_names]
+        res = self._fit_model(model, np.asarray(model.endog, dtype=int), int(model.J),
+                              param_names, separation,
+                              dict(method=method, maxiter=maxiter, **kwargs))
+        kept = [str(model._ynames_map[j]) for j in range(int(model.J))]
+        coding = f"{self.response} levels in the order {kept}; base level {kept[0]!r}"
+        if absent:
+            coding += f"; left out (no released cell): {', '.join(map(repr, absent))}"
+        res._results.response_coding = coding
+        return res
+
+
+def dp_mnlogit(
+    formula: str,
+    data,
+    *,
+    epsilon: float | None = None,
+    bounds=None,
+    levels=None,
+    bins="auto",
+    threshold="enhanced",
+    n: int | None = None,
+    random_state=None,
+    accountant=None,
+    **kwargs,
+) -> DPMNLogit:
+    """Differentially private multinomial logit from a formula, as
+    ``statsmodels.formula.api.mnlogit``.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy formula whose left-hand side is one discrete variable, e.g.
+        ``"species ~ length + width"``.
+    data : pandas.DataFrame, mapping, or PrivateHistogram
+        Raw rows (one release is made, spending ``epsilon``), or an existing
+        release (no new release, no budget spent).
+    epsilon : float
+        Privacy parameter of the release (required for raw data).
+    bounds : dict of str to (low, high)
+        Public bounds of each continuous predictor.
+    levels : dict of str to list
+        Public level sets of discrete variables, the response included (at
+        least two levels).  Not needed for a bool or pandas Categorical
+        column.
+    bins : int, dict or "auto"
+        Equal-width bins per continuous variable.
+    threshold : "enhanced", "zero" or float
+        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
+        counts) is refused: the likelihood needs non-negative weights.
+    n : int, optional
+        The public number of rows (default: rows handed in).
+    random_state : None, int or Generator
+        None uses the OS's secure entropy.
+    accountant : Accountant, optional
+    **kwargs
+        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
+        :func:`dpmodels.release`.
+
+    Returns
+    -------
+    DPMNLogit
+        Call ``.fit()`` for the results.
+
+    Raises
+    ------
+    DomainError
+        Before anything is released, when the response is continuous or has
+        a single declared level.
+    DPModelsError
+        Before anything is released, for ``threshold=None`` or a response that
+        is not a single variable.
+
+    Notes
+    -----
+    The equations are named ``y=level`` as in statsmodels.  Numeric levels
+    are sorted; other levels are sorted too, except for a pandas Categorical,
+    whose declared category order is kept; the first level is the base.
+    (``smf.mnlogit`` does not take a non-numeric response; the naming is
+    that of ``sm.MNLogit`` given the levels themselves.)  A declared level
+    without any released cell is left out, with a warning.
+
+    The fit maximizes ``sum_c w_c log P(y_c | x_c)`` over the released cells
+    ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.
+    Standard errors are those of that data set; they do not include the
+    privacy noise, the threshold or the binning.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dpmodels.models.mnlogit import dp_mnlogit
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 10, 20_000)
+    >>> eta = np.column_stack([np.zeros_like(x), -2 + 0.4 * x, 2 - 0.4 * x])
+    >>> p = np.exp(eta) / np.exp(eta).sum(1, keepdims=True)
+    >>> kind = np.array(["a", "b", "c"])[(rng.random(x.size)[:, None] > p.cumsum(1)).sum(1)]
+    >>> df = pd.DataFrame({"kind": kind, "x": x})
+    >>> res = dp_mnlogit("kind ~ x", df, epsilon=1.0, bounds={"x": (0, 10)},
+    ...                  levels={"kind": ["a", "b", "c"]}, random_state=0).fit()
+    >>> res.params.shape
+    (2, 2)
+    >>> res.model.endog_names, list(res.params.index)
+    ('kind', ['Intercept', 'x'])
+    >>> probs = res.predict(df.iloc[:4])
+    >>> np.allclose(np.asarray(probs).sum(axis=1), 1.0)
+    True
+    """
+    eval_env = kwargs.pop("eval_env", 0)
+    return DPMNLogit(
+        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
+        eval_env=eval_env + 1 if isinstance(eval_env, int) else eval_env, **kwargs,
+    )

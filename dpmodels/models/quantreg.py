@@ -1,0 +1,504 @@
+"""dp_quantreg: quantile regression on a private histogram.
+
+A released cell with noisy count w stands for w identical rows, so the fit
+must be that of the *expanded* data set in which each cell appears w times.
+:class:`FreqQuantReg` gives exactly what statsmodels'
+:class:`~statsmodels.regression.quantile_regression.QuantReg` gives on that
+expanded data, without expanding it:
+
+* the estimate minimizes the frequency-weighted check loss
+  ``sum_i w_i rho_q(y_i - x_i'b)``, solved exactly as a linear program;
+* n is the total count, and every data-dependent piece of QuantReg's
+  bandwidth, sparsity and covariance (the residual quartiles, the standard
+  deviation of the response, the kernel sum, ``X'X`` and ``X'DX``) is the
+  weighted version that equals the expanded one.
+
+Quantile regression needs non-negative weights (the check loss is not convex
+otherwise), so signed releases (``threshold=None``) are refused before
+anything is released.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+from functools import cached_property
+
+import numpy as np
+from numpy.linalg import pinv
+from scipy.optimize import linprog
+from scipy.stats import norm
+from statsmodels.regression.linear_model import RegressionModel, RegressionResultsWrapper
+from statsmodels.regression.quantile_regression import (
+    QuantReg,
+    QuantRegResults,
+    bofinger,
+    chamberlain,
+    hall_sheather,
+    kernels,
+)
+from statsmodels.tools._decorators import cache_readonly
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
+from statsmodels.tools.validation import string_like
+
+from ..errors import ReleaseWarning
+from ..formula import user_stacklevel
+from ..summary import add_privacy_block
+from .base import DPModel
+
+__all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg", "dp_quantreg"]
+
+_BANDWIDTHS = {"hsheather": hall_sheather, "bofinger": bofinger, "chamberlain": chamberlain}
+
+#: A residual within this relative distance of zero is an exact zero of the
+#: LP solution (an interpolated cell); see :meth:`FreqQuantReg.fit`, Notes.
+_ZERO_RTOL = 1e-9
+
+
+class FreqQuantReg(QuantReg):
+    """Quantile regression where ``weights`` are frequencies (counts).
+
+    The results equal those of
+    :class:`~statsmodels.regression.quantile_regression.QuantReg` on the
+    data set in which row ``i`` appears ``weights[i]`` times: the same
+    estimate, bandwidth, sparsity, covariance, ``nobs`` (the total weight)
+    and degrees of freedom.
+
+    Parameters
+    ----------
+    endog : array_like
+        Response, one value per cell.
+    exog : array_like
+        Design matrix, one row per cell.
+    weights : array_like, optional
+        Non-negative frequency of each row (default: all 1).  Rows of zero
+        weight do not exist in the expanded data and have no effect.
+    missing : str
+        As in statsmodels ("none", "drop" or "raise").
+    hasconst : bool, optional
+        As in statsmodels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import statsmodels.api as sm
+    >>> from statsmodels.regression.quantile_regression import QuantReg
+    >>> from dpmodels.models.quantreg import FreqQuantReg
+    >>> rng = np.random.default_rng(0)
+    >>> X = sm.add_constant(rng.normal(size=(40, 1)))
+    >>> y = X @ [1.0, 2.0] + rng.standard_t(3, size=40)
+    >>> w = rng.integers(1, 6, size=40)
+    >>> res = FreqQuantReg(y, X, weights=w).fit(q=0.5)
+    >>> expanded = QuantReg(np.repeat(y, w), np.repeat(X, w, axis=0))
+    >>> ref = expanded.fit(q=0.5, p_tol=1e-12, max_iter=5000)  # IRLS, run to its limit
+    >>> bool(np.allclose(res.params, ref.params, rtol=1e-5))
+    True
+    >>> bool(np.allclose(res.bse, ref.bse, rtol=1e-5))
+    True
+    >>> float(res.nobs), float(ref.nobs), int(w.sum())
+    (129.0, 129.0, 129)
+    """
+
+    def __init__(self, endog, exog, weights=None, missing: str = "none", hasconst=None, **kwargs):
+        self._check_kwargs(kwargs)
+        if weights is None:
+            weights = np.ones(len(endog))
+        weights = np.asarray(weights, dtype=float)
+        if weights.ndim == 0:
+            weights = np.repeat(weights, len(endog))
+        weights = weights.reshape(-1)
+        # QuantReg.__init__ refuses extra keywords, so go straight to RegressionModel
+        RegressionModel.__init__(
+            self, endog, exog, missing=missing, hasconst=hasconst, weights=weights, **kwargs
+        )
+
+    def initialize(self):
+        w = np.asarray(self.weights, dtype=float)
+        if w.shape != (self.exog.shape[0],):
+            raise ValueError(
+                f"weights must have one entry per row ({self.exog.shape[0]}), got shape {w.shape}"
+            )
+        if not np.all(np.isfinite(w)):
+            raise ValueError("frequency weights must be finite")
+        if np.any(w < 0):
+            raise ValueError(
+                "frequency weights must be non-negative: the check loss of quantile regression "
+                "with negative weights is not convex (use thresholded counts)"
+            )
+        if w.sum() <= 0:
+            raise ValueError("frequency weights sum to zero: there is nothing to fit")
+        self.weights = w
+        super().initialize()
+        self.nobs = float(w.sum())
+        self.rank = int(np.linalg.matrix_rank(self.wexog))
+        self.df_model = float(self.rank - self.k_constant)
+        self.df_resid = self.nobs - self.rank
+
+    def whiten(self, x):
+        """Scale rows by sqrt(weight), so that ``wexog.T @ wexog`` is the
+        expanded ``X'X`` (used for eigenvalues and the condition number)."""
+        x = np.asarray(x)
+        root = np.sqrt(self.weights)
+        return x * root if x.ndim == 1 else root[:, None] * x
+
+    def fit(
+        self,
+        q: float = 0.5,
+        vcov: str = "robust",
+        kernel: str = "epa",
+        bandwidth: str = "hsheather",
+        max_iter: int | None = None,
+        p_tol: float | None = None,
+        **kwargs,
+    ) -> RegressionResultsWrapper:
+        """Solve the weighted check-loss problem exactly and compute QuantReg's
+        covariance for the expanded data.
+
+        Parameters
+        ----------
+        q : float
+            Quantile, strictly between 0 and 1.
+        vcov : {"robust", "iid"}
+            As in :meth:`QuantReg.fit <statsmodels.regression.quantile_regression.QuantReg.fit>`.
+        kernel : {"epa", "biw", "cos", "gau", "par"}
+            Kernel of the sparsity estimate.
+        bandwidth : {"hsheather", "bofinger", "chamberlain"}
+            Bandwidth rule, evaluated at n = total weight.
+        max_iter, p_tol : optional
+            Accepted for compatibility with ``QuantReg.fit`` and ignored: the
+            linear program is solved to optimality, not iterated.
+        **kwargs
+            Accepted for compatibility, ignored.
+
+        Returns
+        -------
+        RegressionResultsWrapper
+            Wrapping :class:`FreqQuantRegResults`, with ``q``, ``bandwidth``,
+            ``sparsity``, ``iterations`` (simplex iterations) and
+            ``objective`` (the weighted check loss at the estimate).
+
+        Notes
+        -----
+        The estimate minimizes ``sum_i w_i rho_q(y_i - x_i'b)`` with
+        ``rho_q(u) = u (q - 1[u < 0])``, the expanded data's objective.  It is
+        found from the dual linear program (Koenker 2005, §6.2)
+
+            max_d  y'd   s.t.  X'd = 0,  -(1 - q) w_i <= d_i <= q w_i,
+
+        with ``p`` equality rows and one bounded variable per cell, solved by
+        HiGHS' simplex; ``b`` is the vector of multipliers of the equality
+        rows.  The answer is a vertex: it interpolates ``p`` cells exactly.
+        When the minimizer is not unique (common when the response is
+        binned), any vertex of the optimal set may be returned; the objective
+        value is the same.
+
+        With ``n = sum(w)`` and residuals ``e``, everything else follows
+        ``QuantReg.fit`` on the expanded data: the quartiles of ``e`` and the
+        standard deviation of ``y`` are those of the expanded sample (same
+        interpolation as :func:`scipy.stats.scoreatpercentile`),
+        ``f = sum w K(e/h) / (n h)``, "iid" is ``q(1-q)/f^2 (X'WX)^+`` and
+        "robust" is ``(X'WX)^+ X'WDX (X'WX)^+`` with ``D = q^2/f^2`` where
+        ``e > 0`` and ``(1-q)^2/f^2`` elsewhere.
+
+        Residuals of the interpolated cells are exactly zero and so fall in
+        the "elsewhere" branch.  statsmodels' iterative solver leaves them
+        small (about 1e-7 to 1e-5) and of arbitrary sign, so for
+        ``q != 0.5`` its "robust" standard errors on the expanded data depend
+        on rounding; binned responses put many cells, with large counts, on
+        the fitted plane, which can move them by a few percent.  The two
+        agree when statsmodels' signs are negative, and always agree for
+        "iid" and for ``q = 0.5``.
+        """
+        if not 0 < q < 1:
+            raise ValueError("q must be strictly between 0 and 1")
+        kernel_name = string_like(kernel, "kernel", options=tuple(kernels), lower=False)
+        bw_name = string_like(bandwidth, "bandwidth", options=tuple(_BANDWIDTHS), lower=False)
+        vcov = string_like(vcov, "vcov", options=("robust", "iid"), lower=False)
+
+        endog, exog, w = self.endog, self.exog, self.weights
+        params, n_iter = _solve_check_loss(endog, exog, w, q)
+        if self.rank < exog.shape[1]:
+            # same fitted values, minimum norm: the solution in the row space of X, as
+            # QuantReg's pinv-based iterations give
+            params = pinv(self.wexog) @ (self.wexog @ params)
+        resid = endog - exog @ params
+        tol = _ZERO_RTOL * (np.abs(endog) + np.abs(exog) @ np.abs(params))
+        resid = np.where(np.abs(resid) <= tol, 0.0, resid)
+
+        cov, h, fhat0 = _quantreg_cov(
+            resid, endog, exog, w, q, kernels[kernel_name], _BANDWIDTHS[bw_name], vcov
+        )
+        res = FreqQuantRegResults(self, params, normalized_cov_params=cov)
+        res.q = q
+        res.iterations = n_iter
+        res.sparsity = 1.0 / fhat0 if fhat0 != 0 else np.inf
+        res.bandwidth = h
+        res.history = None
+        res.objective = _check_loss(resid, w, q)
+        res.vcov_type, res.kernel_name, res.bandwidth_name = vcov, kernel_name, bw_name
+        return RegressionResultsWrapper(res)
+
+
+class FreqQuantRegResults(QuantRegResults):
+    """:class:`~statsmodels.regression.quantile_regression.QuantRegResults`
+    of a :class:`FreqQuantReg` fit, equal to those of QuantReg on the
+    expanded data set.  Carries ``privacy`` (a
+    :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
+
+    privacy = None
+    release = None
+    objective = np.nan
+
+    @cache_readonly
+    def nobs(self):
+        return float(self.model.nobs)
+
+    @cache_readonly
+    def prsquared(self):
+        """Koenker-Machado pseudo R-squared of the expanded data."""
+        q, w, endog = self.q, self.model.weights, self.model.endog
+        loss = _check_loss(self.resid, w, q)
+        null = _check_loss(endog - _weighted_percentile(endog, w, 100 * q), w, q)
+        return 1.0 - loss / null
+
+    def summary(self, yname=None, xname=None, title=None, alpha=0.05):
+        """QuantReg-layout summary of the expanded data, plus the privacy block."""
+        if title is None:
+            title = ("DP " if self.privacy is not None else "") + \
+                "QuantReg Regression Results (frequency-weighted cells)"
+        smry = super().summary(yname=yname, xname=xname, title=title, alpha=alpha)
+        what = "the noisy total of the released cells" if self.privacy is not None else \
+            "the total weight"
+        notes = [f"Quantile q = {self.q:g}. Cells are weighted by their counts; nobs and degrees "
+                 f"of freedom are those of {what}."]
+        if self.privacy is not None and self.privacy.private:
+            notes.append("Standard errors treat the noisy counts as data: they do not include "
+                         "the privacy noise, thresholding or binning.")
+        return add_privacy_block(smry, self.privacy, notes)
+
+
+def _check_loss(resid: np.ndarray, w: np.ndarray, q: float) -> float:
+    """``sum w rho_q(resid)``."""
+    return float(np.sum(w * np.where(resid < 0, (q - 1.0) * resid, q * resid)))
+
+
+def _weighted_percentile(a: np.ndarray, w: np.ndarray, per: float) -> float:
+    """:func:`scipy.stats.scoreatpercentile` (linear interpolation) of the
+    sample in which ``a[i]`` appears ``w[i]`` times."""
+    order = np.argsort(a, kind="stable")
+    a_sorted = a[order]
+    cum = np.cumsum(w[order])
+    idx = per / 100.0 * (cum[-1] - 1.0)
+    lo = math.floor(idx)
+
+    def at(k: float) -> float:  # the k-th (0-based) value of the expanded sorted sample
+        return float(a_sorted[min(np.searchsorted(cum, k, side="right"), a_sorted.size - 1)])
+
+    if lo == idx:
+        return at(lo)
+    return at(lo) * (lo + 1 - idx) + at(lo + 1) * (idx - lo)
+
+
+def _solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
+    """Minimize ``sum w rho_q(y - X b)`` exactly (dual LP, HiGHS)."""
+    pos = w > 0
+    y, X, wp = endog[pos], exog[pos], w[pos]
+    p = X.shape[1]
+    # positive rescalings leave the minimizer equivariant and help the solver's tolerances
+    y_scale = float(np.max(np.abs(y))) or 1.0
+    x_scale = np.max(np.abs(X), axis=0)
+    x_scale[x_scale == 0] = 1.0
+    ws = wp / wp.max()
+    res = linprog(
+        -y / y_scale, A_eq=(X / x_scale).T, b_eq=np.zeros(p),
+        bounds=np.column_stack([-(1.0 - q) * ws, q * ws]), method="highs",
+    )
+    if res.status != 0:
+        raise RuntimeError(f"the quantile regression linear program failed: {res.message}")
+    params = -np.asarray(res.eqlin.marginals) * y_scale / x_scale
+    primal = _check_loss(y - X @ params, wp, q)
+    dual = float(-res.fun) * y_scale * wp.max()
+    if abs(primal - dual) > 1e-8 * max(abs(primal), abs(dual), np.finfo(float).tiny):
+        warnings.warn(
+            f"quantile regression LP: duality gap {primal - dual:.3g} (objective {primal:.6g}); "
+            "the estimate may be inaccurate", ConvergenceWarning, stacklevel=user_stacklevel(),
+        )
+    return params, int(res.nit)
+
+
+def _quantreg_cov(resid, endog, exog, w, q, kernel, bandwidth, vcov):
+    """QuantReg's bandwidth, sparsity and covariance for the expanded data."""
+    n = float(w.sum())
+    iqre = _weighted_percentile(resid, w, 75) - _weighted_percentile(resid, w, 25)
+    ybar = np.sum(w * endog) / n
+    sd = math.sqrt(np.sum(w * (endog - ybar) ** 2) / n)
+    hq = bandwidth(n, q)
+    with np.errstate(all="ignore"):
+        h = min(sd, iqre / 1.34) * (norm.ppf(q + hq) - norm.ppf(q - hq))
+        fhat0 = float(np.sum(w * kernel(resid / h)) / (n * h))
+    if not (np.isfinite(fhat0) and fhat0 > 0):
+        warnings.warn(
+            f"the sparsity estimate is not finite and positive (bandwidth h={h:.3g}): "
+            "standard errors are undefined", RuntimeWarning, stacklevel=user_stacklevel(),
+        )
+    xtwx_inv = pinv(exog.T @ (w[:, None] * exog))
+    with np.errstate(all="ignore"):
+        if vcov == "robust":
+            d = np.where(resid > 0, (q / fhat0) ** 2, ((1 - q) / fhat0) ** 2)
+            cov = xtwx_inv @ (exog.T @ ((w * d)[:, None] * exog)) @ xtwx_inv
+        else:
+            cov = (1.0 / fhat0) ** 2 * q * (1 - q) * xtwx_inv
+    return cov, h, fhat0
+
+
+class DPQuantReg(DPModel):
+    """Differentially private quantile regression: QuantReg on the released
+    cells, each cell's representative weighted by its noisy count.
+
+    Any number of quantiles can be fitted from the one release at no extra
+    privacy cost.  See :func:`dp_quantreg` for the parameters.
+    """
+
+    _name = "DP QuantReg"
+    _allows_signed = False
+
+    @cached_property
+    def _model(self) -> FreqQuantReg:
+        """The frequency-weighted QuantReg on the cells, built once and shared by every fit."""
+        w = self.weights
+        if self.cells.empty or w.sum() <= 0:
+            raise ValueError(
+                "the release has no cells with positive total count for this formula: "
+                "use a larger epsilon, fewer bins or a lower threshold"
+            )
+        return FreqQuantReg.from_formula(
+            self.formula, data=self.cells, weights=w.astype(float), eval_env=self.namespace,
+        )
+
+    def fit(self, q: float = 0.5, vcov: str = "robust", kernel: str = "epa",
+            bandwidth: str = "hsheather", **kwargs) -> RegressionResultsWrapper:
+        """Fit quantile ``q``; returns statsmodels QuantReg results (with
+        ``.privacy``) equal to QuantReg on the data set in which each cell
+        appears ``count`` times.
+
+        Parameters
+        ----------
+        q : float
+            Quantile, strictly between 0 and 1.
+        vcov : {"robust", "iid"}
+        kernel : {"epa", "biw", "cos", "gau", "par"}
+        bandwidth : {"hsheather", "bofinger", "chamberlain"}
+            As in ``QuantReg.fit``; see :meth:`FreqQuantReg.fit`.
+
+        Returns
+        -------
+        RegressionResultsWrapper
+        """
+        model = self._model
+        if model.nobs <= model.exog.shape[1]:
+            warnings.warn("the noisy total is not larger than the number of parameters",
+                          ReleaseWarning, stacklevel=user_stacklevel())
+        res = model.fit(q=q, vcov=vcov, kernel=kernel, bandwidth=bandwidth, **kwargs)
+        res._results.privacy = self.privacy
+        res._results.release = self.release
+        return res
+
+    def fit_many(self, qs: Iterable[float], **kwargs) -> dict[float, RegressionResultsWrapper]:
+        """Fit several quantiles from the one release (no extra budget).
+
+        Parameters
+        ----------
+        qs : iterable of float
+            Quantiles, each strictly between 0 and 1.
+        **kwargs
+            Passed to :meth:`fit`.
+
+        Returns
+        -------
+        dict of float to results
+            One results object per quantile, keyed by ``q``.
+        """
+        qs = [float(q) for q in qs]
+        if not qs:
+            raise ValueError("qs is empty: give at least one quantile")
+        for q in qs:
+            if not 0 < q < 1:
+                raise ValueError(f"every q must be strictly between 0 and 1, got {q!r}")
+        return {q: self.fit(q=q, **kwargs) for q in qs}
+
+
+def dp_quantreg(
+    formula: str,
+    data,
+    *,
+    epsilon: float | None = None,
+    bounds=None,
+    levels=None,
+    bins="auto",
+    threshold="enhanced",
+    n: int | None = None,
+    random_state=None,
+    accountant=None,
+    **kwargs,
+) -> DPQuantReg:
+    """Differentially private quantile regression from a formula, as
+    ``statsmodels.formula.api.quantreg``.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy formula, e.g. ``"price ~ size + year + C(county)"``.
+    data : pandas.DataFrame, mapping, or PrivateHistogram
+        Raw rows (one release is made, spending ``epsilon``), or an existing
+        release (no new release, no budget spent).
+    epsilon : float
+        Privacy parameter of the release (required for raw data).
+    bounds : dict of str to (low, high)
+        Public bounds of each continuous variable, response included.
+    levels : dict of str to list
+        Public level sets of discrete variables.
+    bins : int, dict or "auto"
+        Equal-width bins per continuous variable.
+    threshold : "enhanced", "zero" or float
+        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
+        counts) is refused before any release: the check loss with negative
+        weights is not convex.
+    n : int, optional
+        The public number of rows (default: rows handed in).
+    random_state : None, int or Generator
+        None uses the OS's secure entropy.
+    accountant : Accountant, optional
+    **kwargs
+        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
+        :func:`dpmodels.release`.
+
+    Returns
+    -------
+    DPQuantReg
+        Call ``.fit(q)`` or ``.fit_many(qs)`` for the results.
+
+    Examples
+    --------
+    >>> import dpmodels as dpm
+    >>> from dpmodels.models.quantreg import dp_quantreg
+    >>> df = dpm.datasets.housing(n=20_000, seed=0)
+    >>> model = dp_quantreg("price ~ size + year + C(county)", data=df, epsilon=1.0,
+    ...                     bounds={"price": (1e5, 9e5), "size": (0, 3000)},
+    ...                     levels={"county": [f"County{i}" for i in range(1, 7)],
+    ...                             "year": [1, 2, 3, 4]}, random_state=0)
+    >>> res = model.fit(q=0.5)
+    >>> list(res.params.index[:3])
+    ['Intercept', 'C(county)[T.County2]', 'C(county)[T.County3]']
+    >>> res.q, res.nobs == res.privacy.noisy_total
+    (0.5, True)
+    >>> sorted(model.fit_many([0.1, 0.9]))
+    [0.1, 0.9]
+    """
+    return DPQuantReg(
+        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
+        eval_env=kwargs.pop("eval_env", 0) + 1 if isinstance(kwargs.get("eval_env", 0), int)
+        else kwargs.pop("eval_env"),
+        **kwargs,
+    )
