@@ -15,7 +15,21 @@ from ..errors import DomainError, DPModelsError
 from ..formula import caller_namespace, formula_variables
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 
-__all__ = ["DPModel"]
+__all__ = ["DPModel", "formula_env"]
+
+
+def formula_env(kwargs: dict) -> dict:
+    """The namespace a dp_* function's formula is evaluated in.
+
+    Pops ``eval_env`` from ``kwargs``: an int counts frames above the dp_*
+    function's caller (0, the default, is the caller itself, as in
+    statsmodels), a mapping is used as is.
+    """
+    env = kwargs.pop("eval_env", 0)
+    if isinstance(env, int):
+        # frames: 0 caller_namespace, 1 formula_env, 2 the dp_* function, 3 its caller
+        return caller_namespace(env + 2)
+    return dict(env)
 
 
 class DPModel:

@@ -23,7 +23,7 @@ from statsmodels.tools.sm_exceptions import (
 from ..domain import Axis, Domain
 from ..errors import DomainError, DPModelsError
 from ..formula import FormulaVariables
-from .base import DPModel
+from .base import DPModel, formula_env
 from .discrete import (
     FreqLogit,
     SeparationError,
@@ -360,9 +360,8 @@ def dp_logit(
     >>> res.privacy.epsilon, res.nobs == res.privacy.noisy_total
     (1.0, True)
     """
-    eval_env = kwargs.pop("eval_env", 0)
     return DPLogit(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=eval_env + 1 if isinstance(eval_env, int) else eval_env, **kwargs,
+        eval_env=formula_env(kwargs), **kwargs,
     )

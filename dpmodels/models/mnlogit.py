@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ReleaseWarning
 from ..errors import SeparationError
 from .discrete import FreqMNLogit
+from .base import formula_env
 from .logit import _DPChoiceModel
 
 __all__ = ["DPMNLogit", "dp_mnlogit"]
@@ -200,9 +201,8 @@ def dp_mnlogit(
     >>> np.allclose(np.asarray(probs).sum(axis=1), 1.0)
     True
     """
-    eval_env = kwargs.pop("eval_env", 0)
     return DPMNLogit(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=eval_env + 1 if isinstance(eval_env, int) else eval_env, **kwargs,
+        eval_env=formula_env(kwargs), **kwargs,
     )

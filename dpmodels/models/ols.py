@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..errors import ReleaseWarning
-from .base import DPModel
+from .base import DPModel, formula_env
 from .linear import FreqWLS
 
 __all__ = ["DPOLS", "dp_ols"]
@@ -115,7 +115,5 @@ def dp_ols(
     return DPOLS(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=kwargs.pop("eval_env", 0) + 1 if isinstance(kwargs.get("eval_env", 0), int)
-        else kwargs.pop("eval_env"),
-        **kwargs,
+        eval_env=formula_env(kwargs), **kwargs,
     )

@@ -45,7 +45,7 @@ from statsmodels.tools.validation import string_like
 from ..errors import ReleaseWarning
 from ..formula import user_stacklevel
 from ..summary import add_privacy_block
-from .base import DPModel
+from .base import DPModel, formula_env
 
 __all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg", "dp_quantreg"]
 
@@ -498,7 +498,5 @@ def dp_quantreg(
     return DPQuantReg(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=kwargs.pop("eval_env", 0) + 1 if isinstance(kwargs.get("eval_env", 0), int)
-        else kwargs.pop("eval_env"),
-        **kwargs,
+        eval_env=formula_env(kwargs), **kwargs,
     )
