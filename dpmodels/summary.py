@@ -8,7 +8,7 @@ from statsmodels.iolib.tableformatting import fmt_2cols
 
 from .report import PrivacyReport
 
-__all__ = ["DPSummary", "privacy_table", "add_privacy_block"]
+__all__ = ["DPSummary", "privacy_table", "add_privacy_block", "inference_notes"]
 
 
 def privacy_table(report: PrivacyReport) -> SimpleTable:
@@ -54,3 +54,27 @@ def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[s
     if notes:
         out.add_extra_txt(notes)
     return out
+
+
+def inference_notes(results) -> list[str]:
+    """Summary notes saying which covariance the standard errors use.
+
+    Under cov_type "dp" (a :class:`~dpmodels.inference.DPInference` attached),
+    the bootstrap's description, failed replicates and the binning warning;
+    under "naive" on a private release, that the standard errors ignore the
+    privacy noise.
+    """
+    inference = getattr(results, "dp_inference", None)
+    if inference is not None and getattr(results, "cov_type", None) == "dp":
+        names = getattr(results.model, "exog_names", None)
+        params = getattr(results, "params", None)
+        if names is not None and params is not None and getattr(params, "ndim", 1) == 2:
+            ynames = getattr(results.model, "_ynames_map", {})
+            eqs = [ynames.get(j, j) for j in range(1, params.shape[1] + 1)]
+            names = [f"{x} (eq. {e})" for e in eqs for x in names]
+        return inference.notes(names)
+    privacy = getattr(results, "privacy", None)
+    if privacy is not None and privacy.private:
+        return ["Covariance type naive: standard errors treat the noisy counts as data; they do "
+                "not include the privacy noise, thresholding or binning (use cov_type='dp')."]
+    return []

@@ -23,7 +23,7 @@ DISCRETE_LEVELS = {"y": list(range(-10, 30)), "k": [1, 2, 3, 4], "g": ["a", "b",
 
 def _inf_fit(formula, data, **kw):
     with pytest.warns(dpm.NotPrivateWarning):
-        return dpm.dp_ols(formula, data, epsilon=float("inf"), **kw).fit()
+        return dpm.dp_ols(formula, data, epsilon=float("inf"), **kw).fit(cov_type="naive")
 
 
 @pytest.mark.parametrize(

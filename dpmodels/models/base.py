@@ -13,9 +13,48 @@ import pandas as pd
 from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError
 from ..formula import caller_namespace, formula_variables
+from ..inference import (
+    DEFAULT_INTERVAL,
+    DEFAULT_N_BOOT,
+    BinningCheck,
+    CellDesign,
+    DPInference,
+    attach_dp_inference,
+    coarsen_frame,
+    parametric_bootstrap,
+    resolve_cov_type,
+)
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 
-__all__ = ["DPModel", "formula_env"]
+__all__ = ["DPModel", "formula_env", "dp_options"]
+
+_COV_KWDS = ("n_boot", "random_state", "interval", "binning_check", "population")
+
+
+def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust: bool = True
+               ) -> tuple[str, dict]:
+    """Resolve the DP layer's covariance arguments.
+
+    Returns ``("dp" | "naive", options)`` with the bootstrap options
+    ``n_boot``, ``random_state``, ``interval``, ``binning_check`` and
+    ``population``, taken
+    from the keywords or from ``cov_kwds`` (keywords win).
+    """
+    kind = resolve_cov_type(cov_type, allow_nonrobust=allow_nonrobust)
+    kwds = dict(cov_kwds or {})
+    unknown = sorted(set(kwds) - set(_COV_KWDS))
+    if unknown:
+        raise ValueError(f"unknown cov_kwds {unknown}: the dp covariance takes {list(_COV_KWDS)}")
+    if kind == "naive" and (n_boot is not None or random_state is not None or kwds):
+        raise ValueError('n_boot, random_state and cov_kwds apply to cov_type="dp" only')
+    opts = {
+        "n_boot": kwds.get("n_boot", DEFAULT_N_BOOT) if n_boot is None else n_boot,
+        "random_state": kwds.get("random_state") if random_state is None else random_state,
+        "interval": kwds.get("interval", DEFAULT_INTERVAL),
+        "binning_check": bool(kwds.get("binning_check", True)),
+        "population": kwds.get("population", "smooth"),
+    }
+    return kind, opts
 
 
 def formula_env(kwargs: dict) -> dict:
@@ -118,6 +157,102 @@ class DPModel:
     @property
     def weights(self) -> np.ndarray:
         return self.cells[self.count_column].to_numpy()
+
+    # ---- noise-aware inference (post-processing of the release) ------------------------
+    def _prepare_cells(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The cell frame as the model's formula sees it (hook: the choice
+        models code a non-numeric response)."""
+        return frame
+
+    def _design_builder(self, res, classes: np.ndarray | None = None):
+        """``build(frame) -> (X, y, valid)`` for :class:`~dpmodels.inference.CellDesign`:
+        the fitted model's patsy design applied to new cells of the same marginal.
+
+        ``classes``: for a multinomial response, the response values of the
+        fitted model's classes, in class order; ``y`` is then the class index
+        (cells of another level are not valid).
+        """
+        import patsy
+
+        env = patsy.EvalEnvironment([self.namespace])
+        base = self._prepare_cells(self.cells.drop(columns=[self.count_column]))
+        y_dm, X_dm = patsy.dmatrices(self.formula, base, eval_env=env, NA_action="raise")
+        names = list(np.atleast_1d(res.model.exog_names))
+        if list(X_dm.design_info.column_names) != names or y_dm.shape[1] != 1:
+            raise DPModelsError(  # pragma: no cover - a patsy/statsmodels mismatch
+                "cannot rebuild the model's design on replicate cells: columns "
+                f"{X_dm.design_info.column_names} differ from the fitted {names}")
+        infos = [y_dm.design_info, X_dm.design_info]
+
+        def build(frame: pd.DataFrame):
+            frame = self._prepare_cells(frame)
+            try:
+                y, X = patsy.build_design_matrices(infos, frame, NA_action="raise")
+                valid = np.ones(len(frame), bool)
+            except patsy.PatsyError:  # e.g. a level the fitted design never saw
+                X = np.zeros((len(frame), len(names)))
+                y = np.zeros((len(frame), 1))
+                valid = np.zeros(len(frame), bool)
+                for i in range(len(frame)):
+                    try:
+                        yi, Xi = patsy.build_design_matrices(infos, frame.iloc[i:i + 1],
+                                                             NA_action="raise")
+                    except patsy.PatsyError:
+                        continue
+                    y[i], X[i], valid[i] = np.asarray(yi)[0], np.asarray(Xi)[0], True
+            y = np.asarray(y, dtype=float)[:, 0]
+            X = np.asarray(X, dtype=float)
+            if classes is not None:
+                pos = np.searchsorted(classes, y)
+                pos = np.minimum(pos, len(classes) - 1)
+                match = classes[pos] == y
+                valid = valid & match
+                y = np.where(match, pos, 0).astype(float)
+            return X, y, valid
+
+        return build
+
+    def _dp_inference(self, res, refit, start, opts: dict, *, label: str,
+                      classes: np.ndarray | None = None) -> DPInference:
+        """Run the parametric bootstrap for the fitted results ``res`` and
+        attach it as their covariance (cov_type "dp")."""
+        build = self._design_builder(res, classes=classes)
+        design = CellDesign(self.release.domain, self.variables, build)
+        start = np.asarray(start, dtype=float)
+
+        def binning(se):
+            if not opts["binning_check"]:
+                return None
+            nan = np.full(start.size, np.nan)
+
+            def coarse_fit(factor):
+                coarse, done, skipped = coarsen_frame(self.cells, self.release.domain,
+                                                      self.variables, factor)
+                if not done:
+                    return nan, done, skipped
+                X, y, valid = build(coarse.drop(columns=[self.count_column]))
+                w = np.where(valid, self.weights.astype(float), 0.0)[:, None]
+                est, ok = refit(X, y, w, start)
+                return (est[0] if ok[0] else nan), done, skipped
+
+            theta2, done, skipped = coarse_fit(2)
+            if not done and not skipped:
+                return None
+            theta4 = coarse_fit(4)[0] if done else nan
+            d1, d2 = theta2 - start, theta4 - theta2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rate = np.clip(np.abs(d2) / np.abs(d1), 2.0, 16.0)
+                rate = np.where(np.isfinite(rate), rate, 4.0)
+                bias = d1 / (rate - 1.0)
+                ratio = np.abs(bias) / se
+            return BinningCheck(done, theta2, bias, ratio, unchecked=skipped)
+
+        inference = parametric_bootstrap(
+            self.release, design, refit, start, n_boot=opts["n_boot"],
+            random_state=opts["random_state"], interval=opts["interval"], label=label,
+            binning=binning, population=opts["population"])
+        attach_dp_inference(res, inference)
+        return inference
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.formula!r}, epsilon={self.release.report.epsilon:g}, "

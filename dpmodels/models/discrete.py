@@ -45,11 +45,13 @@ from statsmodels.discrete.discrete_model import (
     MultinomialResults,
     MultinomialResultsWrapper,
 )
+from statsmodels.base import wrapper as wrap
 from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
 from ..errors import SeparationError, SeparationWarning, SingularDesignError
-from ..summary import add_privacy_block
+from ..inference import DPInferenceResultsMixin
+from ..summary import add_privacy_block, inference_notes
 
 __all__ = [
     "FreqLogit",
@@ -165,7 +167,7 @@ class _FreqWeights:
             )
 
 
-class _FreqResults:
+class _FreqResults(DPInferenceResultsMixin):
     """Mixin for the results: expanded-data ``nobs``, weighted null model,
     weighted prediction table, summary with the privacy block."""
 
@@ -261,9 +263,7 @@ class _FreqResults:
         else:
             notes.append("Fitted on released histogram cells weighted by their noisy counts; "
                          "nobs and degrees of freedom are those of the noisy total.")
-        if self.privacy is not None and self.privacy.private:
-            notes.append("Standard errors treat the noisy counts as data: they do not include "
-                         "the privacy noise, thresholding or binning.")
+        notes += inference_notes(self)
         return add_privacy_block(smry, self.privacy, notes)
 
 
@@ -323,7 +323,7 @@ class FreqLogit(_FreqWeights, Logit):
         mlefit = DiscreteModel.fit(self, start_params=start_params, method=method,
                                    maxiter=maxiter, full_output=full_output, disp=disp,
                                    callback=callback, **kwargs)
-        return BinaryResultsWrapper(FreqLogitResults(self, mlefit))
+        return FreqLogitResultsWrapper(FreqLogitResults(self, mlefit))
 
 
 class FreqLogitResults(_FreqResults, LogitResults):
@@ -442,7 +442,7 @@ class FreqMNLogit(_FreqWeights, MNLogit):
                                      method=method, maxiter=maxiter, full_output=full_output,
                                      disp=disp, callback=callback, **kwargs)
         mlefit.params = mlefit.params.reshape(self.K, -1, order="F")
-        return MultinomialResultsWrapper(FreqMNLogitResults(self, mlefit))
+        return FreqMNLogitResultsWrapper(FreqMNLogitResults(self, mlefit))
 
 
 class FreqMNLogitResults(_FreqResults, MultinomialResults):
@@ -460,6 +460,20 @@ class FreqMNLogitResults(_FreqResults, MultinomialResults):
         ju = self.model.J - 1
         bins = np.concatenate(([0], np.linspace(0.5, ju - 0.5, ju), [ju]))
         return self._weighted_pred_table(self.model.endog, self.predict().argmax(1), bins)
+
+
+class FreqLogitResultsWrapper(BinaryResultsWrapper):
+    """statsmodels' wrapper around :class:`FreqLogitResults` (its own ``conf_int``)."""
+
+
+wrap.populate_wrapper(FreqLogitResultsWrapper, FreqLogitResults)
+
+
+class FreqMNLogitResultsWrapper(MultinomialResultsWrapper):
+    """statsmodels' wrapper around :class:`FreqMNLogitResults` (its own ``conf_int``)."""
+
+
+wrap.populate_wrapper(FreqMNLogitResultsWrapper, FreqMNLogitResults)
 
 
 def separation_direction(exog: np.ndarray, classes: np.ndarray, n_classes: int,

@@ -22,12 +22,14 @@ from statsmodels.regression.linear_model import (
     RegressionResultsWrapper,
 )
 from statsmodels.tools.tools import pinv_extended
+from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly, cache_writable
 
-from ..summary import add_privacy_block
+from ..inference import DPInferenceResultsMixin
+from ..summary import add_privacy_block, inference_notes
 from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
 
-__all__ = ["FreqWLS", "FreqRegressionResults"]
+__all__ = ["FreqWLS", "FreqRegressionResults", "FreqRegressionResultsWrapper"]
 
 
 class FreqWLS(WLS):
@@ -90,10 +92,10 @@ class FreqWLS(WLS):
             self, beta, normalized_cov_params=self.normalized_cov_params,
             cov_type=cov_type, cov_kwds=cov_kwds, use_t=use_t, **kwargs,
         )
-        return RegressionResultsWrapper(res)
+        return FreqRegressionResultsWrapper(res)
 
 
-class FreqRegressionResults(RegressionResults):
+class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     """:class:`RegressionResults` of a :class:`FreqWLS` fit, equal to those of
     OLS on the expanded data set.  Carries ``privacy`` (a
     :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
@@ -142,7 +144,13 @@ class FreqRegressionResults(RegressionResults):
         smry = super().summary(yname=yname, xname=xname, title=title, alpha=alpha, slim=slim)
         notes = ["Fitted on released histogram cells weighted by their noisy counts; "
                  "nobs and degrees of freedom are those of the noisy total."]
-        if self.privacy is not None and self.privacy.private:
-            notes.append("Standard errors treat the noisy counts as data: they do not include "
-                         "the privacy noise, thresholding or binning.")
+        notes += inference_notes(self)
         return add_privacy_block(smry, self.privacy, notes)
+
+
+class FreqRegressionResultsWrapper(RegressionResultsWrapper):
+    """statsmodels' wrapper (pandas labels) around :class:`FreqRegressionResults`,
+    whose own wrapped methods (``conf_int``) are used."""
+
+
+wrap.populate_wrapper(FreqRegressionResultsWrapper, FreqRegressionResults)

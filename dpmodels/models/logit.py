@@ -23,7 +23,8 @@ from statsmodels.tools.sm_exceptions import (
 from ..domain import Axis, Domain
 from ..errors import DomainError, DPModelsError
 from ..formula import FormulaVariables
-from .base import DPModel, formula_env
+from ..inference import refit_logit
+from .base import DPModel, dp_options, formula_env
 from .discrete import (
     FreqLogit,
     SeparationError,
@@ -114,6 +115,14 @@ class _DPChoiceModel(DPModel):
             order = None
         return frame, self.weights.astype(float), order
 
+    def _prepare_cells(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Cells as the fit sees them: a Categorical response as its codes."""
+        col = frame[self.response]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            frame = frame.copy()
+            frame[self.response] = col.cat.codes.astype(np.int64)
+        return frame
+
     def _empty_fit_error(self):
         return ValueError(
             "the release has no cells with positive total count for this formula: "
@@ -200,14 +209,28 @@ class DPLogit(_DPChoiceModel):
                 "Categorical variable (its last level is then coded 1)"
             )
 
-    def fit(self, *, method: str = "newton", maxiter: int = 35, separation: str = "warn",
-            **kwargs):
+    def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
+            separation: str = "warn", n_boot: int | None = None, random_state=None,
+            cov_kwds: dict | None = None, **kwargs):
         """Fit the frequency-weighted logit; returns statsmodels ``Logit``
-        results (with ``.privacy``) equal to those of the data set in which
-        each cell appears ``count`` times.
+        results (with ``.privacy``) whose estimates equal those of the data
+        set in which each cell appears ``count`` times.
 
         Parameters
         ----------
+        cov_type : {"dp", "naive"}
+            "dp" (default): standard errors, z statistics, p-values and
+            intervals from a parametric bootstrap of the release (sampling,
+            privacy noise and threshold; see :mod:`dpmodels.inference`).
+            "naive" (alias "nonrobust"): the inverse information of the
+            expanded data, which treats the noisy counts as real rows.
+        n_boot : int, optional
+            Bootstrap replicates B (default 200).
+        random_state : None, int or Generator
+            Makes the bootstrap reproducible (None: OS secure entropy).
+        cov_kwds : dict, optional
+            ``n_boot``, ``random_state``, ``interval``, ``binning_check``;
+            see :meth:`dpmodels.models.ols.DPOLS.fit`.
         method : str
             Optimizer, as in ``statsmodels Logit.fit`` (default "newton").
         maxiter : int
@@ -220,8 +243,7 @@ class DPLogit(_DPChoiceModel):
             :class:`~dpmodels.models.discrete.SeparationError`; "ignore"
             skips the check.
         **kwargs
-            Passed to ``FreqLogit.fit`` (``disp`` defaults to False; only
-            ``cov_type="nonrobust"`` is available).
+            Passed to ``FreqLogit.fit`` (``disp`` defaults to False).
 
         Returns
         -------
@@ -237,6 +259,7 @@ class DPLogit(_DPChoiceModel):
             The design of the released cells is rank-deficient (e.g. a factor
             level with no released cell).
         """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds)
         frame, w, order = self._response_frame()
         if frame.empty or w.sum() <= 0:
             raise self._empty_fit_error()
@@ -259,6 +282,9 @@ class DPLogit(_DPChoiceModel):
         if order is not None:
             res._results.response_coding = (
                 f"{self.response} = 1 for {order[1]!r}, 0 for {order[0]!r}")
+        if kind == "dp":
+            self._dp_inference(res, refit_logit, np.asarray(res.params), opts,
+                               label="DP Logit bootstrap")
         return res
 
 

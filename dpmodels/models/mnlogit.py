@@ -16,7 +16,10 @@ import numpy as np
 from ..errors import ReleaseWarning
 from ..errors import SeparationError
 from .discrete import FreqMNLogit
-from .base import formula_env
+from functools import partial
+
+from ..inference import refit_mnlogit
+from .base import dp_options, formula_env
 from .logit import _DPChoiceModel
 
 __all__ = ["DPMNLogit", "dp_mnlogit"]
@@ -33,14 +36,20 @@ class DPMNLogit(_DPChoiceModel):
     _func = "dp_mnlogit"
     _example_levels = "['a', 'b', 'c']"
 
-    def fit(self, *, method: str = "newton", maxiter: int = 35, separation: str = "warn",
-            **kwargs):
+    def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
+            separation: str = "warn", n_boot: int | None = None, random_state=None,
+            cov_kwds: dict | None = None, **kwargs):
         """Fit the frequency-weighted multinomial logit; returns statsmodels
         ``MNLogit`` results (with ``.privacy``) equal to those of the data
         set in which each cell appears ``count`` times.
 
         Parameters
         ----------
+        cov_type : {"dp", "naive"}
+            "dp" (default): bootstrap standard errors, z statistics, p-values
+            and intervals that include the privacy noise; "naive" (alias
+            "nonrobust"): those of the expanded data.  See
+            :meth:`dpmodels.models.logit.DPLogit.fit`.
         method : str
             Optimizer, as in ``statsmodels MNLogit.fit`` (default "newton").
         maxiter : int
@@ -48,9 +57,10 @@ class DPMNLogit(_DPChoiceModel):
         separation : {"warn", "raise", "ignore"}
             Before fitting, look for (quasi-)complete separation of the
             released cells; see :meth:`dpmodels.models.logit.DPLogit.fit`.
+        n_boot, random_state, cov_kwds
+            Bootstrap options of cov_type "dp"; see :meth:`dpmodels.models.ols.DPOLS.fit`.
         **kwargs
-            Passed to ``FreqMNLogit.fit`` (``disp`` defaults to False; only
-            ``cov_type="nonrobust"`` is available).
+            Passed to ``FreqMNLogit.fit`` (``disp`` defaults to False).
 
         Returns
         -------
@@ -64,6 +74,7 @@ class DPMNLogit(_DPChoiceModel):
             A declared response level has no released cell: it is left out of
             the model (its equation cannot be estimated).
         """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds)
         frame, w, order = self._response_frame()
         if frame.empty or w.sum() <= 0:
             raise self._empty_fit_error()
@@ -103,6 +114,11 @@ class DPMNLogit(_DPChoiceModel):
         if absent:
             coding += f"; left out (no released cell): {', '.join(map(repr, absent))}"
         res._results.response_coding = coding
+        if kind == "dp":
+            classes = np.unique(np.asarray(model.data.orig_endog, dtype=float))
+            self._dp_inference(res, partial(refit_mnlogit, n_classes=int(model.J)),
+                               np.asarray(res.params).ravel(order="F"), opts,
+                               label="DP MNLogit bootstrap", classes=classes)
         return res
 
 

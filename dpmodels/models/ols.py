@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 
 from ..errors import ReleaseWarning
-from .base import DPModel, formula_env
+from ..inference import refit_ols
+from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
 
 __all__ = ["DPOLS", "dp_ols"]
@@ -22,16 +23,40 @@ class DPOLS(DPModel):
 
     _name = "DP OLS"
 
-    def fit(self, cov_type: str = "nonrobust", **kwargs):
+    def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
+            cov_kwds: dict | None = None, **kwargs):
         """Fit the weighted least squares; returns statsmodels regression results
-        (with ``.privacy``) equal to OLS on the data set in which each cell
-        appears ``count`` times.
+        (with ``.privacy``) whose estimates equal OLS on the data set in which
+        each cell appears ``count`` times.
 
         Parameters
         ----------
-        cov_type : str
-            "nonrobust": the usual OLS covariance of the expanded data.
+        cov_type : {"dp", "naive"}
+            "dp" (default): standard errors, z statistics, p-values and
+            intervals from a parametric bootstrap of the release, which
+            include sampling, the privacy noise and the threshold (see
+            :mod:`dpmodels.inference`).  "naive" (alias "nonrobust"): the
+            usual OLS covariance of the expanded data, which treats the noisy
+            counts as real rows.
+        n_boot : int, optional
+            Bootstrap replicates B (default 200).
+        random_state : None, int or Generator
+            Makes the bootstrap reproducible; None uses the OS's secure
+            entropy.  (The release's own randomness was fixed when it was
+            made.)
+        cov_kwds : dict, optional
+            ``n_boot``, ``random_state``, ``interval`` ("bc-normal" default,
+            "normal", "basic", "percentile") and ``binning_check`` (bool).
+        **kwargs
+            Passed to statsmodels' ``fit``.
+
+        Notes
+        -----
+        The bootstrap is pure post-processing of the release: it reads the
+        released cells, the public n, epsilon and the threshold, never the
+        data.  ``res.dp_inference`` holds the replicates.
         """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds)
         w = self.weights
         if self.cells.empty or w.sum() <= 0:
             raise ValueError(
@@ -44,9 +69,12 @@ class DPOLS(DPModel):
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
                           ReleaseWarning, stacklevel=2)
-        res = model.fit(cov_type=cov_type, **kwargs)
+        res = model.fit(cov_type="nonrobust", **kwargs)
         res._results.privacy = self.privacy
         res._results.release = self.release
+        if kind == "dp":
+            self._dp_inference(res, refit_ols, np.asarray(res.params), opts,
+                               label="DP OLS bootstrap")
         return res
 
 

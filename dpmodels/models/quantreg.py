@@ -38,14 +38,19 @@ from statsmodels.regression.quantile_regression import (
     hall_sheather,
     kernels,
 )
+from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 from statsmodels.tools.validation import string_like
 
 from ..errors import ReleaseWarning
 from ..formula import user_stacklevel
-from ..summary import add_privacy_block
-from .base import DPModel, formula_env
+from ..inference import DPInferenceResultsMixin
+from ..summary import add_privacy_block, inference_notes
+from functools import partial
+
+from ..inference import refit_quantreg
+from .base import DPModel, dp_options, formula_env
 
 __all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg", "dp_quantreg"]
 
@@ -237,10 +242,10 @@ class FreqQuantReg(QuantReg):
         res.history = None
         res.objective = _check_loss(resid, w, q)
         res.vcov_type, res.kernel_name, res.bandwidth_name = vcov, kernel_name, bw_name
-        return RegressionResultsWrapper(res)
+        return FreqQuantRegResultsWrapper(res)
 
 
-class FreqQuantRegResults(QuantRegResults):
+class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     """:class:`~statsmodels.regression.quantile_regression.QuantRegResults`
     of a :class:`FreqQuantReg` fit, equal to those of QuantReg on the
     expanded data set.  Carries ``privacy`` (a
@@ -272,10 +277,15 @@ class FreqQuantRegResults(QuantRegResults):
             "the total weight"
         notes = [f"Quantile q = {self.q:g}. Cells are weighted by their counts; nobs and degrees "
                  f"of freedom are those of {what}."]
-        if self.privacy is not None and self.privacy.private:
-            notes.append("Standard errors treat the noisy counts as data: they do not include "
-                         "the privacy noise, thresholding or binning.")
+        notes += inference_notes(self)
         return add_privacy_block(smry, self.privacy, notes)
+
+
+class FreqQuantRegResultsWrapper(RegressionResultsWrapper):
+    """statsmodels' wrapper around :class:`FreqQuantRegResults` (its own ``conf_int``)."""
+
+
+wrap.populate_wrapper(FreqQuantRegResultsWrapper, FreqQuantRegResults)
 
 
 def _check_loss(resid: np.ndarray, w: np.ndarray, q: float) -> float:
@@ -377,10 +387,12 @@ class DPQuantReg(DPModel):
         )
 
     def fit(self, q: float = 0.5, vcov: str = "robust", kernel: str = "epa",
-            bandwidth: str = "hsheather", **kwargs) -> RegressionResultsWrapper:
+            bandwidth: str = "hsheather", *, cov_type: str = "dp", n_boot: int | None = None,
+            random_state=None, cov_kwds: dict | None = None,
+            **kwargs) -> RegressionResultsWrapper:
         """Fit quantile ``q``; returns statsmodels QuantReg results (with
-        ``.privacy``) equal to QuantReg on the data set in which each cell
-        appears ``count`` times.
+        ``.privacy``) whose estimates equal QuantReg on the data set in which
+        each cell appears ``count`` times.
 
         Parameters
         ----------
@@ -389,12 +401,22 @@ class DPQuantReg(DPModel):
         vcov : {"robust", "iid"}
         kernel : {"epa", "biw", "cos", "gau", "par"}
         bandwidth : {"hsheather", "bofinger", "chamberlain"}
-            As in ``QuantReg.fit``; see :meth:`FreqQuantReg.fit`.
+            The naive covariance, as in ``QuantReg.fit``; see
+            :meth:`FreqQuantReg.fit`.
+        cov_type : {"dp", "naive"}
+            "dp" (default): standard errors, z statistics, p-values and
+            intervals from a parametric bootstrap of the release, each
+            replicate solved exactly (see :mod:`dpmodels.inference`);
+            "naive": QuantReg's ``vcov`` covariance of the expanded data,
+            which treats the noisy counts as real rows.
+        n_boot, random_state, cov_kwds
+            Bootstrap options of cov_type "dp"; see :meth:`dpmodels.models.ols.DPOLS.fit`.
 
         Returns
         -------
         RegressionResultsWrapper
         """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds, allow_nonrobust=False)
         model = self._model
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
@@ -402,6 +424,9 @@ class DPQuantReg(DPModel):
         res = model.fit(q=q, vcov=vcov, kernel=kernel, bandwidth=bandwidth, **kwargs)
         res._results.privacy = self.privacy
         res._results.release = self.release
+        if kind == "dp":
+            self._dp_inference(res, partial(refit_quantreg, q=q), np.asarray(res.params), opts,
+                               label=f"DP QuantReg (q={q:g}) bootstrap")
         return res
 
     def fit_many(self, qs: Iterable[float], **kwargs) -> dict[float, RegressionResultsWrapper]:

@@ -1,0 +1,954 @@
+"""Noise-aware inference for the dp_* models: a parametric bootstrap of the
+release, computed from the release and public inputs only.
+
+The mechanism (discrete Laplace noise of scale 2/epsilon on every cell of the
+public domain, then the public threshold) and the public n are known.  So the
+sampling distribution of any estimate fitted on a release can be simulated
+without the data (Ferrando, Wang & Sheldon 2022):
+
+1. **population**: the released non-negative counts, normalized, are the
+   estimate ``p_hat`` of the population cell probabilities (unreleased
+   cells get probability zero; see ``docs/inference.md`` for why no floor);
+2. **sampling**: a replicate true histogram is ``Multinomial(n, p_hat)``
+   over the released cells, with the public n;
+3. **mechanism**: the very mechanism of :mod:`dpmodels.mechanisms` is
+   applied to the replicate: noise on every one of the domain's m cells
+   (the released ones directly, the other ``m - |S|`` empty ones through
+   the exact sparse construction of Vinterbo §2.1: a binomial number of
+   them cross the threshold, uniformly placed, with tail values), the same
+   threshold;
+4. **refit**: the model is refitted on the replicate release, marginalized
+   to the formula's variables exactly as the original fit was.
+
+The spread of the replicate estimates around the estimate from the release
+estimates the spread of that estimate around its target, sampling and
+privacy noise together; their mean minus the estimate estimates the bias of
+thresholding.  Nothing here reads raw rows: the input is a
+:class:`~dpmodels.release.PrivateHistogram` (PRIVACY.md rule 6: post-processing
+is free).
+
+Refits are vectorized across replicates where the model allows: OLS solves
+all replicates' weighted normal equations at once; logit and multinomial
+logit take damped Newton steps from the point estimate for all replicates at
+once; quantile regression solves one exact linear program per replicate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+from scipy import sparse, stats
+from scipy.special import expit, logsumexp
+
+from .domain import Domain
+from .mechanisms import discrete_laplace, discrete_laplace_sf, discrete_laplace_tail, make_rng
+from .release import PrivateHistogram
+
+__all__ = [
+    "DEFAULT_N_BOOT",
+    "INTERVALS",
+    "COV_TYPES",
+    "ReleaseSimulator",
+    "ReplicateChunk",
+    "CellDesign",
+    "DPInference",
+    "BinningCheck",
+    "parametric_bootstrap",
+    "resolve_cov_type",
+    "DPInferenceResultsMixin",
+]
+
+#: Default number of bootstrap replicates: the Monte Carlo error of the
+#: standard error is about 1/sqrt(2B) = 5% of it, and of the bias estimate
+#: 1/sqrt(B) = 7% of the standard error (docs/inference.md).
+DEFAULT_N_BOOT = 200
+
+#: Interval types :meth:`DPInference.conf_int` computes.
+INTERVALS = ("bc-normal", "normal", "basic", "percentile")
+DEFAULT_INTERVAL = "bc-normal"
+
+#: cov_type names accepted at the DP model layer.
+COV_TYPES = ("dp", "naive", "nonrobust")
+
+#: A coefficient's binning diagnostic fires when its estimated binning bias
+#: (Richardson extrapolation from fits on bins 2 and 4 times as wide)
+#: exceeds this many (dp) standard errors (a bias of 0.5 SE takes a 95%
+#: interval to 92%).
+BINNING_WARN_RATIO = 0.5
+#: Continuous variables with fewer bins than this are not coarsened (merging
+#: groups of 4 would leave 1 bin); the summary says their binning is unchecked.
+BINNING_MIN_BINS = 8
+
+#: Replicates per vectorized chunk are limited so that a chunk's dense
+#: arrays hold about this many numbers.
+_CHUNK_ELEMENTS = 4_000_000
+
+
+def resolve_cov_type(cov_type: str, *, allow_nonrobust: bool = True) -> str:
+    """Normalize the DP layer's ``cov_type``: "dp" or "naive"."""
+    if not isinstance(cov_type, str):
+        raise TypeError(f"cov_type must be a string, got {type(cov_type).__name__}")
+    name = cov_type.lower()
+    if name == "dp":
+        return "dp"
+    if name == "naive" or (allow_nonrobust and name == "nonrobust"):
+        return "naive"
+    choices = '"dp" (default) or "naive"' + (' (alias "nonrobust")' if allow_nonrobust else "")
+    raise ValueError(f"cov_type must be {choices}, got {cov_type!r}")
+
+
+# ---------------------------------------------------------------------------
+# 1-3: replicate releases
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplicateChunk:
+    """A block of ``b`` replicate releases of the full domain.
+
+    ``support_counts[j, i]`` is replicate ``j``'s released count of the
+    population cell ``support[i]`` (0 when not released); the other released
+    cells (outside the support: spurious cells) are listed as
+    ``(extra_rep, extra_ids, extra_counts)``.
+    """
+
+    support_counts: np.ndarray  # (b, |S|) int64
+    extra_rep: np.ndarray  # int64
+    extra_ids: np.ndarray  # uint64, full-domain cell ids
+    extra_counts: np.ndarray  # int64
+
+    @property
+    def size(self) -> int:
+        return int(self.support_counts.shape[0])
+
+
+def _complement_ids(support: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The ``index``-th (0-based) integers not in the sorted unique ``support``."""
+    shifted = support.astype(np.int64) - np.arange(support.size, dtype=np.int64)
+    idx = np.asarray(index, dtype=np.int64)
+    return (idx + np.searchsorted(shifted, idx, side="right")).astype(np.uint64)
+
+
+#: Largest domain for which the smooth population model is evaluated on
+#: every unreleased cell; above it unreleased cells get probability zero.
+SMOOTH_MAX_CELLS = 1 << 21
+POPULATIONS = ("smooth", "release")
+
+
+def _cell_features(domain: Domain, ids: np.ndarray) -> np.ndarray:
+    """Log-linear features of cells: a quadratic in the continuous axes' bin
+    positions (scaled to [-1/2, 1/2]), and for each discrete axis its level
+    indicators, alone and times each continuous position."""
+    codes = domain.decode(ids)
+    cont = [(c + 0.5) / a.bins - 0.5 for c, a in zip(codes, domain.axes) if a.kind == "continuous"]
+    cols = [np.ones(ids.size)] + cont
+    cols += [u * v for i, u in enumerate(cont) for v in cont[i:]]
+    for c, a in zip(codes, domain.axes):
+        if a.kind != "discrete":
+            continue
+        for level in range(1, a.size):
+            ind = (c == level).astype(float)
+            cols.append(ind)
+            cols += [ind * u for u in cont]
+    return np.column_stack(cols)
+
+
+def _poisson_fit(F: np.ndarray, y: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
+    """Poisson log-linear MLE by IRLS (a small ridge keeps it defined)."""
+    beta = np.zeros(F.shape[1])
+    beta[0] = math.log(max(y.mean(), 1e-9))
+    ridge = 1e-6 * np.eye(F.shape[1])
+    for _ in range(maxiter):
+        eta = np.clip(F @ beta, -50, 50)
+        mu = np.exp(eta)
+        info = F.T @ (mu[:, None] * F) + ridge * max(y.sum(), 1.0)
+        try:
+            step = np.linalg.solve(info, F.T @ (y - mu))
+        except np.linalg.LinAlgError:
+            return None
+        beta += step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return beta if np.all(np.isfinite(beta)) else None
+
+
+@dataclass(frozen=True)
+class ReleaseSimulator:
+    """Simulates releases by the mechanism of ``release`` from the population
+    estimated by ``release`` itself.
+
+    Parameters
+    ----------
+    release : PrivateHistogram
+    population : {"smooth", "release"}
+        "release": the released non-negative counts, normalized, and zero on
+        every unreleased cell.  "smooth" (default): the same on released
+        cells; each unreleased cell gets the expected count of a log-linear
+        model of the released counts (a quadratic in the continuous bin
+        positions with discrete-level main effects and slopes), capped at
+        the threshold: the thresholding hides mass in the low-density
+        tails next to the data, and the bootstrap must be able to lose it
+        as the real release did (docs/inference.md).
+
+    Attributes
+    ----------
+    support : ndarray
+        Cells of positive population probability (uint64 ids).
+    p_hat : ndarray
+        Their estimated population probabilities.
+    n : int
+        The public number of rows.
+    epsilon : float
+    k : int or None
+        Integer threshold (keep noisy counts >= k); None for a signed
+        (unthresholded) release or for epsilon = inf.
+    hidden : float
+        Mass (in rows) the population puts on unreleased cells.
+    """
+
+    release: PrivateHistogram
+    population: str = "smooth"
+    support: np.ndarray = field(init=False)
+    p_hat: np.ndarray = field(init=False)
+    n: int = field(init=False)
+    epsilon: float = field(init=False)
+    k: int | None = field(init=False)
+    hidden: float = field(init=False)
+
+    def __post_init__(self):
+        if self.population not in POPULATIONS:
+            raise ValueError(f"population must be one of {POPULATIONS}, got {self.population!r}")
+        rep = self.release.report
+        counts = np.asarray(self.release.counts, dtype=np.int64)
+        pos = counts > 0
+        ids = np.asarray(self.release.cell_ids, dtype=np.uint64)[pos]
+        mass = counts[pos].astype(float)
+        if mass.sum() <= 0:
+            raise ValueError("the release has no cell with a positive count: nothing to resample")
+        k = None if (not rep.private or rep.threshold is None) else int(math.ceil(rep.threshold))
+        hidden = 0.0
+        if self.population == "smooth" and k is not None and k > 0:
+            extra_ids, extra_mass = self._smooth_tails(ids, mass, k)
+            if extra_ids.size:
+                hidden = float(extra_mass.sum())
+                order = np.argsort(np.concatenate([ids, extra_ids]), kind="stable")
+                ids = np.concatenate([ids, extra_ids])[order]
+                mass = np.concatenate([mass, extra_mass])[order]
+        object.__setattr__(self, "support", ids)
+        object.__setattr__(self, "p_hat", mass / mass.sum())
+        object.__setattr__(self, "n", int(rep.n))
+        object.__setattr__(self, "epsilon", float(rep.epsilon))
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "hidden", hidden)
+
+    def _smooth_tails(self, ids: np.ndarray, mass: np.ndarray, k: int):
+        """Expected counts of the unreleased cells under a log-linear model of
+        the released ones, capped at the threshold; cells below 1e-3 dropped."""
+        domain = self.release.domain
+        m = int(domain.size)
+        none = (np.zeros(0, np.uint64), np.zeros(0))
+        if m > SMOOTH_MAX_CELLS or m - ids.size <= 0 or ids.size < 3:
+            return none
+        F = _cell_features(domain, ids)
+        if F.shape[1] >= ids.size:
+            return none
+        beta = _poisson_fit(F, mass)
+        if beta is None:
+            return none
+        out = _complement_ids(ids, np.arange(m - ids.size))
+        mu = np.minimum(np.exp(np.clip(_cell_features(domain, out) @ beta, -50, 50)), float(k))
+        keep = mu > 1e-3
+        return out[keep], mu[keep]
+    @property
+    def m(self) -> int:
+        return int(self.release.domain.size)
+
+    @property
+    def private(self) -> bool:
+        return bool(self.release.report.private)
+
+    @property
+    def signed(self) -> bool:
+        return self.private and self.k is None
+
+    def describe(self) -> str:
+        if not self.private:
+            return "sampling only (epsilon = inf: no noise)"
+        what = f"sampling + discrete Laplace noise on all {self.m:,} domain cells"
+        if self.k is not None:
+            what += f" + threshold {self.k}"
+            if self.population == "smooth":
+                what += f"; population: released counts + {self.hidden:,.0f} rows of smoothed tails"
+        return what
+
+    def chunk_size(self, n_boot: int) -> int:
+        width = self.support.size + (self.m if self.signed else 0)
+        return int(max(1, min(n_boot, _CHUNK_ELEMENTS // max(width, 1))))
+
+    def simulate(self, rng: np.random.Generator, size: int) -> ReplicateChunk:
+        """Draw ``size`` replicate releases."""
+        S = self.support.size
+        truth = rng.multinomial(self.n, self.p_hat, size=size).astype(np.int64)
+        empty = np.zeros(0, np.int64)
+        if not self.private:
+            return ReplicateChunk(truth, empty, np.zeros(0, np.uint64), empty)
+        noisy = truth + discrete_laplace(rng, self.epsilon, size * S).reshape(size, S)
+        n_out = self.m - S
+        reps, ids, vals = [], [], []
+        if self.k is None:  # signed release (Lei's Algorithm 1): every cell kept, zeros dropped
+            if n_out > 0:
+                z = discrete_laplace(rng, self.epsilon, size * n_out).reshape(size, n_out)
+                r, j = np.nonzero(z)
+                reps.append(r.astype(np.int64))
+                ids.append(_complement_ids(self.support, j))
+                vals.append(z[r, j])
+        else:
+            noisy = np.where(noisy >= self.k, noisy, 0)
+            if n_out > 0:
+                p_cross = discrete_laplace_sf(self.k, self.epsilon)
+                n_new = rng.binomial(n_out, p_cross, size=size)
+                for r in np.flatnonzero(n_new):
+                    idx = rng.choice(n_out, size=int(n_new[r]), replace=False)
+                    reps.append(np.full(idx.size, r, np.int64))
+                    ids.append(_complement_ids(self.support, idx))
+                    vals.append(discrete_laplace_tail(rng, self.epsilon, self.k, idx.size))
+        if reps:
+            return ReplicateChunk(noisy, np.concatenate(reps), np.concatenate(ids),
+                                  np.concatenate(vals).astype(np.int64))
+        return ReplicateChunk(noisy, empty, np.zeros(0, np.uint64), empty)
+
+
+# ---------------------------------------------------------------------------
+# 4: the model's design on replicate cells
+# ---------------------------------------------------------------------------
+
+
+class CellDesign:
+    """Design rows (``X``, ``y``) of the model's marginal cells, built on
+    demand for the cells replicate releases produce.
+
+    Parameters
+    ----------
+    domain : Domain
+        The release's full domain.
+    variables : sequence of str
+        The model's variables (the marginal the model is fitted on).
+    build : callable
+        ``build(frame) -> (X, y, valid)``: the model's design rows for a cell
+        frame of the marginal (as :meth:`PrivateHistogram.marginal` makes
+        them, without the count column); ``valid`` marks rows the model can
+        use (e.g. a response level the fitted model does not have).
+    """
+
+    def __init__(self, domain: Domain, variables: Sequence[str], build: Callable):
+        self.domain = domain
+        idx = [domain.names.index(v) for v in variables]
+        self._axes_idx = idx
+        self.sub = Domain(tuple(domain.axes[i] for i in idx))
+        self._build = build
+        self._known = np.zeros(0, np.uint64)  # sorted marginal ids
+        self._row_of_known = np.zeros(0, np.int64)
+        self.X: np.ndarray | None = None
+        self.y: np.ndarray | None = None
+        self.valid = np.zeros(0, bool)
+
+    def marginal_ids(self, full_ids: np.ndarray) -> np.ndarray:
+        codes = self.domain.decode(np.asarray(full_ids, dtype=np.uint64))
+        return self.sub.encode([codes[i] for i in self._axes_idx])
+
+    def rows(self, full_ids: np.ndarray) -> np.ndarray:
+        """Design row of each full-domain cell id (rows are added as needed)."""
+        sub_ids = self.marginal_ids(full_ids)
+        if sub_ids.size == 0:
+            return np.zeros(0, np.int64)
+        uniq, inv = np.unique(sub_ids, return_inverse=True)
+        pos = np.searchsorted(self._known, uniq)
+        pos_c = np.minimum(pos, max(self._known.size - 1, 0))
+        found = (self._known[pos_c] == uniq) if self._known.size else np.zeros(uniq.size, bool)
+        new = uniq[~found]
+        if new.size:
+            X, y, valid = self._build(self.sub.frame(new))
+            start = 0 if self.X is None else self.X.shape[0]
+            self.X = X if self.X is None else np.vstack([self.X, X])
+            self.y = y if self.y is None else np.concatenate([self.y, y])
+            self.valid = np.concatenate([self.valid, valid])
+            known = np.concatenate([self._known, new])
+            rows = np.concatenate([self._row_of_known, start + np.arange(new.size)])
+            order = np.argsort(known, kind="stable")
+            self._known, self._row_of_known = known[order], rows[order]
+        pos = np.searchsorted(self._known, uniq)
+        return self._row_of_known[pos][inv]
+
+    @property
+    def n_rows(self) -> int:
+        return 0 if self.X is None else int(self.X.shape[0])
+
+
+# ---------------------------------------------------------------------------
+# refits, vectorized across replicates
+# ---------------------------------------------------------------------------
+
+
+def _outer_rows(X: np.ndarray) -> np.ndarray:
+    """Row-wise outer products, flattened: ``(C, p*p)``."""
+    return (X[:, :, None] * X[:, None, :]).reshape(X.shape[0], -1)
+
+
+def _full_rank(A: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    """Which of the stacked symmetric matrices ``A`` (b, p, p) have full rank
+    (eigenvalues of the unit-diagonal rescaling, in absolute value)."""
+    d = np.sqrt(np.abs(np.einsum("bii->bi", A)))
+    ok = np.all(d > 0, axis=1) & np.all(np.isfinite(A), axis=(1, 2))
+    d = np.where(d > 0, d, 1.0)
+    As = A / d[:, :, None] / d[:, None, :]
+    As = np.where(np.isfinite(As), As, 0.0)
+    eig = np.abs(np.linalg.eigvalsh(As))
+    return ok & (eig.min(axis=1) > tol * np.maximum(eig.max(axis=1), 1.0))
+
+
+def _solve(A: np.ndarray, c: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    out = np.full(c.shape, np.nan)
+    if ok.any():
+        out[ok] = np.linalg.solve(A[ok], c[ok][..., None])[..., 0]
+    return out
+
+
+def refit_ols(X, y, W, start):
+    """Weighted least squares of every column of ``W`` (C, b): ``(b, p)``
+    estimates and a mask of replicates with a full-rank design."""
+    A = (W.T @ _outer_rows(X)).reshape(W.shape[1], X.shape[1], X.shape[1])
+    c = W.T @ (X * y[:, None])
+    ok = _full_rank(A)
+    return _solve(A, c, ok), ok
+
+
+def _newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8):
+    """Damped Newton ascent for all replicates at once.
+
+    ``grad_hess(theta) -> (g (b, k), I (b, k, k))`` with ``I`` minus the
+    Hessian; ``loglik(theta) -> (b,)``.  Starts every replicate at ``start``;
+    a step that lowers the log-likelihood is halved (up to 30 times).
+    Returns the estimates and a mask of converged replicates.
+    """
+    b = W.shape[1]
+    theta = np.repeat(np.asarray(start, float)[None, :], b, axis=0)
+    ll = loglik(theta)
+    active = np.ones(b, bool)
+    converged = np.zeros(b, bool)
+    failed = np.zeros(b, bool)
+    for _ in range(maxiter):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        g, info = grad_hess(theta[idx], idx)
+        ok = _full_rank(info)
+        step = np.zeros_like(g)
+        step[ok] = np.linalg.solve(info[ok], g[ok][..., None])[..., 0]
+        failed[idx[~ok]] = True
+        active[idx[~ok]] = False
+        idx, step = idx[ok], step[ok]
+        if idx.size == 0:
+            break
+        t = np.ones(idx.size)
+        new = theta[idx] + step
+        ll_new = loglik(new, idx)
+        for _ in range(30):
+            worse = ~(ll_new >= ll[idx] - 1e-12 * np.abs(ll[idx]))
+            if not worse.any():
+                break
+            t[worse] /= 2.0
+            new[worse] = theta[idx[worse]] + t[worse, None] * step[worse]
+            ll_new[worse] = loglik(new[worse], idx[worse])
+        theta[idx] = new
+        ll[idx] = ll_new
+        small = np.max(np.abs(t[:, None] * step) / (1.0 + np.abs(new)), axis=1) < tol
+        converged[idx[small]] = True
+        active[idx[small]] = False
+    ok = converged & ~failed & np.all(np.isfinite(theta), axis=1)
+    theta[~ok] = np.nan
+    return theta, ok
+
+
+def refit_logit(X, y, W, start):
+    """Frequency-weighted logit MLE for every column of ``W`` (C, b)."""
+    XX = _outer_rows(X)
+    p = X.shape[1]
+
+    def loglik(theta, idx=None):
+        Wb = W if idx is None else W[:, idx]
+        eta = X @ theta.T
+        return np.sum(Wb * (y[:, None] * eta - np.logaddexp(0.0, eta)), axis=0)
+
+    def grad_hess(theta, idx):
+        Wb = W[:, idx]
+        mu = expit(X @ theta.T)
+        g = (X.T @ (Wb * (y[:, None] - mu))).T
+        info = ((Wb * mu * (1.0 - mu)).T @ XX).reshape(idx.size, p, p)
+        return g, info
+
+    return _newton(X, W, start, grad_hess, loglik)
+
+
+def refit_mnlogit(X, y, W, start, n_classes: int):
+    """Frequency-weighted multinomial logit MLE for every column of ``W``.
+
+    ``y`` holds class codes 0..J-1; parameters are flattened equation by
+    equation (statsmodels' order of ``cov_params``).
+    """
+    C, p = X.shape
+    J1 = n_classes - 1
+    Y = np.zeros((C, n_classes))
+    Y[np.arange(C), y.astype(np.int64)] = 1.0
+    XX = _outer_rows(X)
+
+    def eta_of(theta):  # theta (b, J1*p) -> eta (C, b, J1)
+        b = theta.shape[0]
+        B = theta.reshape(b, J1, p).transpose(2, 0, 1).reshape(p, b * J1)
+        return (X @ B).reshape(C, b, J1)
+
+    def logprob(theta):
+        eta = eta_of(theta)
+        full = np.concatenate([np.zeros(eta.shape[:2] + (1,)), eta], axis=2)
+        return full - logsumexp(full, axis=2, keepdims=True)
+
+    def loglik(theta, idx=None):
+        Wb = W if idx is None else W[:, idx]
+        return np.einsum("cb,cj,cbj->b", Wb, Y, logprob(theta))
+
+    def grad_hess(theta, idx):
+        b = idx.size
+        Wb = W[:, idx]
+        P = np.exp(logprob(theta))[:, :, 1:]  # (C, b, J1)
+        R = (Wb[:, :, None] * (Y[:, None, 1:] - P)).reshape(C, b * J1)
+        g = (X.T @ R).reshape(p, b, J1).transpose(1, 2, 0).reshape(b, J1 * p)
+        F = -P[:, :, :, None] * P[:, :, None, :]
+        ar = np.arange(J1)
+        F[:, :, ar, ar] += P
+        F *= Wb[:, :, None, None]
+        H = (F.reshape(C, b * J1 * J1).T @ XX).reshape(b, J1, J1, p, p)
+        info = H.transpose(0, 1, 3, 2, 4).reshape(b, J1 * p, J1 * p)
+        return g, info
+
+    return _newton(X, W, start, grad_hess, loglik)
+
+
+def refit_quantreg(X, y, W, start, q: float):
+    """Exact weighted quantile regression (dual LP) of every column of ``W``."""
+    from .models.quantreg import _solve_check_loss
+
+    b = W.shape[1]
+    out = np.full((b, X.shape[1]), np.nan)
+    ok = np.zeros(b, bool)
+    for j in range(b):
+        w = W[:, j]
+        pos = w > 0
+        if not pos.any():
+            continue
+        Xp = X[pos]
+        if np.linalg.matrix_rank(Xp) < X.shape[1]:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                params, _ = _solve_check_loss(y[pos], Xp, w[pos], q)
+            except RuntimeError:
+                continue
+        out[j], ok[j] = params, True
+    return out, ok
+
+
+# ---------------------------------------------------------------------------
+# the result object
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BinningCheck:
+    """Binning diagnostic: the same model fitted on the same release with the
+    bins of every continuous variable merged in pairs (bins twice as wide).
+
+    If the binning bias of a coefficient behaves like ``c h**r`` in the bin
+    width ``h``, the fits on bins 2 and 4 times as wide give
+    ``d1 = b(2h) - b(h) = (2**r - 1) b(h)`` and ``d2 = b(4h) - b(2h) = 2**r d1``,
+    so ``2**r = |d2 / d1|`` (clamped to [2, 16], i.e. r in [1, 4]) and the
+    bias at the released bins is ``|d1| / (2**r - 1)`` (Richardson
+    extrapolation with an estimated order).  ``ratio`` is that bias over the
+    dp standard error.  Variables with fewer than ``BINNING_MIN_BINS`` bins
+    are left unchecked (``unchecked``).
+    """
+
+    variables: tuple[str, ...]
+    coarse_params: np.ndarray  # fit on bins twice as wide
+    shift: np.ndarray  # estimated binning bias (signed as d1)
+    ratio: np.ndarray  # |bias| / se
+    unchecked: tuple[str, ...] = ()
+    threshold: float = BINNING_WARN_RATIO
+
+    @property
+    def flagged(self) -> np.ndarray:
+        return np.isfinite(self.ratio) & (self.ratio > self.threshold)
+
+
+@dataclass(frozen=True, eq=False)
+class DPInference:
+    """Bootstrap inference from a release: standard errors, intervals and
+    tests that include the privacy noise, thresholding and sampling.
+
+    Attributes
+    ----------
+    params : ndarray
+        The estimate from the release (flattened; for a multinomial logit
+        equation by equation, as statsmodels' ``cov_params``).
+    target : ndarray or None
+        The estimand of the bootstrap world: the model fitted on the
+        estimated population (``params`` when that is the release itself).
+    replicates : ndarray, (B_ok, k)
+        Estimates from the replicate releases that could be fitted.
+    n_boot : int
+        Replicates drawn (B).
+    n_failed : int
+        Replicates whose refit failed (rank-deficient released design, no
+        convergence, separation): left out.
+    interval : str
+        Default interval type of :meth:`conf_int`.
+    simulation : str
+        What each replicate simulates.
+    seeded : bool
+        True when a ``random_state`` made the bootstrap reproducible.
+    elapsed : float
+        Seconds spent.
+    binning : BinningCheck or None
+    """
+
+    params: np.ndarray
+    replicates: np.ndarray
+    n_boot: int
+    n_failed: int
+    interval: str = DEFAULT_INTERVAL
+    simulation: str = ""
+    seeded: bool = False
+    elapsed: float = 0.0
+    binning: BinningCheck | None = None
+    target: np.ndarray | None = None
+
+    @property
+    def n_ok(self) -> int:
+        return int(self.replicates.shape[0])
+
+    @cached_property
+    def cov(self) -> np.ndarray:
+        """Covariance of the replicate estimates."""
+        k = self.params.size
+        if self.n_ok < 2:
+            return np.full((k, k), np.nan)
+        return np.atleast_2d(np.cov(self.replicates, rowvar=False))
+
+    @cached_property
+    def se(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.cov))
+
+    @cached_property
+    def bias(self) -> np.ndarray:
+        """Mean replicate minus the estimate: the thresholding/noise bias as
+        the bootstrap sees it (binning bias is invisible to it)."""
+        if self.n_ok < 1:
+            return np.full(self.params.size, np.nan)
+        target = self.params if self.target is None else self.target
+        return self.replicates.mean(axis=0) - target
+
+    @property
+    def center(self) -> np.ndarray:
+        """Center of the default interval and of the z statistics."""
+        return self.params - self.bias if self.interval == "bc-normal" else self.params
+
+    @property
+    def tvalues(self) -> np.ndarray:
+        """z statistics for H0: coefficient = 0, consistent with the default interval."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.center / self.se
+
+    @property
+    def pvalues(self) -> np.ndarray:
+        if self.interval in ("basic", "percentile"):
+            return self._boot_pvalues()
+        return 2.0 * stats.norm.sf(np.abs(self.tvalues))
+
+    def _boot_pvalues(self) -> np.ndarray:
+        # the smallest alpha whose interval excludes 0
+        out = np.empty(self.params.size)
+        target = self.params if self.target is None else self.target
+        for j in range(self.params.size):
+            r = self.replicates[:, j] - target[j] + self.params[j]
+            if self.interval == "basic":
+                r = 2 * self.params[j] - r
+            frac = min(np.mean(r <= 0), np.mean(r >= 0))
+            out[j] = min(1.0, 2.0 * frac) if r.size else np.nan
+        return out
+
+    def conf_int(self, alpha: float = 0.05, method: str | None = None) -> np.ndarray:
+        """``(k, 2)`` intervals of level ``1 - alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+        method : {"bc-normal", "normal", "basic", "percentile"}, optional
+            "bc-normal" (default): ``params - bias -/+ z se``; "normal":
+            ``params -/+ z se``; "basic": ``2 params - q(1 - alpha/2),
+            2 params - q(alpha/2)``; "percentile": ``q(alpha/2), q(1 - alpha/2)``;
+            ``q`` are the replicates' quantiles moved by ``params - target``
+            (the bootstrap world's estimand is the fit on the estimated
+            population, ``target``, which is ``params`` when that population
+            is the release itself).
+        """
+        method = self.interval if method is None else method
+        if method not in INTERVALS:
+            raise ValueError(f"method must be one of {INTERVALS}, got {method!r}")
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        if method in ("normal", "bc-normal"):
+            z = stats.norm.ppf(1 - alpha / 2)
+            c = self.params - (self.bias if method == "bc-normal" else 0.0)
+            return np.column_stack([c - z * self.se, c + z * self.se])
+        if self.n_ok < 2:
+            return np.full((self.params.size, 2), np.nan)
+        lo, hi = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+        target = self.params if self.target is None else self.target
+        if method == "basic":  # the law of (estimate - target), reflected
+            return np.column_stack([self.params + target - hi, self.params + target - lo])
+        return np.column_stack([self.params + lo - target, self.params + hi - target])
+
+    def describe_interval(self) -> str:
+        return {
+            "bc-normal": "bias-corrected normal (estimate - bootstrap bias -/+ z * bootstrap SE)",
+            "normal": "normal (estimate -/+ z * bootstrap SE)",
+            "basic": "basic bootstrap (2 * estimate - replicate quantiles)",
+            "percentile": "bootstrap percentile",
+        }[self.interval]
+
+    def notes(self, names: Sequence[str] | None = None) -> list[str]:
+        """Lines for the summary."""
+        lines = [
+            f"Covariance type dp: parametric bootstrap of the release (post-processing), "
+            f"B = {self.n_boot} replicates ({self.simulation}); standard errors are the "
+            "replicates' spread, intervals are " + self.describe_interval()
+            + "; z statistics and p-values use the same center and SE.",
+        ]
+        if self.n_failed:
+            share = self.n_failed / max(self.n_boot, 1)
+            lines.append(
+                f"{self.n_failed} of {self.n_boot} replicates could not be fitted (rank-deficient "
+                "or separated replicate release) and were left out"
+                + (": standard errors are unreliable." if share > 0.1 else "."))
+        if self.binning is not None and self.binning.flagged.any():
+            idx = np.flatnonzero(self.binning.flagged)
+            shown = [str(names[i]) if names is not None else str(i) for i in idx[:6]]
+            more = "" if idx.size <= 6 else f" and {idx.size - 6} more"
+            worst = float(np.nanmax(self.binning.ratio))
+            lines.append(
+                "WARNING: binning bias may dominate for " + ", ".join(shown) + more +
+                f": refitting with the bins of {', '.join(self.binning.variables)} merged in "
+                f"groups of 2 and 4 suggests a binning bias of up to {worst:.2g} standard errors. The "
+                "bootstrap does not include binning bias, so these intervals may undercover; "
+                "use more bins (more data or a larger epsilon) or a design less sensitive to "
+                "binning.")
+        if self.binning is not None and self.binning.unchecked:
+            lines.append(
+                f"Binning bias not checked for {', '.join(self.binning.unchecked)} (fewer than "
+                f"{BINNING_MIN_BINS} bins): with so few bins it can be large against these "
+                "standard errors, and the bootstrap does not include it.")
+        return lines
+
+
+# ---------------------------------------------------------------------------
+# the driver
+# ---------------------------------------------------------------------------
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None
+    return tqdm(total=total, desc=desc, unit="rep", disable=None, delay=1.0, leave=False)
+
+
+def parametric_bootstrap(
+    release: PrivateHistogram,
+    design: CellDesign,
+    refit: Callable,
+    params: np.ndarray,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state=None,
+    interval: str = DEFAULT_INTERVAL,
+    label: str = "dp bootstrap",
+    binning: Callable[[np.ndarray], BinningCheck | None] | None = None,
+    population: str = "smooth",
+) -> DPInference:
+    """Bootstrap ``refit`` over replicate releases of ``release``.
+
+    Parameters
+    ----------
+    release : PrivateHistogram
+    design : CellDesign
+        Builds the model's design rows for replicate cells.
+    refit : callable
+        ``refit(X, y, W, start) -> (estimates (b, k), ok (b,))`` with ``W``
+        the ``(C, b)`` replicate counts of the design rows.
+    params : ndarray
+        The estimate from the release (flattened), the refits' start.
+    n_boot : int
+        Number of replicates B.
+    random_state : None, int or Generator
+        None: the OS's secure entropy.
+    interval : str
+        Default interval type (see :meth:`DPInference.conf_int`).
+    binning : callable, optional
+        ``binning(se) -> BinningCheck``, run after the bootstrap.
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
+        raise ValueError(f"n_boot must be an int >= 2, got {n_boot!r}")
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}")
+    t0 = time.perf_counter()
+    rng = make_rng(random_state)
+    sim = ReleaseSimulator(release, population=population)
+    params = np.asarray(params, dtype=float).ravel()
+    support_rows = design.rows(sim.support)
+    target = None
+    if sim.hidden > 0:  # the bootstrap world's estimand: the fit on the population
+        w_pop = np.zeros((design.n_rows, 1))
+        np.add.at(w_pop[:, 0], support_rows, sim.p_hat * sim.n)
+        w_pop[~design.valid] = 0.0
+        est, ok = refit(design.X, design.y, w_pop, params)
+        target = est[0] if ok[0] else None
+    estimates, oks = [], []
+    bar = _progress(int(n_boot), label)
+    done = 0
+    try:
+        while done < n_boot:
+            size = min(sim.chunk_size(n_boot), n_boot - done)
+            chunk = sim.simulate(rng, size)
+            extra_rows = design.rows(chunk.extra_ids)
+            C = design.n_rows
+            agg = sparse.csr_matrix(
+                (np.ones(support_rows.size), (support_rows, np.arange(support_rows.size))),
+                shape=(C, support_rows.size))
+            W = np.asarray(agg @ chunk.support_counts.T.astype(float))
+            if extra_rows.size:
+                np.add.at(W, (extra_rows, chunk.extra_rep), chunk.extra_counts.astype(float))
+            W[~design.valid] = 0.0
+            est, ok = refit(design.X, design.y, W, params)
+            estimates.append(est)
+            oks.append(ok)
+            done += size
+            if bar is not None:
+                bar.update(size)
+    finally:
+        if bar is not None:
+            bar.close()
+    est = np.vstack(estimates)
+    ok = np.concatenate(oks) & np.all(np.isfinite(est), axis=1)
+    seeded = random_state is not None
+    inf = DPInference(params=params, replicates=est[ok], n_boot=int(n_boot),
+                      n_failed=int((~ok).sum()), interval=interval, simulation=sim.describe(),
+                      seeded=seeded, target=target)
+    check = binning(inf.se) if binning is not None else None
+    object.__setattr__(inf, "binning", check)
+    object.__setattr__(inf, "elapsed", time.perf_counter() - t0)
+    return inf
+
+
+def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str], factor: int = 2
+                  ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...]]:
+    """The cell frame with each continuous variable's bins merged in groups of
+    ``factor`` (bins ``f j .. f j + f - 1``; a short last group stays short),
+    values at the merged bins' midpoints.  Returns the frame, the variables
+    coarsened and the continuous variables left alone (fewer than
+    ``BINNING_MIN_BINS`` bins)."""
+    out = frame.copy()
+    done, skipped = [], []
+    for name in variables:
+        axis = domain.axis(name)
+        if axis.kind != "continuous":
+            continue
+        if axis.bins < BINNING_MIN_BINS:
+            skipped.append(name)
+            continue
+        e = axis.edges
+        lo = axis.bounds[0]
+        code = np.clip(np.floor((out[name].to_numpy(float) - lo) / axis.width), 0, axis.bins - 1)
+        c = code.astype(np.int64) // factor
+        out[name] = (e[factor * c] + e[np.minimum(factor * c + factor, axis.bins)]) / 2.0
+        done.append(name)
+    return out, tuple(done), tuple(skipped)
+
+
+# ---------------------------------------------------------------------------
+# results classes
+# ---------------------------------------------------------------------------
+
+
+class DPInferenceResultsMixin:
+    """Mixin for the Freq* results: when a :class:`DPInference` is attached
+    (``cov_type == "dp"``), ``bse``, ``tvalues``, ``pvalues`` and
+    ``conf_int`` come from it; otherwise statsmodels' own."""
+
+    dp_inference: DPInference | None = None
+
+    def _dp_active(self) -> bool:
+        return self.dp_inference is not None and getattr(self, "cov_type", None) == "dp"
+
+    def _dp_shape(self, flat: np.ndarray) -> np.ndarray:
+        shape = np.shape(self.params)
+        return flat.reshape(shape, order="F") if len(shape) == 2 else flat
+
+    @property
+    def tvalues(self):
+        """z statistics; under cov_type "dp", those of the default interval's center."""
+        if self._dp_active():
+            return self._dp_shape(self.dp_inference.tvalues)
+        return super().tvalues
+
+    @property
+    def pvalues(self):
+        """Two-sided p-values; under cov_type "dp", from the bootstrap."""
+        if self._dp_active():
+            return self._dp_shape(self.dp_inference.pvalues)
+        return super().pvalues
+
+    def conf_int(self, alpha=0.05, cols=None, **kwargs):
+        """Confidence intervals; under cov_type "dp", the bootstrap intervals
+        (``method=`` one of "bc-normal", "normal", "basic", "percentile")."""
+        if not self._dp_active():
+            return super().conf_int(alpha=alpha, cols=cols, **kwargs) if cols is not None \
+                else super().conf_int(alpha=alpha, **kwargs)
+        ci = self.dp_inference.conf_int(alpha, method=kwargs.pop("method", None))
+        if len(np.shape(self.params)) == 2:  # multinomial: (J-1, K, 2), as statsmodels
+            K, J1 = np.shape(self.params)
+            return ci.reshape(J1, K, 2)
+        if cols is not None:
+            ci = ci[np.asarray(cols)]
+        return ci
+
+
+def attach_dp_inference(res, inference: DPInference) -> None:
+    """Make ``inference`` the covariance of the statsmodels results ``res``."""
+    inner = getattr(res, "_results", res)
+    inner.dp_inference = inference
+    inner.cov_type = "dp"
+    inner.cov_kwds = {"n_boot": inference.n_boot, "interval": inference.interval,
+                      "description": "parametric bootstrap of the release"}
+    inner.use_t = False
+    inner.cov_params_default = inference.cov
+    cache = getattr(inner, "_cache", None)
+    if isinstance(cache, dict):
+        for key in ("bse", "tvalues", "pvalues", "fvalue", "f_pvalue"):
+            cache.pop(key, None)

@@ -1,0 +1,252 @@
+"""Noise-aware inference (cov_type="dp"): the parametric bootstrap of the
+release is post-processing (a function of the release and public inputs
+only), reproducible with a seed, wider than the naive intervals where the
+noise matters, and covers the population coefficient at its nominal rate."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dpmodels as dpm
+from dpmodels.inference import DPInference, ReleaseSimulator
+from dpmodels.mechanisms import discrete_laplace_sf
+
+from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS, MIXED_BOUNDS, MIXED_LEVELS
+
+
+def _linear(rng, n):
+    x = rng.uniform(0, 10, n)
+    g = rng.choice(np.array(["a", "b", "c"]), n, p=[0.4, 0.35, 0.25])
+    y = 1 + 0.5 * x + 1.0 * (g == "b") - 1.0 * (g == "c") + rng.normal(0, 1.5, n)
+    return pd.DataFrame({"y": y, "x": x, "g": g})
+
+
+LIN_KW = dict(bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, levels={"g": ["a", "b", "c"]})
+
+
+# ---- post-processing: the bootstrap sees the release only ---------------------------------
+
+def test_bootstrap_depends_on_the_release_only(mixed_frame):
+    """Two different raw data sets with the same exact cell counts give the same
+    release (same seed) and then bit-identical bootstrap output; a fit on the
+    release object itself gives it too."""
+    kw = dict(epsilon=1.0, bounds=MIXED_BOUNDS, levels=MIXED_LEVELS, bins=8, random_state=3)
+    other = mixed_frame.copy()
+    # move every value within its bin and shuffle the rows: other raw data, same counts
+    for col in ("x", "y"):
+        lo, hi = MIXED_BOUNDS[col]
+        w = (hi - lo) / 8
+        code = np.clip(np.floor((other[col] - lo) / w), 0, 7)
+        other[col] = lo + (code + np.random.default_rng(1).uniform(0.05, 0.95, len(other))) * w
+    other = other.sample(frac=1.0, random_state=2).reset_index(drop=True)
+    assert not np.allclose(other["x"].sort_values(), mixed_frame["x"].sort_values())
+    a = dpm.dp_ols("y ~ x + C(g)", mixed_frame, **kw)
+    b = dpm.dp_ols("y ~ x + C(g)", other, **kw)
+    np.testing.assert_array_equal(a.release.cell_ids, b.release.cell_ids)
+    np.testing.assert_array_equal(a.release.counts, b.release.counts)
+    ra, rb = a.fit(random_state=5), b.fit(random_state=5)
+    rc = dpm.dp_ols("y ~ x + C(g)", a.release).fit(random_state=5)
+    for r in (rb, rc):
+        np.testing.assert_array_equal(r.dp_inference.replicates, ra.dp_inference.replicates)
+        np.testing.assert_array_equal(r.bse, ra.bse)
+        np.testing.assert_array_equal(r.conf_int(), ra.conf_int())
+    assert str(ra.summary().tables[1]) == str(rb.summary().tables[1])
+
+
+def test_seed_makes_the_bootstrap_reproducible(mixed_frame):
+    model = dpm.dp_logit("b ~ x + C(g)", mixed_frame.assign(b=(mixed_frame["y"] > 5).astype(int)),
+                         epsilon=1.0, bounds={"x": (0, 10)}, levels={**MIXED_LEVELS, "b": [0, 1]},
+                         bins=6, random_state=0)
+    r1, r2 = model.fit(random_state=11), model.fit(random_state=11)
+    r3 = model.fit(random_state=12)
+    np.testing.assert_array_equal(r1.bse, r2.bse)
+    np.testing.assert_array_equal(r1.pvalues, r2.pvalues)
+    assert not np.array_equal(r1.bse, r3.bse)
+    np.testing.assert_array_equal(r1.params, r3.params)  # the estimate is the release's
+    r4 = model.fit(cov_kwds={"random_state": 11})
+    np.testing.assert_array_equal(r1.bse, r4.bse)
+
+
+def test_replicate_releases_follow_the_mechanism():
+    """Spurious (empty-cell) releases per replicate: Binomial(m - |S|, P(Z >= k))."""
+    rng = np.random.default_rng(0)
+    n = 5_000
+    df = pd.DataFrame({"x": rng.normal(5, 1, n), "y": rng.normal(5, 1, n)})
+    rel = dpm.release(df, columns=["x", "y"], epsilon=0.5, bounds={"x": (0, 10), "y": (0, 10)},
+                      bins=40, random_state=1)
+    sim = ReleaseSimulator(rel, population="release")
+    assert sim.k == math.ceil(rel.report.threshold) and sim.n == n
+    np.testing.assert_array_equal(sim.support, rel.cell_ids[rel.counts > 0])
+    chunk = sim.simulate(np.random.default_rng(2), 400)
+    assert chunk.support_counts.shape == (400, sim.support.size)
+    kept = chunk.support_counts[chunk.support_counts != 0]
+    assert kept.min() >= sim.k
+    assert not np.isin(chunk.extra_ids, sim.support).any()
+    assert chunk.extra_ids.max() < rel.domain.size and chunk.extra_counts.min() >= sim.k
+    per_rep = np.bincount(chunk.extra_rep, minlength=400)
+    p = discrete_laplace_sf(sim.k, 0.5)
+    mean, var = (sim.m - sim.support.size) * p, (sim.m - sim.support.size) * p * (1 - p)
+    assert abs(per_rep.mean() - mean) < 4 * math.sqrt(var / 400)
+    # each replicate's ids are distinct
+    for r in range(5):
+        ids = chunk.extra_ids[chunk.extra_rep == r]
+        assert np.unique(ids).size == ids.size
+    # the default population adds smoothed tails on unreleased cells, at most k each
+    smooth = ReleaseSimulator(rel)
+    assert np.isin(rel.cell_ids, smooth.support).all() and smooth.hidden > 0
+    assert smooth.p_hat.sum() == pytest.approx(1.0)
+    tails = ~np.isin(smooth.support, rel.cell_ids)
+    assert np.all(smooth.p_hat[tails] * smooth.p_hat.size > 0)
+    total = rel.counts.sum() + smooth.hidden
+    assert np.all(smooth.p_hat[tails] * total <= sim.k + 1e-9)
+
+
+# ---- the covariance plugs into the results ------------------------------------------------
+
+def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
+    model = dpm.dp_ols(HOUSING_FORMULA, housing_small, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                       levels=HOUSING_LEVELS, bins=10, random_state=7)
+    res = model.fit(random_state=0, n_boot=120)
+    naive = model.fit(cov_type="naive")
+    alias = model.fit(cov_type="nonrobust")
+    np.testing.assert_array_equal(naive.bse, alias.bse)
+    inf = res.dp_inference
+    assert isinstance(inf, DPInference) and inf.n_boot == 120
+    assert res.cov_type == "dp" and naive.cov_type == "nonrobust"
+    np.testing.assert_allclose(res.bse, inf.se)
+    np.testing.assert_allclose(res.cov_params().to_numpy(), inf.cov)
+    np.testing.assert_allclose(res.tvalues, (res.params - inf.bias) / inf.se)
+    np.testing.assert_allclose(res.pvalues, 2 * stats.norm.sf(np.abs(res.tvalues)))
+    ci = res.conf_int(0.1)
+    z = stats.norm.ppf(0.95)
+    center = res.params.to_numpy() - inf.bias
+    np.testing.assert_allclose(ci.to_numpy(), np.column_stack([center - z * inf.se,
+                                                               center + z * inf.se]))
+    assert list(ci.index) == list(res.params.index)
+    for method in ("normal", "basic", "percentile"):
+        other = res.conf_int(0.05, method=method)
+        assert other.shape == (8, 2) and np.all(other.iloc[:, 0] < other.iloc[:, 1])
+    text = res.summary().as_text()
+    assert "Covariance Type:                   dp" in text
+    assert "B = 120 replicates" in text and "P>|z|" in text
+    naive_text = naive.summary().as_text()
+    assert "Covariance type naive" in naive_text and "nonrobust" in naive_text
+    with pytest.raises(ValueError, match="cov_type"):
+        model.fit(cov_type="HC0")
+    with pytest.raises(ValueError, match="dp"):
+        model.fit(cov_type="naive", n_boot=50)
+    with pytest.raises(ValueError, match="cov_kwds"):
+        model.fit(cov_kwds={"nboot": 3})
+
+
+def test_dp_standard_errors_exceed_naive_at_small_epsilon():
+    df = _linear(np.random.default_rng(4), 2_000)
+    model = dpm.dp_ols("y ~ x + C(g)", df, epsilon=0.1, random_state=1, **LIN_KW)
+    res, naive = model.fit(random_state=2), model.fit(cov_type="naive")
+    assert np.all(res.bse > 1.5 * naive.bse), (res.bse, naive.bse)
+    lo, hi = res.conf_int().to_numpy().T
+    nlo, nhi = naive.conf_int().to_numpy().T
+    assert np.all(hi - lo > nhi - nlo)
+
+
+def test_epsilon_inf_gives_the_sampling_bootstrap(discrete_frame):
+    with pytest.warns(dpm.NotPrivateWarning):
+        model = dpm.dp_ols("y ~ k + C(g) + b", discrete_frame, epsilon=float("inf"),
+                           levels={"y": list(range(-10, 30)), "k": [1, 2, 3, 4],
+                                   "g": ["a", "b", "c"]})
+    res, naive = model.fit(random_state=0, n_boot=400), model.fit(cov_type="naive")
+    assert "sampling only" in res.summary().as_text()
+    # no noise: the bootstrap of the rows; homoscedastic data, so close to the OLS errors
+    np.testing.assert_allclose(res.bse, naive.bse, rtol=0.2)
+    np.testing.assert_allclose(res.dp_inference.bias, 0, atol=0.2 * naive.bse.max())
+
+
+@pytest.mark.parametrize("name", ["ols", "logit", "quantreg", "mnlogit"])
+def test_all_models_give_finite_dp_errors_and_say_so(name, mixed_frame):
+    df = mixed_frame.assign(b=(mixed_frame["y"] > 5).astype(int),
+                            c=pd.cut(mixed_frame["y"], [-99, 4, 7, 99], labels=["lo", "mid", "hi"]))
+    kw = dict(epsilon=1.0, bounds=MIXED_BOUNDS, bins=6, random_state=0)
+    levels = {**MIXED_LEVELS, "b": [0, 1], "c": ["lo", "mid", "hi"]}
+    fit_kw = dict(random_state=1, n_boot=60)
+    if name == "ols":
+        res = dpm.dp_ols("y ~ x + C(g)", df, levels=levels, **kw).fit(**fit_kw)
+    elif name == "logit":
+        res = dpm.dp_logit("b ~ x + C(g)", df, levels=levels, **kw).fit(**fit_kw)
+    elif name == "quantreg":
+        res = dpm.dp_quantreg("y ~ x + C(g)", df, levels=levels, **kw).fit(q=0.3, **fit_kw)
+    else:
+        res = dpm.dp_mnlogit("c ~ x", df, levels=levels, epsilon=1.0, bounds={"x": (0, 10)},
+                             bins=6, random_state=0).fit(**fit_kw)
+    inf = res.dp_inference
+    assert inf.n_failed == 0 and inf.n_ok == 60
+    bse = np.asarray(res.bse)
+    assert bse.shape == np.shape(res.params) and np.all(np.isfinite(bse)) and np.all(bse > 0)
+    assert np.all(np.isfinite(np.asarray(res.pvalues)))
+    ci = np.asarray(res.conf_int())
+    assert np.all(np.isfinite(ci))
+    if name == "mnlogit":  # statsmodels' layout: one row per (equation, parameter)
+        assert ci.shape == (4, 2)
+        naive_ci = res.model.fit(disp=0).conf_int()
+        assert naive_ci.shape == (4, 2) and list(naive_ci.index) == list(res.conf_int().index)
+        np.testing.assert_allclose(np.asarray(res.bse).ravel(order="F"), inf.se)
+    text = res.summary().as_text()
+    assert "Covariance type dp" in text and "B = 60 replicates" in text
+
+
+def test_marginal_fit_simulates_the_joint_release(housing_small):
+    """A model on a marginal of a larger release: the replicates are releases of
+    the full joint histogram (thresholded there), then marginalized."""
+    rel = dpm.release(housing_small, formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                      levels=HOUSING_LEVELS, bins=10, random_state=1)
+    res = dpm.dp_ols("price ~ size", rel).fit(random_state=0, n_boot=80)
+    assert "2,400 domain cells" in res.summary().as_text()
+    assert np.all(np.isfinite(res.bse)) and np.all(res.bse > 0)
+
+
+def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
+    rng = np.random.default_rng(8)
+    n = 100_000
+    x = rng.uniform(0, 10, n)
+    df = pd.DataFrame({"x": x, "y": 1 + 0.5 * x + rng.normal(0, 0.3, n)})
+    kw = dict(epsilon=1.0, bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, random_state=0)
+    # y bins 2.25 wide against a residual sd of 0.3: midpoints distort the slope
+    res = dpm.dp_ols("y ~ x", df, bins={"y": 8, "x": 20}, **kw).fit(random_state=0, n_boot=60)
+    assert res.dp_inference.binning.flagged[1]
+    assert "binning bias may dominate for Intercept, x" in res.summary().as_text()
+    off = dpm.dp_ols("y ~ x", df, bins={"y": 8, "x": 20}, **kw).fit(
+        random_state=0, n_boot=60, cov_kwds={"binning_check": False})
+    assert off.dp_inference.binning is None
+    assert "binning bias" not in off.summary().as_text().lower()
+    few = dpm.dp_ols("y ~ x", df, bins={"y": 4, "x": 20}, **kw).fit(random_state=0, n_boot=60)
+    assert "Binning bias not checked for y" in few.summary().as_text()
+
+
+# ---- coverage of the population coefficient ---------------------------------------------
+
+@pytest.mark.slow
+def test_coverage_of_the_slope_at_epsilon_one():
+    """200 data sets of a linear model (n = 2000, epsilon = 1): the number of 95%
+    intervals covering the true slope is Binomial(200, 0.95) if the intervals
+    are exact; accept the central 99.9% region of that law."""
+    reps, true_slope = 200, 0.5
+    lo_ok, hi_ok = stats.binom.ppf([0.0005, 0.9995], reps, 0.95)
+    rng = np.random.default_rng(20240601)
+    covered = covered_naive = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(reps):
+            df = _linear(rng, 2_000)
+            model = dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, random_state=rng, **LIN_KW)
+            res = model.fit(random_state=rng)
+            lo, hi = res.conf_int().loc["x"]
+            covered += lo <= true_slope <= hi
+            nlo, nhi = model.fit(cov_type="naive").conf_int().loc["x"]
+            covered_naive += nlo <= true_slope <= nhi
+    assert lo_ok <= covered <= hi_ok, (covered, lo_ok, hi_ok)
+    assert covered_naive < lo_ok  # the naive intervals are far too narrow here
