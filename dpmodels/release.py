@@ -22,9 +22,11 @@ import pandas as pd
 
 from .accountant import Accountant
 from .domain import Domain, build_domain
+from .engines import source_for
 from .errors import DomainError, DomainTooLargeError, NotPrivateWarning, UnknownVariableError
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import count_cells
+from .thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
 from .mechanisms import (
     NoisyCells,
     discrete_laplace_sf,
@@ -159,10 +161,12 @@ def _check_epsilon(epsilon) -> float:
     return epsilon
 
 
-def resolve_threshold(threshold, epsilon: float, n: int, A: float) -> ThresholdSpec:
+def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None = None,
+                      max_spurious_cells: float = math.inf) -> ThresholdSpec:
     """Turn the ``threshold`` argument into a rule and an integer cut.
 
     Noisy counts are integers, so "keep counts >= t" is "keep counts >= ceil(t)".
+    ``"auto"`` needs the domain size ``m`` (see :mod:`dpmodels.thresholds`).
     """
     if math.isinf(epsilon):
         return ThresholdSpec("none (exact counts, no noise)", None, None, None)
@@ -174,15 +178,28 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float) -> ThresholdS
                 raise ValueError(f"threshold_A must be > 0, got {A!r}")
             t = A * math.log(n) / epsilon
             return ThresholdSpec("enhanced", t, math.ceil(t), float(A))
+        if threshold == "auto":
+            if not (isinstance(A, numbers.Real) and A > 0):
+                raise ValueError(f"threshold_A must be > 0, got {A!r}")
+            if m is None:
+                raise ValueError('threshold="auto" needs the domain size m')
+            k = auto_threshold(m, n, epsilon, float(A), max_spurious_cells=max_spurious_cells)
+            t = A * math.log(n) / epsilon
+            bound = f"expected spurious mass <= {AUTO_SPURIOUS_FRACTION:.0%} of n"
+            if k == math.ceil(t):  # the enhanced threshold already meets the bound
+                return ThresholdSpec(f"auto ({bound}): enhanced, A={float(A):g}", t, k, float(A))
+            return ThresholdSpec(f"auto ({bound}; above enhanced A={float(A):g})", float(k), k,
+                                 float(A))
         if threshold == "zero":
             return ThresholdSpec("zero (negative counts set to 0, Lei's Algorithm 1')", 1.0, 1, None)
         raise ValueError(
-            f'threshold must be "enhanced", "zero", a number or None, got {threshold!r}'
+            f'threshold must be "enhanced", "auto", "zero", a number or None, got {threshold!r}'
         )
     if (isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
             or not math.isfinite(threshold)):
         raise ValueError(
-            f'threshold must be "enhanced", "zero", a finite number or None, got {threshold!r}'
+            f'threshold must be "enhanced", "auto", "zero", a finite number or None, '
+            f'got {threshold!r}'
         )
     return ThresholdSpec("fixed", float(threshold), math.ceil(threshold), None)
 
@@ -193,8 +210,9 @@ def _columns_of(data) -> list[str]:
     if isinstance(data, Mapping):
         return [str(c) for c in data.keys()]
     raise TypeError(
-        "data must be a pandas DataFrame, a mapping of column name to array, or a "
-        f"PrivateHistogram; got {type(data).__name__}"
+        "data must be a pandas DataFrame, a mapping of column name to array, a "
+        "PrivateHistogram, or a Polars, Dask, DuckDB or PySpark data frame; "
+        f"got {type(data).__name__}"
     )
 
 
@@ -236,8 +254,11 @@ def release(
 
     Parameters
     ----------
-    data : pandas.DataFrame or mapping of str to array-like
-        The raw rows. Read once; never modified.
+    data : pandas.DataFrame, mapping of str to array-like, or an engine's frame
+        The raw rows. Read once; never modified. A Polars DataFrame or
+        LazyFrame, a Dask DataFrame, a DuckDB relation or a PySpark DataFrame
+        is binned and counted inside its engine (:mod:`dpmodels.engines`):
+        only the non-empty cells' counts reach this process.
     columns : sequence of str, optional
         The variables to release. Give this or ``formula``.
     formula : str, optional
@@ -254,13 +275,18 @@ def release(
     bins : int, dict or "auto"
         Equal-width bins per continuous variable; "auto" applies
         :func:`dpmodels.domain.auto_bins` to public inputs only.
-    threshold : "enhanced", "zero", float or None
-        "enhanced": keep cells whose noisy count is >= ``A*log(n)/epsilon``
-        (Lei 2011, §4.2); "zero": ``max(count, 0)`` (Algorithm 1'); a number:
+    threshold : "enhanced", "auto", "zero", float or None
+        "enhanced" (default): keep cells whose noisy count is >=
+        ``A*log(n)/epsilon`` (Lei 2011, §4.2); "auto": the smallest cut at
+        or above the enhanced one whose expected spurious mass is at most 1%
+        of n (and whose expected spurious cells are at most
+        ``max_spurious_cells``), from (m, n, epsilon) only
+        (:mod:`dpmodels.thresholds`; for large domains, see
+        ``docs/scaling.md``); "zero": ``max(count, 0)`` (Algorithm 1'); a number:
         that threshold; None: signed counts (Algorithm 1; dense, so only for
         domains of at most ``max_spurious_cells`` cells).
     threshold_A : float
-        Lei's constant A of the enhanced rule (default 0.5).
+        Lei's constant A of the enhanced rule (default 0.5), also the floor of "auto".
     n : int, optional
         The public number of rows; by default the number of rows handed in
         (before any missing-value drop).
@@ -305,7 +331,8 @@ def release(
     epsilon = _check_epsilon(epsilon)
     if missing not in ("drop", "raise"):
         raise ValueError(f'missing must be "drop" or "raise", got {missing!r}')
-    cols = _columns_of(data)
+    source = source_for(data)  # a lazy/distributed engine, or None for in-memory data
+    cols = source.columns() if source is not None else _columns_of(data)
     if (columns is None) == (formula is None):
         raise ValueError("give exactly one of columns=[...] or formula='...'")
     if formula is not None:
@@ -324,19 +351,23 @@ def release(
             )
         discrete = frozenset()
     if n is None:
-        n_public, n_source = _nrows(data), "rows handed in"
+        n_public = source.nrows() if source is not None else _nrows(data)
+        n_source = "rows handed in"
     else:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
             raise ValueError(f"n (the public row count) must be a positive int, got {n!r}")
         n_public, n_source = int(n), "declared by the caller"
+    dtypes = (source.dtypes(names) if source is not None  # schema only, never values
+              else {nm: _dtype_of(data, nm) for nm in names})
     domain = build_domain(
-        names, {nm: _dtype_of(data, nm) for nm in names}, discrete=discrete,
+        names, dtypes, discrete=discrete,
         bounds=bounds, levels=levels, bins=bins, n=max(n_public, 2), epsilon=epsilon,
     )
     if domain_check is not None:
         domain_check(domain)
-    thr = resolve_threshold(threshold, epsilon, max(n_public, 2), threshold_A)
     m = domain.size
+    thr = resolve_threshold(threshold, epsilon, max(n_public, 2), threshold_A, m,
+                            max_spurious_cells)
     if math.isinf(epsilon):
         expected_spurious = 0.0
     elif thr.k is None:
@@ -349,8 +380,9 @@ def release(
         raise DomainTooLargeError(
             f"{what} {expected_spurious:.3g} cells of pure noise in a domain of {m:.3g} cells "
             f"(limit max_spurious_cells={max_spurious_cells:.3g}): use fewer bins or fewer "
-            "variables, a higher threshold (threshold='enhanced' with a larger threshold_A, or "
-            "a number), or raise max_spurious_cells"
+            "variables, a higher threshold (threshold='auto', which scales with the domain; "
+            "threshold='enhanced' with a larger threshold_A; or a number), or raise "
+            "max_spurious_cells"
         )
     if accountant is not None:
         accountant.check(epsilon, f"release of {list(names)}")
@@ -362,7 +394,10 @@ def release(
         )
 
     # ---- the one pass over the raw rows -------------------------------------------
-    exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+    if source is not None:
+        exact = source.count(domain, missing=missing)  # binned and counted in the engine
+    else:
+        exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
 
     # ---- noise: only after the counts were taken without error --------------------
     budget = "no accountant"

@@ -1,0 +1,108 @@
+"""Counting where the data live: lazy and distributed data frames.
+
+:func:`dpmodels.release` accepts, besides a pandas DataFrame or a mapping of
+arrays (counted in memory by :func:`dpmodels.histogram.count_cells`):
+
+* a Polars ``DataFrame`` or ``LazyFrame``,
+* a Dask ``DataFrame`` (``dask.dataframe``, e.g. on a ``dask.distributed`` cluster),
+* a DuckDB relation (``duckdb.DuckDBPyRelation``),
+* a PySpark ``DataFrame``.
+
+For these the binning and the counting run inside the engine: the bin index
+of each value, the mixed-radix cell id and a group-by count are pushed down
+as one query, and only the non-empty cells' ``(id, count)`` pairs, plus one
+count per kind of bad row (undeclared level, missing value), come back to the
+driver.  Noise, threshold and fit then run locally exactly as for pandas.
+
+The query is written once with `narwhals <https://narwhals-dev.github.io/narwhals/>`_
+(see :mod:`dpmodels.engines.lazy` and ``docs/scaling.md`` for the choice);
+Dask, whose partitions are pandas frames, runs dpmodels' own numpy counter on
+each partition instead (:mod:`dpmodels.engines.dask`), which is several times
+faster than evaluating the same expressions partition by partition.
+
+Privacy: the engine reads only the schema (column names and dtypes) before
+the domain is built, a row count for the public ``n`` (unless ``n=`` is
+declared), and then the counts.  The domain, the bins and the threshold
+depend on public inputs only, as for pandas (PRIVACY.md rules 2 and 4).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..domain import Domain
+from ..histogram import CellCounts
+
+__all__ = ["Source", "source_for", "SUPPORTED"]
+
+#: The engines a release can count in, by the name used in messages and extras.
+SUPPORTED = ("polars", "dask", "duckdb", "pyspark")
+
+
+class Source(Protocol):
+    """What :func:`dpmodels.release` needs from a data source that is not in memory."""
+
+    #: Engine name: one of :data:`SUPPORTED`.
+    engine: str
+
+    def columns(self) -> list[str]:
+        """Column names (schema only)."""
+
+    def dtypes(self, names) -> dict:
+        """Pandas-equivalent dtype of each named column (schema only), as
+        :func:`dpmodels.domain.build_domain` expects them."""
+
+    def nrows(self) -> int:
+        """Number of rows (one counting query in the engine)."""
+
+    def count(self, domain: Domain, *, missing: str) -> CellCounts:
+        """Exact counts of the non-empty cells, computed in the engine; raises
+        :class:`~dpmodels.UndeclaredLevelError` / :class:`~dpmodels.MissingValueError`
+        exactly as :func:`~dpmodels.histogram.count_cells` does."""
+
+
+def source_for(data) -> Source | None:
+    """The engine adapter for ``data``, or None for in-memory data (a pandas
+    DataFrame, a mapping of arrays) that :func:`count_cells` counts itself.
+
+    Detection looks at the type only (a library that is not imported cannot
+    have produced ``data``, so nothing is imported to find out).
+    """
+    import sys
+
+    mod = type(data).__module__ or ""
+    top = mod.split(".", 1)[0]
+    if top == "dask" or (top == "dask_expr") or _is_dask_collection(data):
+        if "dask.dataframe" in sys.modules:
+            import dask.dataframe as dd
+
+            if isinstance(data, dd.DataFrame):
+                from .dask import DaskSource
+
+                return DaskSource(data)
+    if top == "polars" and "polars" in sys.modules:
+        import polars as pl
+
+        if isinstance(data, pl.DataFrame | pl.LazyFrame):
+            from .lazy import NarwhalsSource
+
+            return NarwhalsSource(data, "polars")
+    if top == "duckdb" and "duckdb" in sys.modules:
+        import duckdb
+
+        if isinstance(data, duckdb.DuckDBPyRelation):
+            from .lazy import NarwhalsSource
+
+            return NarwhalsSource(data, "duckdb")
+    if top == "pyspark" and "pyspark" in sys.modules:
+        from pyspark.sql import DataFrame as SparkDataFrame
+
+        if isinstance(data, SparkDataFrame):
+            from .lazy import NarwhalsSource
+
+            return NarwhalsSource(data, "pyspark")
+    return None
+
+
+def _is_dask_collection(data) -> bool:
+    return hasattr(data, "__dask_graph__") and hasattr(data, "map_partitions")
