@@ -33,9 +33,10 @@ How the pass is made fast (see ``docs/scaling.md``)
 * Ids are counted in a dense array (``np.add.at``) when the domain is small
   (at most :data:`DENSE_COUNT_LIMIT` cells), else sorted and run-length
   counted per chunk and merged (memory O(non-empty cells)).
-* On machines with several cores the chunks are split over
+* On machines with several idle cores the rows are split over up to
   :data:`THREADS` threads (numpy releases the GIL inside its loops); each
-  thread keeps its own counts, which are added at the end.
+  thread keeps its own counts, which are added at the end.  Cores that the
+  load average shows busy are not used: there, threads only contend.
 
 :func:`count_cells_reference` is the plain algorithm (per-chunk
 :meth:`Axis.codes`, :meth:`Domain.encode`, ``np.unique``): the tests check the
@@ -408,6 +409,7 @@ class _ArrowStringCoder:
 
     def __init__(self, chunked, axis, stride):
         self.chunked, self.axis, self.stride = chunked, axis, float(stride)
+        self.tables: dict[tuple, np.ndarray] = {}  # chunk dictionary -> code table
 
     def fill(self, start, stop, out):
         import pyarrow as pa
@@ -417,8 +419,13 @@ class _ArrowStringCoder:
         enc = pc.dictionary_encode(piece, null_encoding="mask")
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks() if enc.num_chunks != 1 else enc.chunk(0)
-        dictionary = np.asarray(enc.dictionary.to_pylist(), dtype=object)
-        table = np.append(_float_codes(self.axis, dictionary, self.stride), _MISSING)
+        key = tuple(enc.dictionary.to_pylist())
+        table = self.tables.get(key)
+        if table is None:
+            dictionary = np.asarray(key, dtype=object)
+            table = np.append(_float_codes(self.axis, dictionary, self.stride), _MISSING)
+            if len(self.tables) < 64:
+                self.tables[key] = table
         idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
         np.take(table, idx, out=out, mode="wrap")
 
@@ -642,6 +649,19 @@ def _count_range(domain, columns, lo, hi, chunk, dense_size, missing) -> _Partia
     return part
 
 
+def _default_threads() -> int:
+    """:data:`THREADS`, less the cores other processes keep busy (1-minute load
+    average, our own running thread excluded): threads that compete for busy
+    cores, and hand the GIL back and forth, are slower than one."""
+    if THREADS == 1:
+        return 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - no load average on this OS
+        return THREADS
+    return max(1, min(THREADS, int(THREADS - max(0.0, load - 1.0) + 0.5)))
+
+
 @dataclass(frozen=True)
 class CountResult:
     """Counts of the complete rows, and what was wrong with the others."""
@@ -677,7 +697,8 @@ def count_cells(
     missing : {"drop", "raise"}
         Rows with a missing value in any variable are dropped, or refused.
     threads : int, optional
-        Counting threads (default :data:`THREADS`, the usable cores).
+        Counting threads (default: :data:`THREADS`, the usable cores, less
+        those the load average shows busy).  The counts never depend on it.
 
     Raises
     ------
@@ -716,7 +737,7 @@ def count_cells_unchecked(
                            frozenset())
     chunk = max(1, min(CHUNK_ROWS, nrows))
     dense = m <= min(DENSE_COUNT_LIMIT, max(4 * nrows, 1 << 16))
-    n_threads = THREADS if threads is None else max(1, int(threads))
+    n_threads = _default_threads() if threads is None else max(1, int(threads))
     n_threads = max(1, min(n_threads, nrows // (4 * chunk) or 1))
     bounds = [int(b) for b in np.linspace(0, nrows, n_threads + 1)]
     args = [(domain, columns, bounds[i], bounds[i + 1], chunk, m if dense else 0, missing)

@@ -72,14 +72,13 @@ def source_for(data) -> Source | None:
 
     mod = type(data).__module__ or ""
     top = mod.split(".", 1)[0]
-    if top == "dask" or (top == "dask_expr") or _is_dask_collection(data):
-        if "dask.dataframe" in sys.modules:
-            import dask.dataframe as dd
+    if top in ("dask", "dask_expr") and "dask.dataframe" in sys.modules:
+        import dask.dataframe as dd
 
-            if isinstance(data, dd.DataFrame):
-                from .dask import DaskSource
+        if isinstance(data, dd.DataFrame):
+            from .dask import DaskSource
 
-                return DaskSource(data)
+            return DaskSource(data)
     if top == "polars" and "polars" in sys.modules:
         import polars as pl
 
@@ -102,7 +101,3 @@ def source_for(data) -> Source | None:
 
             return NarwhalsSource(data, "pyspark")
     return None
-
-
-def _is_dask_collection(data) -> bool:
-    return hasattr(data, "__dask_graph__") and hasattr(data, "map_partitions")

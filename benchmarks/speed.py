@@ -1,0 +1,593 @@
+"""Speed and memory of dpmodels against the non-private statsmodels fits.
+
+A dpmodels fit reads the rows once, to count cells; everything after works
+on the released cells.  This benchmark measures, on housing data
+(:func:`dpmodels.datasets.housing`: ``price``, ``size`` float64, ``year``
+int64, ``county`` Python strings in an object column) at n in {1e5, 1e6,
+1e7}, all in the same run:
+
+* the **read floor**: one pass reading the four columns of the OLS formula
+  (a sum over each numeric column; the object column's 8-byte pointers),
+  the memory-bandwidth bound of any counting pass;
+* dpmodels' **counting** (:func:`dpmodels.histogram.count_cells`) on the
+  same columns, on the same columns with ``county`` as a pandas
+  Categorical, and with the frame as a Polars DataFrame (counted by Polars);
+* **end to end** ``dp_*(formula, df, ...).fit()`` for OLS, Logit, MNLogit
+  and QuantReg (q = 0.5), and the non-private ``smf.*(formula, df).fit()``
+  they replace; ratios of the two, and of dp_ols to the read floor;
+* **peak extra memory** of each dp fit and of the statsmodels fits,
+  measured with :mod:`tracemalloc` (numpy's allocations included) in
+  separate runs from the timings;
+* a **Dask** run (``--dask-rows``, default 1e8 rows) on a Parquet data set
+  written by the benchmark (housing-like synthetic columns, same schema),
+  counted on a ``dask.distributed`` LocalCluster of two worker processes:
+  time and the driver's peak memory, in a child process.
+
+Timings are the best of ``--repeat`` runs (statsmodels: one run when a run
+takes more than 10 s).  The dp fits use ``bins=10`` (Lei's K, so the domain
+is the same 2,400 cells at every n), epsilon = 1, a fixed seed, the default
+threshold, and point estimates with the usual covariance (``cov_type="naive"``
+where ``fit`` offers the noise-aware bootstrap, which is not part of the
+comparison with statsmodels).  The 1e7 frame is ten copies of a 1e6 frame
+(``datasets.housing`` takes minutes to simulate 1e7 rows).
+
+statsmodels is not run where it would take minutes or tens of GB: by
+default smf.ols runs up to 1e7, smf.logit, smf.mnlogit and smf.quantreg up
+to 1e6 (``--quick``: smf.quantreg up to 1e5; ``--sm-max quantreg=1e5``);
+the other cells say "capped".
+
+A last section fits ``dp_ols`` with ``threshold="auto"`` on a 2e9-cell
+domain (8 continuous variables at 10 bins and a 20-level factor) at
+``--big-rows`` rows (default 1e6), after showing that the enhanced
+threshold refuses it.
+
+Run from the repository root::
+
+    python benchmarks/speed.py            # the full table (~10 minutes)
+    python benchmarks/speed.py --quick    # n in {1e5, 1e6}, Dask on 1e7 rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import json
+import math
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+# Benchmark the checkout this file lives in, not an installed copy.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _blas_threads_from_argv(argv) -> str:
+    for i, a in enumerate(argv):
+        if a == "--blas-threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--blas-threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+# BLAS threads must be set before numpy loads.  One thread by default, for
+# dpmodels and statsmodels alike: on a busy two-core machine OpenBLAS's
+# spinning threads turn a 3 ms SVD into 300 ms.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = _blas_threads_from_argv(sys.argv)
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import dpmodels  # noqa: E402
+from dpmodels import histogram  # noqa: E402
+
+COUNTIES = [f"County{i}" for i in range(1, 7)]
+OLS_FORMULA = "price ~ size + year + C(county)"
+LOGIT_FORMULA = "y ~ size + year + C(county)"
+MNLOGIT_FORMULA = "cc ~ price + size"
+BOUNDS = {"price": (1e5, 9e5), "size": (0, 3000)}
+LEVELS = {"year": [1, 2, 3, 4], "county": COUNTIES, "y": [0, 1]}
+EPSILON = 1.0
+BINS = 10
+PRICE_CUT = 500_000
+
+#: model name -> (dp function, dp formula, statsmodels call)
+MODELS = {
+    "ols": ("dp_ols", OLS_FORMULA),
+    "logit": ("dp_logit", LOGIT_FORMULA),
+    "mnlogit": ("dp_mnlogit", MNLOGIT_FORMULA),
+    "quantreg": ("dp_quantreg", OLS_FORMULA),
+}
+
+#: largest n at which each statsmodels fit is run by default (beyond: minutes or
+#: tens of GB of design matrices)
+SM_MAX = {"ols": 10**7, "logit": 10**6, "mnlogit": 10**6, "quantreg": 10**6}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="n in {1e5, 1e6}, statsmodels QuantReg only at 1e5, Dask on 1e7 rows")
+    p.add_argument("--sizes", default=None, help="comma-separated n (default 1e5,1e6,1e7)")
+    p.add_argument("--repeat", type=int, default=5, help="timing repeats (best of)")
+    p.add_argument("--sm-max", default=None,
+                   help="model=n,... largest n per statsmodels fit (e.g. quantreg=1e5)")
+    p.add_argument("--dask-rows", type=float, default=None,
+                   help="rows of the Dask Parquet data set (default 1e8; 0 skips)")
+    p.add_argument("--data-dir", default=None,
+                   help="where the Parquet data set is written (default: a temp dir)")
+    p.add_argument("--keep-data", action="store_true", help="keep the Parquet files")
+    p.add_argument("--big-rows", type=float, default=1e6,
+                   help="rows of the 2e9-cell domain run (default 1e6; 0 skips)")
+    p.add_argument("--blas-threads", default="1",
+                   help="BLAS threads for dpmodels and statsmodels alike (default 1)")
+    p.add_argument("--dask-child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.sizes is None:
+        args.sizes = "1e5,1e6" if args.quick else "1e5,1e6,1e7"
+    args.sizes = [int(float(s)) for s in args.sizes.split(",")]
+    caps = dict(SM_MAX)
+    if args.quick:
+        caps["quantreg"] = 10**5
+    for item in (args.sm_max or "").split(","):
+        if item.strip():
+            model, value = item.split("=")
+            if model.strip() not in caps:
+                p.error(f"--sm-max: unknown model {model!r}")
+            caps[model.strip()] = int(float(value))
+    args.sm_max = caps
+    if args.dask_rows is None:
+        args.dask_rows = 1e7 if args.quick else 1e8
+    return args
+
+
+# ---- data ----------------------------------------------------------------------------
+
+
+def housing_frame(n: int) -> pd.DataFrame:
+    """datasets.housing(n) for n <= 1e6; k copies of housing(1e6) beyond."""
+    base = min(n, 10**6)
+    df = dpmodels.datasets.housing(n=base, seed=0)
+    if n > base:
+        reps = math.ceil(n / base)
+        df = pd.concat([df] * reps, ignore_index=True).iloc[:n].copy()
+    df["y"] = (df["price"] > PRICE_CUT).astype(np.int64)
+    df["cc"] = pd.Categorical(df["county"], categories=COUNTIES).codes.astype(np.int64)
+    return df
+
+
+# ---- measuring -----------------------------------------------------------------------
+
+
+def best_time(fn, repeat: int) -> float:
+    best = math.inf
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        best = min(best, dt)
+        if dt > 10:
+            break
+    return best
+
+
+def peak_memory(fn) -> float:
+    """Peak traced allocation (bytes) above what was allocated before ``fn``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+def read_floor(cols) -> float:
+    """Sum each numeric column; sum the object column's pointers (8 bytes a row)."""
+    arrays = []
+    for c in cols:
+        a = c.to_numpy()
+        arrays.append(np.asarray(histogram._PointerView(a)) if a.dtype == object else a)
+    return sum(float(np.add.reduce(a)) for a in arrays)
+
+
+def _fit_kwargs(cls) -> dict:
+    """Point estimates and the usual covariance: where ``fit`` defaults to the
+    noise-aware bootstrap (``cov_type="dp"``), ask for ``"naive"``."""
+    param = inspect.signature(cls.fit).parameters.get("cov_type")
+    return {"cov_type": "naive"} if param is not None and param.default == "dp" else {}
+
+
+def dp_fit(model: str, data, **kw):
+    fname, formula = MODELS[model]
+    fn = getattr(dpmodels, fname)
+    levels = dict(LEVELS)
+    if model == "mnlogit":
+        levels = {"cc": list(range(6))}
+    elif model != "logit":
+        levels.pop("y")
+    m = fn(formula, data, epsilon=EPSILON, bounds=BOUNDS, levels=levels, bins=kw.pop("bins", BINS),
+           random_state=0, **kw)
+    fit_kw = _fit_kwargs(type(m))
+    if model == "quantreg":
+        fit_kw["q"] = 0.5
+    return m.fit(**fit_kw)
+
+
+def sm_fit(model: str, df):
+    import statsmodels.formula.api as smf
+
+    fname, formula = MODELS[model]
+    if model == "ols":
+        return smf.ols(formula, df).fit()
+    if model == "logit":
+        return smf.logit(formula, df).fit(disp=0)
+    if model == "mnlogit":
+        return smf.mnlogit(formula, df).fit(disp=0)
+    return smf.quantreg(formula, df).fit(q=0.5)
+
+
+# ---- the in-memory table -------------------------------------------------------------
+
+
+def fmt_s(x):
+    if x is None:
+        return "capped"
+    if isinstance(x, str):
+        return x
+    return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def fmt_mb(x):
+    return "-" if x is None else f"{x / 2**20:.1f} MB"
+
+
+def fmt_ratio(x):
+    return "-" if x is None else (f"{x:,.0f}x" if x >= 10 else f"{x:.1f}x")
+
+
+def run_in_memory(args) -> tuple[list, list]:
+    import polars as pl
+
+    rows: dict[str, dict[int, str]] = {}
+    notes = []
+
+    def put(label, n, value):
+        rows.setdefault(label, {})[n] = value
+
+    for n in args.sizes:
+        t0 = time.perf_counter()
+        df = housing_frame(n)
+        print(f"n={n:.0e}: data ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr,
+              flush=True)
+        cols = [df[c] for c in ("price", "size", "year", "county")]
+        floor = best_time(lambda: read_floor(cols), args.repeat)
+        put("read floor (4 columns once)", n, fmt_s(floor))
+
+        rel = dpmodels.release(df.head(1000), formula=OLS_FORMULA, epsilon=EPSILON, bounds=BOUNDS,
+                               levels={k: LEVELS[k] for k in ("year", "county")}, bins=BINS,
+                               random_state=0)
+        dom = rel.domain
+        colmap = {c: df[c] for c in dom.names}
+        t_count = best_time(lambda: histogram.count_cells(colmap, dom), args.repeat)
+        put("count_cells (county: object strings)", n, f"{fmt_s(t_count)} ({t_count / floor:.1f}x floor)")
+        cat = dict(colmap, county=df["county"].astype(pd.CategoricalDtype(COUNTIES)))
+        t_cat = best_time(lambda: histogram.count_cells(cat, dom), args.repeat)
+        put("count_cells (county: Categorical)", n, fmt_s(t_cat))
+        t_1 = best_time(lambda: histogram.count_cells(colmap, dom, threads=1), args.repeat)
+        put("count_cells, one thread", n, fmt_s(t_1))
+        t_2 = best_time(lambda: histogram.count_cells(colmap, dom, threads=2), args.repeat)
+        put("count_cells, two threads", n, fmt_s(t_2))
+        pldf = pl.from_pandas(df[["price", "size", "year", "county"]])
+        from dpmodels.engines import source_for
+
+        src = source_for(pldf)
+        t_pl = best_time(lambda: src.count(dom, missing="drop"), args.repeat)
+        put("Polars DataFrame, counted by Polars", n, fmt_s(t_pl))
+        del pldf, src
+        mem_count = peak_memory(lambda: histogram.count_cells(colmap, dom))
+        put("count_cells peak extra memory", n, fmt_mb(mem_count))
+
+        for model in MODELS:
+            t_dp = best_time(lambda: dp_fit(model, df), args.repeat)
+            label = f"dp_{model} end to end"
+            extra = f" ({t_dp / floor:.1f}x floor)" if model == "ols" else ""
+            put(label, n, fmt_s(t_dp) + extra)
+            if n <= args.sm_max[model]:
+                print(f"  smf.{model} at n={n:.0e} ...", file=sys.stderr, flush=True)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    t_sm = best_time(lambda: sm_fit(model, df), 1 if n >= 10**6 else 2)
+                limit = any("iteration" in str(w.message).lower()
+                            or "converge" in str(w.message).lower() for w in caught)
+                put(f"  smf.{model} (non-private)", n,
+                    fmt_s(t_sm) + (" (stopped at max_iter, not converged)" if limit else ""))
+                put(f"  speed-up smf.{model} / dp_{model}", n, fmt_ratio(t_sm / t_dp))
+            else:
+                put(f"  smf.{model} (non-private)", n, "capped")
+                put(f"  speed-up smf.{model} / dp_{model}", n, "-")
+        default_fit = {k: v for k, v in _fit_kwargs(dpmodels.DPOLS).items() if k != "cov_type"}
+        if _fit_kwargs(dpmodels.DPOLS):
+            def ols_default():
+                m = dpmodels.dp_ols(OLS_FORMULA, df, epsilon=EPSILON, bounds=BOUNDS,
+                                    levels={k: LEVELS[k] for k in ("year", "county")}, bins=BINS,
+                                    random_state=0)
+                return m.fit(random_state=0, **default_fit)
+
+            t_def = best_time(ols_default, 2)
+            put("dp_ols end to end, default fit (bootstrap SEs)", n, fmt_s(t_def))
+        t_auto = best_time(lambda: dp_fit("ols", df, bins="auto"), args.repeat)
+        k_auto = dpmodels.domain.auto_bins(n, EPSILON, 2, 24)
+        put("dp_ols end to end, bins=auto", n, f"{fmt_s(t_auto)} (K={k_auto})")
+
+        for model in MODELS:
+            put(f"dp_{model} peak extra memory", n, fmt_mb(peak_memory(lambda: dp_fit(model, df))))
+        for model in ("ols", "logit"):
+            if n <= min(args.sm_max[model], 10**6):
+                put(f"smf.{model} peak extra memory", n,
+                    fmt_mb(peak_memory(lambda: sm_fit(model, df))))
+            else:
+                put(f"smf.{model} peak extra memory", n, "not measured")
+        del df, cols, colmap, cat
+        gc.collect()
+
+    notes.append(f"timings: best of {args.repeat}; memory: tracemalloc peak above the baseline "
+                 "(Python and numpy allocations; the input frame is not counted)")
+    notes.append("statsmodels capped at: " + ", ".join(
+        f"{k} n <= {v:.0e}" for k, v in args.sm_max.items()))
+    return rows, notes
+
+
+def render(rows, sizes) -> str:
+    head = ["measure"] + [f"n = {n:.0e}" for n in sizes]
+    body = [[label] + [vals.get(n, "") for n in sizes] for label, vals in rows.items()]
+    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    for r in body:
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+    return "\n".join(lines)
+
+
+# ---- a 2e9-cell domain ---------------------------------------------------------------
+
+
+BIG_FORMULA = "y ~ " + " + ".join(f"x{j}" for j in range(1, 8)) + " + C(g)"
+
+
+def big_domain_frame(n: int, seed: int = 0) -> pd.DataFrame:
+    """y and x1..x7 (8 continuous variables, 10 bins each) and g (20 levels):
+    2e9 cells.  Each x takes values around one of two bin centres, so the rows
+    fall in some 1e4 of the 2e9 cells - the situation where a fine domain is
+    worth having."""
+    rng = np.random.default_rng(seed)
+    xs = {f"x{j}": 2.5 + 5.0 * (rng.random(n) < 0.5) + rng.uniform(-0.3, 0.3, n)
+          for j in range(1, 8)}
+    g = rng.integers(0, 20, n)
+    beta = np.linspace(0.2, 1.4, 7)
+    y = 1.0 + sum(b * xs[f"x{j}"] for j, b in zip(range(1, 8), beta)) + 0.3 * (g % 4) \
+        + rng.normal(0, 0.5, n)
+    return pd.DataFrame({"y": y, **xs, "g": np.array([f"L{i:02d}" for i in range(20)],
+                                                      dtype=object)[g]})
+
+
+def run_big_domain(n: int, repeat: int) -> str:
+    df = big_domain_frame(n)
+    kw = dict(epsilon=EPSILON, bounds={"y": (10, 45), **{f"x{j}": (0, 10) for j in range(1, 8)}},
+              levels={"g": [f"L{i:02d}" for i in range(20)]}, bins=10, random_state=0)
+    fit_kw = _fit_kwargs(dpmodels.DPOLS)
+    lines = [f"Large domain: dp_ols {BIG_FORMULA} on n = {n:.0e} rows, "
+             "8 continuous variables x 10 bins and a 20-level factor = 2e9 cells"]
+    t0 = time.perf_counter()
+    try:
+        dpmodels.dp_ols(BIG_FORMULA, df, **kw)
+        lines.append("  threshold='enhanced': released (unexpected)")
+    except dpmodels.DomainTooLargeError as exc:
+        lines.append(f"  threshold='enhanced': refused in {fmt_s(time.perf_counter() - t0)} "
+                     f"before reading data: {str(exc).split(':')[0]}")
+
+    def fit():
+        return dpmodels.dp_ols(BIG_FORMULA, df, threshold="auto", **kw).fit(**fit_kw)
+
+    t = best_time(fit, repeat)
+    mem = peak_memory(fit)
+    res = fit()
+    rep = res.privacy
+    t_count = best_time(lambda: dpmodels.release(df, formula=BIG_FORMULA, threshold="auto", **kw),
+                        repeat)
+    beta = np.linspace(0.2, 1.4, 7)
+    err = np.abs(res.params[[f"x{j}" for j in range(1, 8)]].to_numpy() - beta).max()
+    lines += [
+        f"  threshold='auto': cut k = {rep.threshold:g} (enhanced: "
+        f"{math.ceil(0.5 * math.log(n) / EPSILON)}); E[spurious cells] = "
+        f"{rep.expected_spurious_cells:.3g}; released cells {rep.released_cells:,}",
+        f"  release {fmt_s(t_count)}; release + fit {fmt_s(t)}; "
+        f"peak extra memory {fmt_mb(mem)} (tracemalloc; the frame itself is "
+        f"{df.memory_usage(deep=False).sum() / 2**20:.0f} MB)",
+        f"  largest |slope - truth| over x1..x7: {err:.3f} (truth 0.2 .. 1.4)",
+    ]
+    return "\n".join(lines)
+
+
+# ---- Dask on Parquet -----------------------------------------------------------------
+
+
+def synthetic_housing(n: int, seed: int):
+    """Housing-like columns, fast to simulate (same schema and ranges as
+    datasets.housing; not calibrated to Lei's estimates)."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    size = np.minimum(np.exp(np.log(1500.0) + 0.3 * rng.standard_normal(n)), 3000.0)
+    year = rng.integers(1, 5, n)
+    county = rng.choice(6, n, p=[0.28, 0.10, 0.22, 0.08, 0.20, 0.12])
+    effect = np.array([0.0, -53765, 146593, -27546, 45828, -140738])
+    price = np.clip(135141 + 209 * size + 56375 * year + effect[county]
+                    + rng.normal(0, 1, n) * (60000 + 50 * size), 1e5, 9e5)
+    names = pa.array(COUNTIES)
+    return pa.table({"price": price, "size": size, "year": year,
+                     "county": names.take(pa.array(county)).cast(pa.string())})
+
+
+def write_parquet(path: Path, rows: int) -> None:
+    import pyarrow.parquet as pq
+
+    marker = path / f"_complete_{rows}"
+    if marker.exists():
+        return
+    need = rows * 30  # ~26 bytes a row written, with a margin
+    free = shutil.disk_usage(path.parent if path.parent.exists() else "/").free
+    if free < 3 * need:
+        raise SystemExit(f"not enough disk space for {rows:.0e} rows: {free / 2**30:.1f} GiB "
+                         f"free, want {3 * need / 2**30:.1f} GiB (use --data-dir or --dask-rows)")
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    per_file = min(rows, 10**7)
+    for i, start in enumerate(range(0, rows, per_file)):
+        k = min(per_file, rows - start)
+        pq.write_table(synthetic_housing(k, seed=i), path / f"part-{i:04d}.parquet",
+                       row_group_size=10**6)
+    marker.touch()
+
+
+def _proc_status_mb(field: str) -> float:
+    """VmRSS / VmHWM (peak resident set of this process image) from /proc, in MB.
+    (getrusage's ru_maxrss survives fork/exec and would report the parent's peak.)"""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def dask_child(path: str, rows: int) -> dict:
+    """Runs in a child process: the driver's memory is this process's."""
+    import dask.dataframe as dd
+    from dask.distributed import Client, LocalCluster
+
+    out = {}
+    rss0 = _proc_status_mb("VmRSS")
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None, memory_limit="6GiB")
+    client = Client(cluster)
+    try:
+        ddf = dd.read_parquet(path)
+        out["partitions"] = int(ddf.npartitions)
+        client.run(lambda: __import__("dpmodels"))  # warm the workers' imports
+        t0 = time.perf_counter()
+        nrows = int(len(ddf))
+        out["count_rows_s"] = time.perf_counter() - t0
+        assert nrows == rows, (nrows, rows)
+        t0 = time.perf_counter()
+        ddf[["price", "size", "year", "county"]].map_partitions(len).sum().compute()
+        out["read_floor_s"] = time.perf_counter() - t0
+        kw = dict(epsilon=EPSILON, bounds=BOUNDS, levels={"year": LEVELS["year"],
+                                                         "county": COUNTIES},
+                  bins=BINS, random_state=0)
+        fit_kw = _fit_kwargs(dpmodels.DPOLS)
+        # warm-up: the workers import dpmodels on first use
+        dpmodels.dp_ols(OLS_FORMULA, ddf, n=rows, **kw).fit(**fit_kw)
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        res = dpmodels.dp_ols(OLS_FORMULA, ddf, **kw).fit(**fit_kw)
+        out["dp_ols_s"] = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out["driver_traced_peak_mb"] = peak / 2**20
+        t0 = time.perf_counter()
+        dpmodels.dp_ols(OLS_FORMULA, ddf, n=rows, **kw).fit(**fit_kw)
+        out["dp_ols_declared_n_s"] = time.perf_counter() - t0
+        out["released_cells"] = int(res.privacy.released_cells)
+        out["nobs"] = float(res.nobs)
+    finally:
+        client.close()
+        cluster.close()
+    out["driver_peak_rss_mb"] = _proc_status_mb("VmHWM")
+    out["driver_rss_before_cluster_mb"] = rss0
+    return out
+
+
+def run_dask(args) -> str:
+    rows = int(args.dask_rows)
+    base = Path(args.data_dir) if args.data_dir else Path(tempfile.gettempdir())
+    path = base / f"dpmodels-speed-{rows:.0e}".replace("+", "")
+    t0 = time.perf_counter()
+    write_parquet(path, rows)
+    t_write = time.perf_counter() - t0
+    size = sum(f.stat().st_size for f in path.glob("*.parquet"))
+    print(f"dask: {rows:.0e} rows in {path} ({size / 2**30:.2f} GiB, written in {t_write:.0f} s)",
+          file=sys.stderr, flush=True)
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--dask-child", str(path),
+                               "--dask-rows", str(rows), "--blas-threads", args.blas_threads],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            return "Dask run failed:\n" + proc.stderr[-3000:]
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+    finally:
+        if not args.keep_data:
+            shutil.rmtree(path, ignore_errors=True)
+    lines = [
+        f"Dask: dp_ols on a {rows:.0e}-row Parquet data set ({size / 2**30:.2f} GiB on disk, "
+        f"{res['partitions']} partitions), LocalCluster of 2 worker processes x 1 thread",
+        f"  row count (public n) in Dask:           {fmt_s(res['count_rows_s'])}",
+        f"  read floor (read the 4 columns, len):    {fmt_s(res['read_floor_s'])}",
+        f"  dp_ols end to end (counting n):          {fmt_s(res['dp_ols_s'])}",
+        f"  dp_ols end to end (n declared):          {fmt_s(res['dp_ols_declared_n_s'])}",
+        f"  released cells: {res['released_cells']:,}; nobs (noisy total): {res['nobs']:,.0f}",
+        f"  driver memory: tracemalloc peak during the fit {res['driver_traced_peak_mb']:.1f} MB; "
+        f"process peak RSS (VmHWM) {res['driver_peak_rss_mb']:.0f} MB "
+        f"({res['driver_rss_before_cluster_mb']:.0f} MB after the imports, before the cluster)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.dask_child:
+        warnings.simplefilter("ignore")
+        print(json.dumps(dask_child(args.dask_child, int(args.dask_rows))))
+        return 0
+    t_start = time.perf_counter()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"dpmodels {dpmodels.__version__}: speed benchmark on {os.cpu_count()} CPU(s) "
+          f"(load average {load:.1f} at start); counting threads: up to {histogram.THREADS} "
+          f"(fewer while the load average shows busy cores); BLAS threads: {args.blas_threads}")
+    print(f"models: dp_ols/smf.ols and dp_quantreg/smf.quantreg(q=0.5): {OLS_FORMULA}; "
+          f"logit: {LOGIT_FORMULA} (y = price > {PRICE_CUT:,}); mnlogit: {MNLOGIT_FORMULA} (cc = county code 0-5)")
+    print(f"dp fits: epsilon={EPSILON:g}, bins={BINS} (2,400 cells), seed 0, "
+          f"fit kwargs {_fit_kwargs(dpmodels.DPOLS) or '{}'}")
+    rows, notes = run_in_memory(args)
+    print()
+    print(render(rows, args.sizes))
+    for note in notes:
+        print("  " + note)
+    if args.big_rows:
+        print()
+        print(run_big_domain(int(args.big_rows), args.repeat))
+    if args.dask_rows:
+        print()
+        print(run_dask(args))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\ntotal time {time.perf_counter() - t_start:.0f} s (load average {load:.1f} at the end)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
