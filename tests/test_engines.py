@@ -338,6 +338,25 @@ def test_engine_fit_and_declared_n(engine, frame, to_engine):
     np.testing.assert_array_equal(rel.cell_ids, ref_n.cell_ids)
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "dask"])
+def test_engine_level_matching_follows_pandas_types(engine, to_engine):
+    """Narrow integer and float32 columns: a level outside the column's range
+    never matches (and is no error), and float32 0.1 is not the level 0.1."""
+    pdf = pd.DataFrame({"a": np.array([1, 2, 2, 1, 2], dtype=np.int8),
+                        "f": np.array([0.5, 1.0, 0.5, 0.5, 1.0], dtype=np.float32)})
+    kw = dict(columns=["a", "f"], epsilon=math.inf, levels={"a": [1, 2, 300], "f": [0.5, 0.1, 1.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpm.NotPrivateWarning)
+        ref = dpm.release(pdf, **kw)
+        got = dpm.release(to_engine(engine, pdf), **kw)
+        np.testing.assert_array_equal(got.cell_ids, ref.cell_ids)
+        np.testing.assert_array_equal(got.counts, ref.counts)
+        bad = pdf.assign(f=np.array([0.5, 1.0, 0.1, 0.5, 1.0], dtype=np.float32))
+        for data in (bad, to_engine(engine, bad)):
+            with pytest.raises(dpm.UndeclaredLevelError, match="'f'"):
+                dpm.release(data, **kw)
+
+
 def test_engine_schema_declares_levels_like_pandas(spark):
     """A polars Enum declares its categories as a pandas Categorical does; a
     bool column declares (False, True); strings need declared levels."""

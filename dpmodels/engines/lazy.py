@@ -124,7 +124,8 @@ def _comparable_levels(levels: tuple, family: str):
         elif family == "bool":
             ok, lit = isinstance(v, bool | np.bool_), bool(v)
         elif family == "int":
-            ok = _is_number(v) and math.isfinite(float(v)) and float(v).is_integer()
+            ok = (_is_number(v) and math.isfinite(float(v)) and float(v).is_integer()
+                  and -2**63 <= int(v) < 2**63)
             lit = int(v) if ok else None
         elif family == "float":
             ok = _is_number(v) and not math.isnan(float(v))
@@ -167,6 +168,10 @@ def _axis_exprs(axis: Axis, nw_dtype):
     if family == "categorical":
         family = _categorical_family(axis.levels)
         col = col.cast(nw.String if family == "string" else nw.Float64)
+    elif family == "float":
+        col = col.cast(nw.Float64)  # compare as pandas does: float32 0.1 is not the level 0.1
+    elif family == "int":
+        col = col.cast(nw.Int64)  # every integral level fits; no narrowing of the literals
     miss = col.is_null()
     if family == "float":
         miss = miss | col.is_nan()
