@@ -740,6 +740,17 @@ class DPInference:
             "replicates' spread, intervals are " + self.describe_interval()
             + "; z statistics and p-values use the same center and SE.",
         ]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shift = np.abs(self.bias) / self.se
+        big = np.flatnonzero(np.isfinite(shift) & (shift > 1.0))
+        if self.interval == "bc-normal" and big.size:
+            shown = [str(names[i]) if names is not None else str(i) for i in big[:6]]
+            more = "" if big.size <= 6 else f" and {big.size - 6} more"
+            lines.append(
+                "The bootstrap puts the bias of the thresholded release at more than one standard "
+                f"error for {', '.join(shown)}{more} (up to {float(np.nanmax(shift)):.2g} SE): "
+                "their intervals and z statistics are centred on the estimate minus that bias, "
+                "and may exclude the estimate itself.")
         if self.n_failed:
             share = self.n_failed / max(self.n_boot, 1)
             lines.append(
@@ -845,7 +856,8 @@ def parametric_bootstrap(
             if extra_rows.size:
                 np.add.at(W, (extra_rows, chunk.extra_rep), chunk.extra_counts.astype(float))
             W[~design.valid] = 0.0
-            est, ok = refit(design.X, design.y, W, params)
+            used = np.flatnonzero(W.any(axis=1))  # cells released in some replicate
+            est, ok = refit(design.X[used], design.y[used], W[used], params)
             estimates.append(est)
             oks.append(ok)
             done += size

@@ -31,8 +31,8 @@ __all__ = ["DPModel", "formula_env", "dp_options"]
 _COV_KWDS = ("n_boot", "random_state", "interval", "binning_check", "population")
 
 
-def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust: bool = True
-               ) -> tuple[str, dict]:
+def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust: bool = True,
+               default_interval: str = DEFAULT_INTERVAL) -> tuple[str, dict]:
     """Resolve the DP layer's covariance arguments.
 
     Returns ``("dp" | "naive", options)`` with the bootstrap options
@@ -50,7 +50,7 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
     opts = {
         "n_boot": kwds.get("n_boot", DEFAULT_N_BOOT) if n_boot is None else n_boot,
         "random_state": kwds.get("random_state") if random_state is None else random_state,
-        "interval": kwds.get("interval", DEFAULT_INTERVAL),
+        "interval": kwds.get("interval", default_interval),
         "binning_check": bool(kwds.get("binning_check", True)),
         "population": kwds.get("population", "smooth"),
     }

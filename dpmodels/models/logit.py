@@ -362,9 +362,11 @@ def dp_logit(
 
     The fit maximizes ``sum_c w_c log L(y_c | x_c)`` over the released cells
     ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.
-    Standard errors are those of that data set; they do not include the
-    privacy noise, the threshold or the binning.  Continuous predictors
-    enter at their bin midpoints.
+    By default (``fit(cov_type="dp")``) standard errors, tests and intervals
+    come from a parametric bootstrap of the release and include sampling, the
+    privacy noise and the threshold, not the binning (see
+    ``docs/inference.md``); ``cov_type="naive"`` gives those of the expanded
+    data set.  Continuous predictors enter at their bin midpoints.
 
     Examples
     --------

@@ -194,8 +194,11 @@ def dp_mnlogit(
 
     The fit maximizes ``sum_c w_c log P(y_c | x_c)`` over the released cells
     ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.
-    Standard errors are those of that data set; they do not include the
-    privacy noise, the threshold or the binning.
+    By default (``fit(cov_type="dp")``) standard errors, tests and intervals
+    come from a parametric bootstrap of the release and include sampling, the
+    privacy noise and the threshold, not the binning (see
+    ``docs/inference.md``); ``cov_type="naive"`` gives those of the expanded
+    data set.
 
     Examples
     --------

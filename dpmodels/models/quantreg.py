@@ -406,7 +406,9 @@ class DPQuantReg(DPModel):
         cov_type : {"dp", "naive"}
             "dp" (default): standard errors, z statistics, p-values and
             intervals from a parametric bootstrap of the release, each
-            replicate solved exactly (see :mod:`dpmodels.inference`);
+            replicate solved exactly (see :mod:`dpmodels.inference`); the
+            interval is the plain normal one (estimate -/+ z SE), not
+            bias-corrected;
             "naive": QuantReg's ``vcov`` covariance of the expanded data,
             which treats the noisy counts as real rows.
         n_boot, random_state, cov_kwds
@@ -416,7 +418,10 @@ class DPQuantReg(DPModel):
         -------
         RegressionResultsWrapper
         """
-        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds, allow_nonrobust=False)
+        # the bootstrap's bias estimate of an LP vertex on a binned response is
+        # unreliable: plain normal intervals (docs/inference.md, coverage table)
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds, allow_nonrobust=False,
+                                default_interval="normal")
         model = self._model
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
