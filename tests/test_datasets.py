@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 
-from dpmodels.datasets import housing
+from dpmodels.datasets import WAGES_BOUNDS, housing, wages
 
 # Lei (2011), Table 1: non-private OLS of price ~ size + year + C(county).
 LEI_TABLE1 = {
@@ -116,3 +116,52 @@ def test_docstring_examples():
     result = doctest.testmod(mod, verbose=False)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+# ---- wages ---------------------------------------------------------------------------------
+
+WAGES_FORMULA = "wage ~ experience * C(sex) + tenure + C(region)"
+REGIONS = [f"Region{i:02d}" for i in range(1, 11)]
+
+
+@pytest.fixture(scope="module")
+def wdf():
+    return wages()
+
+
+def test_wages_shape_dtypes_and_bounds(wdf):
+    assert wdf.shape == (250_000, 5)
+    assert list(wdf.columns) == ["wage", "experience", "tenure", "sex", "region"]
+    for col in ("wage", "experience", "tenure"):
+        lo, hi = WAGES_BOUNDS[col]
+        assert wdf[col].dtype == np.float64
+        assert (wdf[col] > lo).all() and (wdf[col] < hi).all()
+    assert set(wdf["sex"]) == {"female", "male"}
+    assert sorted(set(wdf["region"])) == REGIONS
+    assert not wdf.isna().any().any()
+
+
+def test_wages_has_the_designed_shape(wdf):
+    # right-skewed continuous variables, piled up in the lower part of wide bounds
+    for col in ("wage", "experience", "tenure"):
+        assert wdf[col].skew() > 0.8, col
+        lo, hi = WAGES_BOUNDS[col]
+        assert wdf[col].median() < lo + 0.3 * (hi - lo), col
+    # ten regions of unequal size
+    shares = wdf["region"].value_counts(normalize=True)
+    assert len(shares) == 10 and shares.max() > 3 * shares.min()
+    # the interaction is real: the experience slope differs by sex
+    params = smf.ols(WAGES_FORMULA, wdf).fit().params
+    assert params["experience:C(sex)[T.male]"] == pytest.approx(0.15, abs=0.03)
+    assert params["experience"] == pytest.approx(0.30, abs=0.05)
+    assert params["tenure"] == pytest.approx(0.25, abs=0.03)
+    assert params["C(region)[T.Region09]"] == pytest.approx(5.5, abs=0.2)
+
+
+def test_wages_is_deterministic_and_seeded():
+    a, b = wages(n=3000, seed=3), wages(n=3000, seed=3)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(wages(n=3000, seed=4))
+    assert len(wages(n=1, seed=0)) == 1
+    with pytest.raises(ValueError):
+        wages(n=0)

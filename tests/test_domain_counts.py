@@ -11,7 +11,7 @@ import pytest
 
 import dpmodels as dpm
 import dpmodels.histogram as hist
-from dpmodels.domain import Axis, Domain, auto_bins, build_domain
+from dpmodels.domain import AUTO_BINS_C, AUTO_BINS_R, Axis, Domain, auto_bins, build_domain
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS
 
@@ -66,12 +66,26 @@ def test_auto_bins_is_a_pure_function_of_public_inputs():
     assert ks == sorted(ks) and ks[0] < ks[-1]
     ns = [auto_bins(n, 1.0, 2, 24) for n in (1_000, 10_000, 100_000, 1_000_000)]
     assert ns == sorted(ns)
-    # the rule's defining inequality holds at K and fails at K+1 (unless a cap binds)
-    for eps in (0.1, 1.0):
-        k = auto_bins(250_070, eps, 2, 24)
-        m = lambda kk: 24 * kk**2  # noqa: E731
-        assert 250_070 / m(k) >= (2 / eps) * np.log(m(k))
-        assert 250_070 / m(k + 1) < (2 / eps) * np.log(m(k + 1))
+    # more cells in the other axes (smaller groups) never ask for more bins
+    ds = [auto_bins(250_070, 1.0, 2, D) for D in (1, 24, 240, 2400)]
+    assert ds == sorted(ds, reverse=True)
+    # the rule's definition: K = round(C * (n epsilon / D) ** (2 / (d + 2 r))), unless a
+    # cap binds
+    for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
+        for d, D in ((1, 48), (2, 24), (3, 20)):
+            k = auto_bins(250_070, eps, d, D)
+            x = AUTO_BINS_C * (250_070 * eps / D) ** (2 / (d + 2 * AUTO_BINS_R))
+            assert k - 0.5 <= x < k + 0.5
+    # the caps: at least 2 bins, at most Lei's rate n ** (2 / (2 + d))
+    assert auto_bins(50, 0.01, 2, 24) == 2
+    assert auto_bins(10**12, 10.0, 1, 1) == 256
+    # more continuous variables, fewer bins each (at the same n epsilon / D)
+    assert auto_bins(250_070, 1.0, 1, 24) >= auto_bins(250_070, 1.0, 2, 24) >= \
+        auto_bins(250_070, 1.0, 3, 24)
+    assert auto_bins(100, 1e6, 2, 1) == 10  # Lei's rate: 100 ** (2 / 4)
+    # exact counts: the largest K with D * K**d <= n
+    k = auto_bins(250_070, float("inf"), 2, 24)
+    assert 24 * k**2 <= 250_070 < 24 * (k + 1) ** 2
 
 
 def test_auto_bins_ignores_the_data(housing_small):
@@ -135,12 +149,13 @@ def test_neighbouring_data_sets_give_identical_reports_and_summaries(housing_sma
     noisy_fields = {"released_cells", "noisy_total"}
     assert {k: v for k, v in da.items() if k not in noisy_fields} == \
            {k: v for k, v in db.items() if k not in noisy_fields}
-    sa, sb = ra.summary().as_text(), rb.summary().as_text()
-    assert _mask_numbers(sa) == _mask_numbers(sb)
-    # the default (bootstrap) covariance: the same text up to numbers from the noisy
-    # counts, whose printed widths move the table columns
-    dpa, dpb = ma.fit(random_state=0), mb.fit(random_state=0)
+    # the same text up to numbers from the noisy counts, whose printed widths move the
+    # table columns
     squeeze = lambda t: re.sub(r"[ =-]+", " ", _mask_numbers(t))  # noqa: E731
+    sa, sb = ra.summary().as_text(), rb.summary().as_text()
+    assert squeeze(sa) == squeeze(sb)
+    # the default (bootstrap) covariance, likewise
+    dpa, dpb = ma.fit(random_state=0), mb.fit(random_state=0)
     assert squeeze(dpa.summary().as_text()) == squeeze(dpb.summary().as_text())
     # the numbers that do differ are estimates from the noisy counts, not raw-data values
     assert ra.nobs == ra.privacy.noisy_total and rb.nobs == rb.privacy.noisy_total

@@ -166,7 +166,7 @@ def test_string_and_categorical_responses(multi_frame):
 def test_iris_like_binned_predictors_equal_mnlogit_on_bin_midpoints():
     df = _flowers(3_000, seed=1)
     res = _inf_fit("species ~ length + width", df, bounds=FLOWER_BOUNDS,
-                   levels={"species": SPECIES}, bins=8)
+                   levels={"species": SPECIES}, bins=8, representatives="midpoint")
     mid = df.copy()
     for col, (lo, hi) in FLOWER_BOUNDS.items():
         width = (hi - lo) / 8

@@ -25,6 +25,7 @@ from ..inference import (
     resolve_cov_type,
 )
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
+from ..representatives import DEFAULT_REPRESENTATIVES, cell_frame, check_representatives
 
 __all__ = ["DPModel", "formula_env", "dp_options"]
 
@@ -77,6 +78,11 @@ class DPModel:
     Subclasses implement :meth:`fit`.  When ``data`` is a
     :class:`~dpmodels.release.PrivateHistogram`, no new release is made and
     no budget is spent: the formula's variables are marginalized from it.
+
+    ``representatives`` (keyword of every dp_* function) chooses the points
+    that stand for the rows of each released cell in ``cells``: "density"
+    (default), "midpoint" (Lei's Algorithm 1), "shift" or "sheppard"; see
+    :mod:`dpmodels.representatives`.  Post-processing only.
     """
 
     _name = "DP model"
@@ -102,7 +108,9 @@ class DPModel:
         missing: str = "drop",
         max_spurious_cells: float = DEFAULT_MAX_SPURIOUS_CELLS,
         eval_env: int | Mapping[str, object] = 0,
+        representatives: str = DEFAULT_REPRESENTATIVES,
     ):
+        self.representatives = check_representatives(representatives)
         if not self._allows_signed:
             _refuse_signed(self._name, data, epsilon, threshold)
         namespace = caller_namespace(eval_env + 1) if isinstance(eval_env, int) else dict(eval_env)
@@ -136,7 +144,9 @@ class DPModel:
             fv = formula_variables(formula, self.release.domain.names, namespace)
             self.budget_spent = self.release.report.epsilon
         self.variables = fv.names
-        self.cells: pd.DataFrame = self.release.marginal(fv.names)
+        # the one place the cell frame is built: released cells, marginalized to the
+        # formula's variables, at the representatives' points (dpmodels.representatives)
+        self.cells: pd.DataFrame = cell_frame(self.release, fv.names, self.representatives)
         self.count_column = self.release.count_column
 
     def _check_domain(self, domain, formula_vars) -> None:

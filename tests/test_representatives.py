@@ -1,0 +1,353 @@
+"""dpmodels.representatives: the points that stand for each released cell.
+
+Each test pins a statistical property: the points reproduce the moments
+they are built from, every cell keeps its count, the shift is exact for a
+linear density, the density fit recovers the within-cell moments of a
+density in its family (with and without censored cells), the censored
+E-step is the exact conditional mean, discrete-only models are untouched,
+and the default beats midpoints where it should.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from scipy import integrate, stats
+
+import dpmodels as dpm
+from dpmodels.domain import Axis, Domain
+from dpmodels.errors import NotPrivateWarning
+from dpmodels.mechanisms import discrete_laplace_pmf, discrete_laplace_sf
+from dpmodels.representatives import (
+    BETA_MIN_BINS,
+    DEFAULT_REPRESENTATIVES,
+    REPRESENTATIVES,
+    Representer,
+    _censored_means,
+    _dl_log_cdf_below,
+    cell_frame,
+    cell_points,
+    density_family,
+    equal_weight_points,
+    fit_density,
+    marginal_cells,
+    shift_offsets,
+)
+
+from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS
+
+
+def _grid_domain(*sizes, bounds=(0.0, 1.0), levels=None):
+    axes = [Axis(f"x{i}", "continuous", bounds=bounds, bins=k) for i, k in enumerate(sizes)]
+    if levels:
+        axes.append(Axis("g", "discrete", levels=tuple(levels)))
+    return Domain(tuple(axes))
+
+
+# ---- the points reproduce the moments; cells keep their counts ----------------------------
+
+
+def test_equal_weight_points_reproduce_mean_and_covariance_exactly():
+    rng = np.random.default_rng(0)
+    for d in (1, 2, 3):
+        mean = rng.normal(size=(50, d))
+        A = rng.normal(size=(50, d, d))
+        cov = A @ np.swapaxes(A, 1, 2)
+        pts, share = equal_weight_points(mean, cov)
+        assert pts.shape == (50, 2**d, d) and share.shape == (2**d,)
+        assert share.sum() == pytest.approx(1.0)
+        m = np.einsum("p,cpa->ca", share, pts)
+        dev = pts - m[:, None, :]
+        c = np.einsum("p,cpa,cpb->cab", share, dev, dev)
+        np.testing.assert_allclose(m, mean, atol=1e-12)
+        np.testing.assert_allclose(c, cov, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", REPRESENTATIVES)
+def test_every_cell_keeps_its_count(method):
+    df = dpm.datasets.housing(n=20_000, seed=3)
+    rel = dpm.release(df, formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                      levels=HOUSING_LEVELS, bins=6, random_state=0)
+    marg = marginal_cells(rel, ["price", "size", "year", "county"])
+    pts = cell_points(marg.domain, marg.ids, marg.counts, method=method,
+                      epsilon=1.0, threshold=rel.report.threshold, n=rel.report.n)
+    sums = np.bincount(pts.cell, weights=pts.weights, minlength=marg.ids.size)
+    np.testing.assert_allclose(sums, marg.counts, rtol=1e-12)
+    # every point lies in its cell's neighbourhood: within one bin of the cell
+    codes = marg.domain.decode(marg.ids)
+    for i, ax in enumerate(marg.domain.axes):
+        if ax.kind == "continuous":
+            mid = ax.representatives()[codes[i]][pts.cell]
+            assert np.all(np.abs(pts.values[ax.name] - mid) <= ax.width)
+
+
+def test_marginal_cells_match_release_marginal():
+    df = dpm.datasets.housing(n=5_000, seed=1)
+    rel = dpm.release(df, formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                      levels=HOUSING_LEVELS, bins=5, random_state=2)
+    for variables in (["price", "size", "year", "county"], ["price", "county"], ["size"]):
+        marg = marginal_cells(rel, variables)
+        ref = rel.marginal(variables)
+        np.testing.assert_array_equal(marg.counts, ref["count"].to_numpy())
+        pd.testing.assert_frame_equal(marg.domain.frame(marg.ids), ref.drop(columns="count"))
+
+
+# ---- shift and sheppard --------------------------------------------------------------------
+
+
+def test_shift_is_the_exact_within_bin_mean_of_a_linear_density():
+    # counts of a linear density f(x) = a + b x on 10 bins of [0, 1]: c_j = N * integral
+    dom = _grid_domain(10)
+    a, b, N = 1.0, 1.5, 1e6
+    edges = np.linspace(0, 1, 11)
+    counts = N * (a * np.diff(edges) + b / 2 * np.diff(edges**2))
+    ids = np.arange(10, dtype=np.uint64)
+    off = shift_offsets(dom, ids, counts, 0)
+    h = 0.1
+    for j in range(1, 9):  # interior bins (the edges assume zero outside the domain)
+        lo, hi = edges[j], edges[j + 1]
+        mass = integrate.quad(lambda x: a + b * x, lo, hi)[0]
+        mean = integrate.quad(lambda x: x * (a + b * x), lo, hi)[0] / mass
+        assert off[j] * h == pytest.approx(mean - (lo + hi) / 2, rel=1e-9)
+    # "sheppard" is half of it
+    pts = cell_points(dom, ids, counts, method="sheppard")
+    np.testing.assert_allclose(pts.values["x0"] - dom.axes[0].representatives(), off * h / 2)
+
+
+def test_shift_is_bounded_and_zero_for_isolated_or_flat_cells():
+    dom = _grid_domain(5)
+    ids = np.arange(5, dtype=np.uint64)
+    flat = shift_offsets(dom, ids, np.full(5, 100.0), 0)
+    np.testing.assert_allclose(flat[1:4], 0.0)
+    steep = shift_offsets(dom, ids, np.array([1.0, 0.0, 1.0, 1000.0, 0.0]), 0)
+    assert np.all(np.abs(steep) <= 1 / 6 + 1e-12)
+    alone = shift_offsets(dom, np.array([2], dtype=np.uint64), np.array([50.0]), 0)
+    assert alone[0] == 0.0
+
+
+# ---- the density fit ------------------------------------------------------------------------
+
+
+def _truncated_normal_counts(sizes, mean, cov, N=1e7):
+    """Expected counts of a bivariate normal truncated to [0, 1]^2, per cell, and the
+    exact within-cell means and covariances (fine midpoint integration)."""
+    fine = 60
+    k0, k1 = sizes
+    x = (np.arange(k0 * fine) + 0.5) / (k0 * fine)
+    y = (np.arange(k1 * fine) + 0.5) / (k1 * fine)
+    X, Y = np.meshgrid(x, y, indexing="ij")
+    dens = stats.multivariate_normal(mean, cov).pdf(np.stack([X, Y], -1))
+    dens /= dens.sum()
+    cells = dens.reshape(k0, fine, k1, fine)
+    mass = cells.sum(axis=(1, 3))
+    w = cells / mass[:, None, :, None]
+    Xc = X.reshape(k0, fine, k1, fine)
+    Yc = Y.reshape(k0, fine, k1, fine)
+    mx = (w * Xc).sum(axis=(1, 3))
+    my = (w * Yc).sum(axis=(1, 3))
+    vx = (w * (Xc - mx[:, None, :, None]) ** 2).sum(axis=(1, 3))
+    cxy = (w * (Xc - mx[:, None, :, None]) * (Yc - my[:, None, :, None])).sum(axis=(1, 3))
+    return N * mass, mx, my, vx, cxy
+
+
+def test_density_recovers_within_cell_moments_of_a_density_in_its_family():
+    sizes = (5, 5)
+    counts, mx, my, vx, cxy = _truncated_normal_counts(sizes, [0.35, 0.6],
+                                                       [[0.04, 0.024], [0.024, 0.06]])
+    dom = _grid_domain(*sizes)
+    ids = np.arange(25, dtype=np.uint64)
+    fit = fit_density(dom, ids, np.round(counts.ravel()))
+    assert fit.family == "quad" and fit.groups == 1
+    h = 1 / 5  # bin width in data units; fit coordinates u = 2 x - 1
+    mean = (fit.mean + 1) / 2
+    mass = counts.ravel() / counts.sum()
+    big = mass > 1e-3  # cells that carry the regression
+    err_m = np.abs(mean[:, 0] - mx.ravel())[big] / h
+    err_v = np.abs(fit.cov[:, 0, 0] / 4 - vx.ravel())[big] / h**2
+    err_c = np.abs(fit.cov[:, 0, 1] / 4 - cxy.ravel())[big] / h**2
+    assert err_m.max() < 2e-3 and err_v.max() < 2e-3 and err_c.max() < 2e-3
+    # the midpoint's error on the same cells is two orders of magnitude larger
+    mid = dom.axes[0].representatives()[dom.decode(ids)[0]]
+    assert np.abs(mid - mx.ravel())[big].max() / h > 50 * err_m.max()
+
+
+def test_beta_family_recovers_a_gamma_like_density_on_fine_bins():
+    k = BETA_MIN_BINS + 2
+    assert density_family([k]) == "beta" and density_family([k - 3]) == "quad"
+    dom = _grid_domain(k, bounds=(0.0, 10.0))
+    edges = np.linspace(0, 10, k + 1)
+    g = stats.gamma(a=2.0, scale=1.5)  # density x exp(-x / 1.5): in the family
+    mass = np.diff(g.cdf(edges)) / g.cdf(10.0)
+    counts = np.round(1e7 * mass)
+    keep = counts > 0
+    ids = np.arange(k, dtype=np.uint64)[keep]
+    fit = fit_density(dom, ids, counts[keep])
+    x_mean = 5.0 * (fit.mean[:, 0] + 1)
+    for j, m in zip(np.flatnonzero(keep), x_mean):
+        lo, hi = edges[j], edges[j + 1]
+        true = integrate.quad(lambda x: x * g.pdf(x), lo, hi)[0] / integrate.quad(g.pdf, lo, hi)[0]
+        if mass[j] > 1e-3:
+            assert abs(m - true) / (hi - lo) < 2e-3, j
+
+
+def test_censored_cells_are_handled_as_below_threshold_not_as_zeros():
+    # an exact histogram whose small cells were not released: the censored fit
+    # recovers the within-cell moments of the kept cells better than one that takes
+    # the missing cells for empty ones
+    sizes = (6, 6)
+    counts, mx, my, vx, cxy = _truncated_normal_counts(sizes, [0.5, 0.45],
+                                                       [[0.05, 0.02], [0.02, 0.05]], N=2e4)
+    dom = _grid_domain(*sizes)
+    c = np.round(counts.ravel())
+    t = 40.0
+    kept = c >= t
+    ids = np.arange(36, dtype=np.uint64)[kept]
+    censored = fit_density(dom, ids, c[kept], epsilon=50.0, threshold=t)
+    as_zeros = fit_density(dom, ids, c[kept])  # epsilon=inf: unlisted cells are zeros
+    truth = mx.ravel()[kept]
+    err_cens = np.abs((censored.mean[:, 0] + 1) / 2 - truth).max()
+    err_zero = np.abs((as_zeros.mean[:, 0] + 1) / 2 - truth).max()
+    assert err_cens < 0.5 * err_zero
+
+
+def test_censored_mean_is_the_exact_conditional_expectation():
+    # E[n | n + Z < k] for n ~ Poisson(mu), Z discrete Laplace, by brute force
+    for eps, k in ((1.0, 7), (0.3, 20), (3.0, 3)):
+        for mu in (0.5, 5.0, 30.0):
+            n = np.arange(0, 400)
+            pn = stats.poisson(mu).pmf(n)
+            # P(Z < k - n) = 1 - P(Z >= k - n)
+            p_below = np.array([1 - discrete_laplace_sf(int(k - m), eps) if k - m >= 1
+                                else discrete_laplace_pmf(np.arange(-2000, k - m), eps).sum()
+                                for m in n])
+            ref = (n * pn * p_below).sum() / (pn * p_below).sum()
+            got = _censored_means(np.array([mu]), k, eps)[0]
+            assert got == pytest.approx(ref, rel=1e-6)
+
+
+def test_log_cdf_of_the_noise():
+    eps = 0.7
+    for k in range(-6, 8):
+        z = np.arange(-3000, k)
+        ref = math.log(discrete_laplace_pmf(z, eps).sum())
+        assert _dl_log_cdf_below(np.array([k]), eps)[0] == pytest.approx(ref, abs=1e-9)
+
+
+def test_groups_are_fitted_separately():
+    # two groups with opposite slopes: each cell's within-cell mean leans its own way
+    dom = _grid_domain(6, levels=["a", "b"])
+    x = (np.arange(6) + 0.5) / 6
+    up, down = 1e5 * np.exp(2 * x), 1e5 * np.exp(-2 * x)
+    counts = np.round(np.column_stack([up, down]).ravel())  # ids: x-major, then g
+    ids = np.arange(12, dtype=np.uint64)
+    fit = fit_density(dom, ids, counts)
+    assert fit.groups == 2
+    off = fit.mean[:, 0] - (2 * x.repeat(2) - 1)  # offsets from the midpoints, u units
+    assert np.all(off[0::2] > 0) and np.all(off[1::2] < 0)
+
+
+def test_many_continuous_variables_fall_back_to_sheppard():
+    dom = _grid_domain(3, 3, 3, 3)
+    ids = np.arange(81, dtype=np.uint64)
+    counts = np.full(81, 50.0)
+    pts = cell_points(dom, ids, counts, method="density")
+    assert pts.method == "sheppard" and pts.weights.size == 81
+
+
+# ---- the cell frame and the models ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", REPRESENTATIVES)
+def test_discrete_only_models_see_the_release_marginal_unchanged(method):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": rng.integers(0, 3, 500), "g": rng.choice(["a", "b"], 500)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        rel = dpm.release(df, columns=["y", "g"], epsilon=float("inf"),
+                          levels={"y": [0, 1, 2], "g": ["a", "b"]})
+    pd.testing.assert_frame_equal(cell_frame(rel, ["y", "g"], method), rel.marginal(["y", "g"]))
+
+
+def test_midpoint_frame_is_the_release_marginal(housing_small):
+    rel = dpm.release(housing_small, formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                      levels=HOUSING_LEVELS, bins=8, random_state=0)
+    pd.testing.assert_frame_equal(cell_frame(rel, ["price", "size"], "midpoint"),
+                                  rel.marginal(["price", "size"]))
+
+
+def test_the_frame_is_a_function_of_the_release_only(housing_small):
+    kw = dict(formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS, levels=HOUSING_LEVELS,
+              bins=6, random_state=5)
+    a = dpm.release(housing_small, **kw)
+    b = dpm.release(housing_small, **kw)
+    names = list(a.domain.names)
+    pd.testing.assert_frame_equal(cell_frame(a, names), cell_frame(b, names))
+
+
+def test_models_take_the_representatives_argument(housing_small):
+    kw = dict(epsilon=1.0, bounds=HOUSING_BOUNDS, levels=HOUSING_LEVELS, random_state=0)
+    model = dpm.dp_ols(HOUSING_FORMULA, housing_small, **kw)
+    assert model.representatives == DEFAULT_REPRESENTATIVES == "density"
+    assert model.cells["count"].sum() == pytest.approx(model.release.report.noisy_total)
+    assert len(model.cells) == 4 * len(model.release.cells)
+    mid = dpm.dp_ols(HOUSING_FORMULA, model.release, representatives="midpoint")
+    pd.testing.assert_frame_equal(mid.cells, model.release.marginal(model.variables))
+    acct = dpm.Accountant(1.0)
+    with pytest.raises(ValueError, match="representatives"):
+        dpm.dp_ols(HOUSING_FORMULA, housing_small, representatives="centre", accountant=acct,
+                   **kw)
+    assert acct.spent == 0.0  # refused before anything was released
+    for fn, formula, extra in ((dpm.dp_logit, "big ~ size + C(county)", {"big": [0, 1]}),
+                               (dpm.dp_quantreg, "price ~ size + C(county)", {}),
+                               (dpm.dp_mnlogit, "year ~ size + C(county)", {})):
+        data = housing_small.assign(big=(housing_small["price"] > 5e5).astype(int))
+        m = fn(formula, data, representatives="sheppard", epsilon=1.0,
+               bounds=HOUSING_BOUNDS, levels={**HOUSING_LEVELS, **extra}, random_state=0)
+        assert m.representatives == "sheppard"
+        assert m.cells["count"].sum() == pytest.approx(m.weights.sum())
+
+
+def test_density_beats_midpoints_on_exact_housing_counts():
+    df = dpm.datasets.housing(n=60_000, seed=2)
+    ref = smf.ols(HOUSING_FORMULA, df).fit().params
+    err = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        for method in ("midpoint", "density"):
+            res = dpm.dp_ols(HOUSING_FORMULA, df, epsilon=float("inf"), bounds=HOUSING_BOUNDS,
+                             levels=HOUSING_LEVELS, bins=6, representatives=method
+                             ).fit(cov_type="naive")
+            err[method] = np.mean(np.abs(res.params / ref - 1))
+    assert err["density"] < 0.25 * err["midpoint"]
+
+
+@pytest.mark.parametrize("method", REPRESENTATIVES)
+def test_representer_places_other_cells_with_the_fitted_distributions(method, housing_small):
+    # the parametric bootstrap's use: replicate counts on the release's domain
+    rel = dpm.release(housing_small, formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                      levels=HOUSING_LEVELS, bins=6, random_state=4)
+    names = list(rel.domain.names)
+    rep = Representer.from_release(rel, names, method)
+    own = rep.frame(rep.ids, rep.counts)
+    pd.testing.assert_frame_equal(own.reset_index(drop=True),
+                                  cell_frame(rel, names, method).reset_index(drop=True),
+                                  check_dtype=False)  # midpoint: the marginal's int counts
+    # the same cells with other counts: the same points, weights in proportion
+    other = rep.points(rep.ids, 2 * rep.counts)
+    mine = rep.points(rep.ids, rep.counts)
+    for v in mine.values:
+        np.testing.assert_allclose(other.values[v], mine.values[v])
+    np.testing.assert_allclose(other.weights, 2 * mine.weights)
+    # cells the release does not list still get points inside their neighbourhood
+    every = np.arange(rel.domain.size, dtype=np.uint64)
+    missing = np.setdiff1d(every, rep.ids)[:50]
+    pts = rep.points(missing, np.ones(missing.size))
+    codes = rel.domain.decode(missing)
+    for i, ax in enumerate(rel.domain.axes):
+        if ax.kind == "continuous":
+            mid = ax.representatives()[codes[i]][pts.cell]
+            assert np.all(np.abs(pts.values[ax.name] - mid) <= ax.width)
+    np.testing.assert_allclose(np.bincount(pts.cell, weights=pts.weights), 1.0)
