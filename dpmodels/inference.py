@@ -53,6 +53,7 @@ from .release import PrivateHistogram
 
 __all__ = [
     "DEFAULT_N_BOOT",
+    "DEFAULT_N_REFIT",
     "INTERVALS",
     "COV_TYPES",
     "ReleaseSimulator",
@@ -64,6 +65,10 @@ __all__ = [
     "resolve_cov_type",
     "DPInferenceResultsMixin",
 ]
+
+#: Replicates on which the representatives are refitted (see
+#: :func:`parametric_bootstrap`); the others are extended from them.
+DEFAULT_N_REFIT = 50
 
 #: Default number of bootstrap replicates: the Monte Carlo error of the
 #: standard error is about 1/sqrt(2B) = 5% of it, and of the bias estimate
@@ -334,6 +339,13 @@ class CellDesign:
     """Design rows (``X``, ``y``) of the model's marginal cells, built on
     demand for the cells replicate releases produce.
 
+    A cell stands for its rows through one or more *points* (see
+    :mod:`dpmodels.representatives`): one at the bin midpoints, or the
+    ``2**d`` points of the ``"density"`` representatives, each carrying a
+    share of the cell's count.  The bootstrap places a replicate's cells
+    exactly as the point estimate placed the release's cells, so that the
+    replicates and the estimate are the same function of their histograms.
+
     Parameters
     ----------
     domain : Domain
@@ -341,30 +353,53 @@ class CellDesign:
     variables : sequence of str
         The model's variables (the marginal the model is fitted on).
     build : callable
-        ``build(frame) -> (X, y, valid)``: the model's design rows for a cell
-        frame of the marginal (as :meth:`PrivateHistogram.marginal` makes
-        them, without the count column); ``valid`` marks rows the model can
-        use (e.g. a response level the fitted model does not have).
+        ``build(frame) -> (X, y, valid)``: the model's design rows for a
+        frame of points of the marginal (as :meth:`PrivateHistogram.marginal`
+        makes them, without the count column); ``valid`` marks rows the
+        model can use (e.g. a response level the fitted model does not have).
+    representer : Representer, optional
+        Places the points of any cell of the marginal (fitted on the
+        release); None: one point per cell at its bin midpoints.
     """
 
-    def __init__(self, domain: Domain, variables: Sequence[str], build: Callable):
+    def __init__(self, domain: Domain, variables: Sequence[str], build: Callable,
+                 representer=None):
         self.domain = domain
         idx = [domain.names.index(v) for v in variables]
         self._axes_idx = idx
         self.sub = Domain(tuple(domain.axes[i] for i in idx))
+        if representer is not None and tuple(representer.domain.names) != self.sub.names:
+            raise ValueError("the representer's domain is not the model's marginal domain")
+        self.representer = representer
         self._build = build
         self._known = np.zeros(0, np.uint64)  # sorted marginal ids
         self._row_of_known = np.zeros(0, np.int64)
-        self.X: np.ndarray | None = None
+        self.X: np.ndarray | None = None  # one row per point
         self.y: np.ndarray | None = None
-        self.valid = np.zeros(0, bool)
+        self.point_cell = np.zeros(0, np.int64)  # each point's cell row
+        self.point_share = np.zeros(0)  # each point's share of its cell's count
+        self._first = np.zeros(0, np.int64)  # each cell row's first point
+        self._npoints = np.zeros(0, np.int64)  # each cell row's number of points
+        self.valid = np.zeros(0, bool)  # per cell row: every point usable
+        self.cell_ids = np.zeros(0, np.uint64)  # each cell row's marginal id
 
     def marginal_ids(self, full_ids: np.ndarray) -> np.ndarray:
         codes = self.domain.decode(np.asarray(full_ids, dtype=np.uint64))
         return self.sub.encode([codes[i] for i in self._axes_idx])
 
+    def _points_frame(self, new: np.ndarray):
+        """Points of the marginal cells ``new``: (frame, cell position, share)."""
+        if self.representer is None:
+            return self.sub.frame(new), np.arange(new.size), np.ones(new.size)
+        pts = self.representer.frame(new, np.ones(new.size), "__share__")
+        cell = np.asarray(pts.attrs["cell"], dtype=np.int64)
+        share = pts["__share__"].to_numpy(float)
+        frame = pts.drop(columns=["__share__"])
+        frame.attrs = {}
+        return frame, cell, share
+
     def rows(self, full_ids: np.ndarray) -> np.ndarray:
-        """Design row of each full-domain cell id (rows are added as needed)."""
+        """Cell row of each full-domain cell id (rows are added as needed)."""
         sub_ids = self.marginal_ids(full_ids)
         if sub_ids.size == 0:
             return np.zeros(0, np.int64)
@@ -374,11 +409,21 @@ class CellDesign:
         found = (self._known[pos_c] == uniq) if self._known.size else np.zeros(uniq.size, bool)
         new = uniq[~found]
         if new.size:
-            X, y, valid = self._build(self.sub.frame(new))
-            start = 0 if self.X is None else self.X.shape[0]
+            frame, cell, share = self._points_frame(new)
+            X, y, valid_pt = self._build(frame)
+            start = self.n_rows
+            first_pt = 0 if self.X is None else self.X.shape[0]
             self.X = X if self.X is None else np.vstack([self.X, X])
             self.y = y if self.y is None else np.concatenate([self.y, y])
-            self.valid = np.concatenate([self.valid, valid])
+            self.point_cell = np.concatenate([self.point_cell, start + cell])
+            self.point_share = np.concatenate([self.point_share, share])
+            npts = np.bincount(cell, minlength=new.size)
+            first = first_pt + np.concatenate([[0], np.cumsum(npts)[:-1]])
+            self._first = np.concatenate([self._first, first])
+            self._npoints = np.concatenate([self._npoints, npts])
+            ok = np.bincount(cell, weights=~np.asarray(valid_pt, bool), minlength=new.size) == 0
+            self.valid = np.concatenate([self.valid, ok])
+            self.cell_ids = np.concatenate([self.cell_ids, new])
             known = np.concatenate([self._known, new])
             rows = np.concatenate([self._row_of_known, start + np.arange(new.size)])
             order = np.argsort(known, kind="stable")
@@ -388,7 +433,52 @@ class CellDesign:
 
     @property
     def n_rows(self) -> int:
-        return 0 if self.X is None else int(self.X.shape[0])
+        """Number of cell rows (the rows of the count matrices ``W``)."""
+        return int(self.valid.size)
+
+    def expand(self, cells: np.ndarray, W: np.ndarray):
+        """The points of the cell rows ``cells`` and their replicate weights.
+
+        ``W`` is ``(len(cells), b)``: each listed cell's count in each
+        replicate.  Returns ``(X, y, W_points)`` with every point's weight its
+        share of its cell's count.
+        """
+        cells = np.asarray(cells, dtype=np.int64)
+        n = self._npoints[cells]
+        owner = np.repeat(np.arange(cells.size), n)
+        offset = np.arange(owner.size) - np.repeat(np.cumsum(n) - n, n)
+        pts = self._first[cells][owner] + offset
+        return self.X[pts], self.y[pts], W[owner] * self.point_share[pts][:, None]
+
+    def refit_each(self, W: np.ndarray, refit: Callable, start: np.ndarray):
+        """Refit every replicate with its own representatives.
+
+        The representer is a function of the histogram it is fitted on (a
+        density fitted to the counts, or the neighbours' counts), so each
+        replicate's points are placed by a representer refitted on that
+        replicate -- as the point estimate's were on the release -- and the
+        replicates carry the variability of that fit.  ``W`` is the
+        ``(n_rows, b)`` replicate counts of the cell rows.
+        """
+        rep = self.representer
+        est = np.full((W.shape[1], np.asarray(start).size), np.nan)
+        ok = np.zeros(W.shape[1], bool)
+        for j in range(W.shape[1]):
+            rows = np.flatnonzero(W[:, j])
+            if rows.size == 0:
+                continue
+            order = np.argsort(self.cell_ids[rows])
+            ids, counts = self.cell_ids[rows][order], W[rows, j][order]
+            own = type(rep)(self.sub, ids, counts, method=rep.method, epsilon=rep.epsilon,
+                            threshold=rep.threshold, n=rep.n, start=rep, one_step=True)
+            pts = own.frame(ids, counts, "__w__")
+            w = pts["__w__"].to_numpy(float)
+            frame = pts.drop(columns=["__w__"])
+            frame.attrs = {}
+            X, y, valid = self._build(frame)
+            e, o = refit(X, y, np.where(valid, w, 0.0)[:, None], start)
+            est[j], ok[j] = e[0], o[0]
+        return est, ok
 
 
 # ---------------------------------------------------------------------------
@@ -790,6 +880,33 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="rep", disable=None, delay=1.0, leave=False)
 
 
+def _extend_refits(est: np.ndarray, ok: np.ndarray, fixed: np.ndarray, refitted: np.ndarray,
+                   ok_pairs: np.ndarray, pair_at: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, str]:
+    """Replicates with refitted representatives: the refitted ones as they
+    are (``pair_at``: their positions), the others predicted from their
+    fixed-points estimates by the per-coefficient regression on the pairs,
+    plus the pairs' residuals in turn.  Returns the replicates, their ok
+    mask and a note."""
+    F, R = fixed[ok_pairs], refitted[ok_pairs]
+    if F.shape[0] < 3:
+        return est, ok, "; representatives held at the release's (too few refits)"
+    Fc, Rc = F - F.mean(axis=0), R - R.mean(axis=0)
+    var = (Fc**2).sum(axis=0)
+    b = np.where(var > 0, (Fc * Rc).sum(axis=0) / np.where(var > 0, var, 1.0), 1.0)
+    a = R.mean(axis=0) - b * F.mean(axis=0)
+    resid = R - (a + b * F)
+    out = a + b * est
+    out = out + resid[np.arange(est.shape[0]) % resid.shape[0]]
+    out[pair_at[ok_pairs]] = R
+    ok = ok.copy()
+    ok[pair_at[~ok_pairs]] = False
+    n = est.shape[0]
+    note = (f"; representatives refitted on {F.shape[0]} replicates, extended to the "
+            f"other {n - F.shape[0]} by regression on the fixed-points refits")
+    return out, ok, note
+
+
 def parametric_bootstrap(
     release: PrivateHistogram,
     design: CellDesign,
@@ -802,8 +919,23 @@ def parametric_bootstrap(
     label: str = "dp bootstrap",
     binning: Callable[[np.ndarray], BinningCheck | None] | None = None,
     population: str = "smooth",
+    n_refit: int = DEFAULT_N_REFIT,
 ) -> DPInference:
     """Bootstrap ``refit`` over replicate releases of ``release``.
+
+    When the design places cells through a representer fitted to the
+    release (``"density"``, ``"shift"``, ``"sheppard"``), the estimate
+    depends on the histogram twice: through the counts and through the
+    points the representer fits to them.  Every replicate is refitted with
+    the release's points held fixed (fast, vectorized), and the first
+    ``n_refit`` replicates are refitted again with a representer refitted on
+    the replicate itself (a one-step density fit from the release's).  The
+    paired estimates give, per coefficient, the regression ``refitted = a +
+    b fixed + e``; every other replicate becomes ``a + b fixed`` plus a
+    residual vector ``e`` of the pairs, taken in turn (a regression estimator
+    of the refitted replicates' law, as in control variates).  Holding the
+    points fixed alone would understate the standard errors by 5-28% on the
+    housing benchmark (``docs/inference.md``).
 
     Parameters
     ----------
@@ -823,6 +955,9 @@ def parametric_bootstrap(
         Default interval type (see :meth:`DPInference.conf_int`).
     binning : callable, optional
         ``binning(se) -> BinningCheck``, run after the bootstrap.
+    n_refit : int
+        Replicates refitted with their own representatives (all of them when
+        ``n_refit >= n_boot``).
     """
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
         raise ValueError(f"n_boot must be an int >= 2, got {n_boot!r}")
@@ -838,9 +973,11 @@ def parametric_bootstrap(
         w_pop = np.zeros((design.n_rows, 1))
         np.add.at(w_pop[:, 0], support_rows, sim.p_hat * sim.n)
         w_pop[~design.valid] = 0.0
-        est, ok = refit(design.X, design.y, w_pop, params)
+        est, ok = refit(*design.expand(np.arange(design.n_rows), w_pop), params)
         target = est[0] if ok[0] else None
     estimates, oks = [], []
+    fixed, refitted, ok_pairs, pair_at = [], [], [], []
+    n_refit = min(int(n_refit), int(n_boot))
     bar = _progress(int(n_boot), label)
     done = 0
     try:
@@ -857,7 +994,14 @@ def parametric_bootstrap(
                 np.add.at(W, (extra_rows, chunk.extra_rep), chunk.extra_counts.astype(float))
             W[~design.valid] = 0.0
             used = np.flatnonzero(W.any(axis=1))  # cells released in some replicate
-            est, ok = refit(design.X[used], design.y[used], W[used], params)
+            est, ok = refit(*design.expand(used, W[used]), params)
+            r = min(size, n_refit - sum(len(e) for e in refitted)) if design.representer else 0
+            if r > 0:  # the same replicates with refitted representatives
+                est_r, ok_r = design.refit_each(W[:, :r], refit, params)
+                refitted.append(est_r)
+                fixed.append(est[:r])
+                pair_at.append(done + np.arange(r))
+                ok_pairs.append(ok_r & ok[:r])
             estimates.append(est)
             oks.append(ok)
             done += size
@@ -868,9 +1012,14 @@ def parametric_bootstrap(
             bar.close()
     est = np.vstack(estimates)
     ok = np.concatenate(oks) & np.all(np.isfinite(est), axis=1)
+    description = sim.describe()
+    if refitted:
+        est, ok, note = _extend_refits(est, ok, np.vstack(fixed), np.vstack(refitted),
+                                       np.concatenate(ok_pairs), np.concatenate(pair_at))
+        description += note
     seeded = random_state is not None
     inf = DPInference(params=params, replicates=est[ok], n_boot=int(n_boot),
-                      n_failed=int((~ok).sum()), interval=interval, simulation=sim.describe(),
+                      n_failed=int((~ok).sum()), interval=interval, simulation=description,
                       seeded=seeded, target=target)
     check = binning(inf.se) if binning is not None else None
     object.__setattr__(inf, "binning", check)

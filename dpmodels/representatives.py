@@ -54,7 +54,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -71,6 +71,7 @@ __all__ = [
     "Representer",
     "cell_frame",
     "cell_points",
+    "representer_for",
     "check_representatives",
     "density_family",
     "density_feasible",
@@ -236,14 +237,28 @@ def cell_points(domain: Domain, ids, counts, *, method: str = DEFAULT_REPRESENTA
     return rep.points(rep.ids, rep.counts)
 
 
+def representer_for(release, variables: Sequence[str],
+                    method: str = DEFAULT_REPRESENTATIVES) -> "Representer | None":
+    """The :class:`Representer` a model over ``variables`` uses, fitted on
+    ``release``; None when its cells are the plain marginal (``"midpoint"``,
+    or no continuous variable among ``variables``)."""
+    check_representatives(method)
+    variables = list(dict.fromkeys(variables))
+    dom = release.domain
+    if method == "midpoint" or not any(dom.axis(v).kind == "continuous" for v in variables):
+        return None
+    return Representer.from_release(release, variables, method)
+
+
 def cell_frame(release, variables: Sequence[str], method: str = DEFAULT_REPRESENTATIVES,
-               ) -> pd.DataFrame:
+               representer: "Representer | None" = None) -> pd.DataFrame:
     """The frame a model over ``variables`` is fitted on: one row per
     representative point, each variable's value and the point's weight in
     the release's count column.
 
     For ``"midpoint"``, or when no variable is continuous, this is exactly
-    ``release.marginal(variables)``.
+    ``release.marginal(variables)``.  ``representer``: the one of
+    :func:`representer_for` if already at hand (it is fitted otherwise).
 
     Examples
     --------
@@ -259,12 +274,10 @@ def cell_frame(release, variables: Sequence[str], method: str = DEFAULT_REPRESEN
     >>> bool(abs(frame["count"].sum() - rel.counts.sum()) < 1e-6)
     True
     """
-    check_representatives(method)
     variables = list(dict.fromkeys(variables))
-    dom = release.domain
-    if method == "midpoint" or not any(dom.axis(v).kind == "continuous" for v in variables):
+    rep = representer if representer is not None else representer_for(release, variables, method)
+    if rep is None:
         return release.marginal(variables)
-    rep = Representer.from_release(release, variables, method)
     frame = rep.frame(rep.ids, rep.counts, release.count_column)
     del frame.attrs["cell"]
     return frame
@@ -294,6 +307,11 @@ class Representer:
     method : {"midpoint", "shift", "sheppard", "density"}
     epsilon, threshold, n
         The release's epsilon, threshold (None: signed) and public n.
+    start : Representer, optional
+        A representer of the same domain whose density fit starts this one's
+        iterations (the bootstrap refits on replicates of one release).
+    one_step : bool
+        With ``start``: a one-step density fit from it (see :func:`fit_density`).
 
     Attributes
     ----------
@@ -307,7 +325,8 @@ class Representer:
 
     def __init__(self, domain: Domain, ids, counts, *, method: str = DEFAULT_REPRESENTATIVES,
                  epsilon: float = math.inf, threshold: float | None = None,
-                 n: int | None = None):
+                 n: int | None = None, start: "Representer | None" = None,
+                 one_step: bool = False):
         check_representatives(method)
         self.domain = domain
         self.ids = np.asarray(ids, dtype=np.uint64)
@@ -318,10 +337,13 @@ class Representer:
         if method == "density" and not density_feasible(domain, self.ids.size):
             method = "sheppard"
         self.method = method
+        self.epsilon, self.threshold, self.n = epsilon, threshold, n
         self._fit = None
         if method == "density":
+            warm = start._fit if start is not None and start.domain == domain else None
             self._fit = fit_density(domain, self.ids, self.counts, epsilon=epsilon,
-                                    threshold=threshold, n=n)
+                                    threshold=threshold, n=n, start=warm,
+                                    one_step=one_step)
 
     @classmethod
     def from_release(cls, release, variables: Sequence[str],
@@ -331,6 +353,33 @@ class Representer:
         rep = release.report
         return cls(marg.domain, marg.ids, marg.counts, method=method, epsilon=rep.epsilon,
                    threshold=rep.threshold, n=rep.n)
+
+    def coarsened(self, factor: int, axes: Sequence[str]) -> "Representer":
+        """The same method fitted on the release with the bins of the
+        continuous ``axes`` merged in groups of ``factor`` (bins ``f j`` to
+        ``f j + f - 1``): the binning diagnostic of the dp bootstrap refits
+        the model on it.  An axis whose bin count is not a multiple of
+        ``factor`` is extended past its upper bound by the missing bins
+        (empty), so that every coarse bin is ``factor`` bins wide.  The
+        counts of merged cells are summed; nothing else changes."""
+        factor = int(factor)
+        dom = self.domain
+        codes = [np.asarray(c).copy() for c in dom.decode(self.ids)]
+        new_axes = []
+        for i, ax in enumerate(dom.axes):
+            if ax.kind == "continuous" and ax.name in axes:
+                k = -(-ax.bins // factor)
+                lo = ax.bounds[0]
+                new_axes.append(replace(ax, bins=k, bounds=(lo, lo + k * factor * ax.width)))
+                codes[i] = codes[i] // factor
+            else:
+                new_axes.append(ax)
+        coarse = Domain(tuple(new_axes))
+        uniq, inv = np.unique(coarse.encode(codes), return_inverse=True)
+        sums = np.bincount(inv, weights=self.counts, minlength=uniq.size)
+        keep = sums != 0
+        return Representer(coarse, uniq[keep], sums[keep], method=self.method,
+                           epsilon=self.epsilon, threshold=self.threshold, n=self.n)
 
     def points(self, ids, counts) -> CellPoints:
         """The points of the cells ``ids`` (sorted ids of :attr:`domain`) whose
@@ -611,15 +660,22 @@ def _poisson_fit(y, X, w, theta, prior_mean, prec, iters=_NEWTON_ITER):
     return theta
 
 
-def _fit_censored(obs, released, X, w, k, epsilon, theta, prior_mean, prec):
+def _fit_censored(obs, released, X, w, k, epsilon, theta, prior_mean, prec, warm=False):
     """The log-linear fit when cells that were not released are censored
     observations (noisy count below ``k``): EM, whose E-step sets their
-    count to ``E[n | n + Z < k]`` under the current fit."""
+    count to ``E[n | n + Z < k]`` under the current fit.  ``warm``: ``theta``
+    is a fit already (the first E-step uses it)."""
     y = np.where(released, np.maximum(obs, 0.0), 0.0).astype(float)
     censored = ~released
     if k is None or not censored.any():
-        return _poisson_fit(y, X, w, theta, prior_mean, prec)
-    y[censored] = k / 4.0
+        return _poisson_fit(y, X, w, theta, prior_mean, prec,
+                            iters=1 if warm == "one-step" else _NEWTON_ITER)
+    if warm:
+        y[censored] = _censored_means(_intensity(X, w, theta).sum(axis=1)[censored], k, epsilon)
+        if warm == "one-step":
+            return _poisson_fit(y, X, w, theta, prior_mean, prec, iters=1)
+    else:
+        y[censored] = k / 4.0
     for _ in range(_EM_ITER):
         theta = _poisson_fit(y, X, w, theta, prior_mean, prec, iters=2)
         mu = _intensity(X, w, theta).sum(axis=1)
@@ -717,7 +773,8 @@ def _cell_moments(basis: "_Basis", ccodes: np.ndarray, theta: np.ndarray):
 
 
 def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
-                threshold: float | None = None, n: int | None = None) -> DensityFit:
+                threshold: float | None = None, n: int | None = None,
+                start: DensityFit | None = None, one_step: bool = False) -> DensityFit:
     """Fit the ``"density"`` representatives' model to a release.
 
     The model.  Within each group (a combination of the discrete variables'
@@ -752,6 +809,13 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
         Sorted cell ids of ``domain`` and their released counts.
     epsilon, threshold, n
         As in :func:`cell_points`.
+    start : DensityFit, optional
+        A fit on the same domain to start the iterations from (same
+        optimum, fewer iterations).
+    one_step : bool
+        With ``start``: one E-step and one Fisher-scoring step from it (Le
+        Cam's one-step estimator: the same first-order variability as the
+        full fit when the start is close; the bootstrap's replicates).
 
     Returns
     -------
@@ -795,7 +859,11 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     theta0[0] = math.log(max(obs.sum(), 1.0) / max(obs.size, 1))
     prec = basis.ridge + _POOLED_PRIOR
     prec[0] = 0.0
-    pooled = _fit_censored(obs, rmask, X, w, k, epsilon, theta0, np.zeros(p), prec)
+    warm = (("one-step" if one_step else True) if start is not None and start.family == family
+            else False)
+    if warm:
+        theta0 = start.pooled.copy()
+    pooled = _fit_censored(obs, rmask, X, w, k, epsilon, theta0, np.zeros(p), prec, warm)
     total = max(obs.sum(), 1.0)
 
     mean = np.zeros((ids.size, d))
@@ -811,11 +879,15 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
         U = basis.points(acodes)
         X = basis.design(U)
         w = np.broadcast_to(basis.qweight, X.shape[:2])
-        th0 = pooled.copy()
-        th0[0] += math.log(max(obs.sum(), 1.0) / total)
+        key = int(gkey[members[0]])
+        if warm and key in start.thetas:
+            th0 = start.thetas[key].copy()
+        else:
+            th0 = pooled.copy()
+            th0[0] += math.log(max(obs.sum(), 1.0) / total)
         prior = pooled.copy()
-        theta = _fit_censored(obs, rmask, X, w, k, epsilon, th0, prior, prec)
-        thetas[int(gkey[members[0]])] = theta
+        theta = _fit_censored(obs, rmask, X, w, k, epsilon, th0, prior, prec, warm)
+        thetas[key] = theta
         eta = X[at] @ theta
         f = w[at] * np.exp(eta - eta.max(axis=1, keepdims=True))
         f = f / f.sum(axis=1, keepdims=True)

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import patsy
 
 from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError
@@ -16,6 +17,7 @@ from ..formula import caller_namespace, formula_variables
 from ..inference import (
     DEFAULT_INTERVAL,
     DEFAULT_N_BOOT,
+    DEFAULT_N_REFIT,
     BinningCheck,
     CellDesign,
     DPInference,
@@ -25,11 +27,20 @@ from ..inference import (
     resolve_cov_type,
 )
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
-from ..representatives import DEFAULT_REPRESENTATIVES, cell_frame, check_representatives
+from ..representatives import (
+    DEFAULT_REPRESENTATIVES,
+    cell_frame,
+    check_representatives,
+    representer_for,
+)
 
 __all__ = ["DPModel", "formula_env", "dp_options"]
 
-_COV_KWDS = ("n_boot", "random_state", "interval", "binning_check", "population")
+#: Cell frames never hold missing values: skip patsy's per-element NA scan
+#: (most of the cost of rebuilding a design on bootstrap replicates).
+_NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])
+
+_COV_KWDS = ("n_boot", "random_state", "interval", "binning_check", "population", "n_refit")
 
 
 def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust: bool = True,
@@ -37,8 +48,9 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
     """Resolve the DP layer's covariance arguments.
 
     Returns ``("dp" | "naive", options)`` with the bootstrap options
-    ``n_boot``, ``random_state``, ``interval``, ``binning_check`` and
-    ``population``, taken
+    ``n_boot``, ``random_state``, ``interval``, ``binning_check``,
+    ``population`` and ``n_refit`` (replicates whose representatives are
+    refitted; see :func:`~dpmodels.inference.parametric_bootstrap`), taken
     from the keywords or from ``cov_kwds`` (keywords win).
     """
     kind = resolve_cov_type(cov_type, allow_nonrobust=allow_nonrobust)
@@ -54,7 +66,11 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
         "interval": kwds.get("interval", default_interval),
         "binning_check": bool(kwds.get("binning_check", True)),
         "population": kwds.get("population", "smooth"),
+        "n_refit": kwds.get("n_refit", DEFAULT_N_REFIT),
     }
+    n_refit = opts["n_refit"]
+    if isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer)) or n_refit < 0:
+        raise ValueError(f"cov_kwds n_refit must be an int >= 0, got {n_refit!r}")
     return kind, opts
 
 
@@ -146,7 +162,9 @@ class DPModel:
         self.variables = fv.names
         # the one place the cell frame is built: released cells, marginalized to the
         # formula's variables, at the representatives' points (dpmodels.representatives)
-        self.cells: pd.DataFrame = cell_frame(self.release, fv.names, self.representatives)
+        self.representer = representer_for(self.release, fv.names, self.representatives)
+        self.cells: pd.DataFrame = cell_frame(self.release, fv.names, self.representatives,
+                                              representer=self.representer)
         self.count_column = self.release.count_column
 
     def _check_domain(self, domain, formula_vars) -> None:
@@ -197,7 +215,7 @@ class DPModel:
         def build(frame: pd.DataFrame):
             frame = self._prepare_cells(frame)
             try:
-                y, X = patsy.build_design_matrices(infos, frame, NA_action="raise")
+                y, X = patsy.build_design_matrices(infos, frame, NA_action=_NO_NA)
                 valid = np.ones(len(frame), bool)
             except patsy.PatsyError:  # e.g. a level the fitted design never saw
                 X = np.zeros((len(frame), len(names)))
@@ -227,7 +245,8 @@ class DPModel:
         """Run the parametric bootstrap for the fitted results ``res`` and
         attach it as their covariance (cov_type "dp")."""
         build = self._design_builder(res, classes=classes)
-        design = CellDesign(self.release.domain, self.variables, build)
+        design = CellDesign(self.release.domain, self.variables, build,
+                            representer=self.representer)
         start = np.asarray(start, dtype=float)
 
         def binning(se):
@@ -240,8 +259,14 @@ class DPModel:
                                                       self.variables, factor)
                 if not done:
                     return nan, done, skipped
+                weights = self.weights
+                if self.representer is not None:  # the same representatives, coarser bins
+                    rep = self.representer.coarsened(factor, done)
+                    coarse = rep.frame(rep.ids, rep.counts, self.count_column)
+                    coarse.attrs = {}
+                    weights = coarse[self.count_column].to_numpy()
                 X, y, valid = build(coarse.drop(columns=[self.count_column]))
-                w = np.where(valid, self.weights.astype(float), 0.0)[:, None]
+                w = np.where(valid, weights.astype(float), 0.0)[:, None]
                 est, ok = refit(X, y, w, start)
                 return (est[0] if ok[0] else nan), done, skipped
 
@@ -260,7 +285,7 @@ class DPModel:
         inference = parametric_bootstrap(
             self.release, design, refit, start, n_boot=opts["n_boot"],
             random_state=opts["random_state"], interval=opts["interval"], label=label,
-            binning=binning, population=opts["population"])
+            binning=binning, population=opts["population"], n_refit=opts["n_refit"])
         attach_dp_inference(res, inference)
         return inference
 
