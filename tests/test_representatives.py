@@ -351,3 +351,106 @@ def test_representer_places_other_cells_with_the_fitted_distributions(method, ho
             mid = ax.representatives()[codes[i]][pts.cell]
             assert np.all(np.abs(pts.values[ax.name] - mid) <= ax.width)
     np.testing.assert_allclose(np.bincount(pts.cell, weights=pts.weights), 1.0)
+
+
+# ---- the bootstrap's use of the representatives --------------------------------------------
+
+
+def test_warm_and_one_step_fits_reach_the_cold_fits_moments(housing_small):
+    # a warm start converges to the same optimum; the one-step fit from a nearby
+    # release's fit lands within a small fraction of a bin of the full refit
+    kw = dict(formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS, levels=HOUSING_LEVELS,
+              bins=8)
+    a = dpm.release(housing_small, random_state=1, **kw)
+    b = dpm.release(housing_small, random_state=2, **kw)
+    names = list(a.domain.names)
+    ra = Representer.from_release(a, names, "density")
+    mb = marginal_cells(b, names)
+    args = dict(method="density", epsilon=1.0, threshold=b.report.threshold, n=b.report.n)
+    cold = Representer(mb.domain, mb.ids, mb.counts, **args)
+    warm = Representer(mb.domain, mb.ids, mb.counts, start=ra, **args)
+    one = Representer(mb.domain, mb.ids, mb.counts, start=ra, one_step=True, **args)
+    # coordinates u in [-1, 1]: a bin is 2/8 wide
+    assert np.abs(warm._fit.mean - cold._fit.mean).max() < 1e-3 * (2 / 8)
+    w = np.maximum(mb.counts, 0) / np.maximum(mb.counts, 0).sum()
+
+    def dist(mean):  # count-weighted RMS distance to the full refit, in bins
+        return math.sqrt((w[:, None] * (mean - cold._fit.mean) ** 2).sum() / 2) / (2 / 8)
+
+    # one E-step and one scoring step at least halve the distance from the start
+    assert dist(one._fit.mean) < 0.5 * dist(ra._fit.moments(mb.ids)[0])
+
+
+def test_cell_design_expands_cells_into_points_with_their_shares(housing_small):
+    from dpmodels.inference import CellDesign
+
+    rel = dpm.release(housing_small, formula=HOUSING_FORMULA, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                      levels=HOUSING_LEVELS, bins=6, random_state=3)
+    names = list(rel.domain.names)
+    rep = Representer.from_release(rel, names, "density")
+    seen = []
+
+    def build(frame):
+        seen.append(frame)
+        X = np.column_stack([np.ones(len(frame)), frame["size"].to_numpy(float)])
+        return X, frame["price"].to_numpy(float), np.ones(len(frame), bool)
+
+    design = CellDesign(rel.domain, names, build, representer=rep)
+    rows = design.rows(np.asarray(rel.cell_ids, np.uint64))
+    assert design.n_rows == rows.max() + 1 == rep.ids.size
+    W = np.column_stack([np.asarray(rel.counts, float), np.ones(rows.size)])
+    Wc = np.zeros((design.n_rows, 2))
+    np.add.at(Wc, rows, W)
+    X, y, Wp = design.expand(np.arange(design.n_rows), Wc)
+    d = 2  # continuous variables: 2**d points per cell
+    assert X.shape[0] == y.size == Wp.shape[0] == d**2 * design.n_rows
+    # each cell's points carry shares of its count, and sit where the representer puts them
+    np.testing.assert_allclose(Wp.sum(axis=0), Wc.sum(axis=0))
+    own = rep.frame(rep.ids, rep.counts)
+    np.testing.assert_allclose(np.sort(X[:, 1]), np.sort(own["size"].to_numpy()))
+    # a subset of cells: only their points
+    X2, _, W2 = design.expand(np.array([3, 0]), Wc[[3, 0]])
+    assert X2.shape[0] == 2 * d**2
+    np.testing.assert_allclose(W2.sum(axis=0), Wc[[3, 0]].sum(axis=0))
+
+
+def test_extended_refits_have_the_regression_estimators_law():
+    from dpmodels.inference import _extend_refits
+
+    rng = np.random.default_rng(5)
+    B, R = 4000, 400
+    F = rng.normal(size=(B, 2)) * [1.0, 3.0]
+    e = rng.normal(size=(B, 2)) * [0.5, 1.0]
+    full = np.array([0.2, -1.0]) + np.array([1.3, 0.8]) * F + e  # what full refits would give
+    at = np.arange(R)
+    out, ok, note = _extend_refits(F, np.ones(B, bool), F[:R], full[:R], np.ones(R, bool), at)
+    assert ok.all() and f"refitted on {R} replicates" in note
+    np.testing.assert_array_equal(out[:R], full[:R])  # the refitted replicates as they are
+    # variances b^2 var(F) + var(e) = 1.69 + 0.25 and 5.76 + 1: the estimator's relative
+    # error is about sqrt(2 / R) (residual part) plus sqrt(2 / B): 4 sd allowed
+    var_true = np.array([1.3**2 * 1 + 0.25, 0.8**2 * 9 + 1.0])
+    assert np.all(np.abs(out.var(axis=0) / var_true - 1) < 4 * (math.sqrt(2 / R) + math.sqrt(2 / B)))
+    # failed refits drop their replicate
+    bad = np.ones(R, bool)
+    bad[7] = False
+    _, ok2, _ = _extend_refits(F, np.ones(B, bool), F[:R], full[:R], bad, at)
+    assert not ok2[7] and ok2.sum() == B - 1
+
+
+def test_bootstrap_with_refitted_representatives_matches_all_refits(housing_small):
+    # the fixed-points replicates understate the spread of a density estimate; 40 refits
+    # extended by regression reproduce the bootstrap that refits all 160 replicates
+    def lin(rng, n):
+        x = rng.uniform(0, 10, n)
+        g = rng.choice(np.array(["a", "b", "c"]), n, p=[0.4, 0.35, 0.25])
+        y = 1 + 0.5 * x + 1.0 * (g == "b") - 1.0 * (g == "c") + rng.normal(0, 1.5, n)
+        return pd.DataFrame({"y": y, "x": x, "g": g})
+
+    df = lin(np.random.default_rng(11), 2000)
+    model = dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, random_state=3,
+                       bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, levels={"g": ["a", "b", "c"]})
+    se = {r: model.fit(random_state=0, n_boot=160, cov_kwds={"n_refit": r}).bse["x"]
+          for r in (0, 40, 160)}
+    # Monte Carlo error of an SE from B replicates ~ 1/sqrt(2B); from 40 pairs ~ 1/sqrt(80)
+    assert abs(se[40] / se[160] - 1) < 3 / math.sqrt(80)
+    assert se[0] < 0.9 * se[160]
