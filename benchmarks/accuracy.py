@@ -153,6 +153,19 @@ def scaled_frame(problem: Problem, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def back_map(problem: Problem):
+    """How coefficients on the scaled design map back to the original design
+    (an affine, exact map): original and scaled column names, the matrix T
+    (original = T @ scaled, times the response's half-range), and the
+    response's lower bound and half-range."""
+    raw = problem.data.iloc[:5000]
+    _, Xo = patsy.dmatrices(problem.formula, raw, return_type="dataframe")
+    _, Xs = patsy.dmatrices(problem.formula, scaled_frame(problem, raw), return_type="dataframe")
+    T = np.linalg.lstsq(Xo.to_numpy(), Xs.to_numpy(), rcond=None)[0]
+    lo_y, hi_y = problem.bounds[problem.response]
+    return list(Xo.columns), T, list(Xs.columns), lo_y, (hi_y - lo_y) / 2.0
+
+
 def _domain_grid(problem: Problem) -> pd.DataFrame:
     """Every combination of levels, with every continuous variable at -1, 0 and 1
     (scaled): where the entries of Z'Z (degree <= 2 in each) reach their extremes."""
@@ -213,15 +226,7 @@ class SSP:
         self.sensitivity = float(max(
             np.maximum(hi[a][None, :] - lo, hi - lo[a][None, :]).sum(axis=1).max()
             for a in range(Tk.shape[0])))
-        # map scaled-design coefficients back to the original design (affine, exact)
-        raw = problem.data.iloc[:5000]
-        _, Xo = patsy.dmatrices(problem.formula, raw, return_type="dataframe")
-        _, Xs = patsy.dmatrices(problem.formula, scaled_frame(problem, raw),
-                                return_type="dataframe")
-        self.orig_names = list(Xo.columns)
-        self.T = np.linalg.lstsq(Xo.to_numpy(), Xs.to_numpy(), rcond=None)[0]
-        lo_y, hi_y = problem.bounds[problem.response]
-        self.y_lo, self.y_scale = lo_y, (hi_y - lo_y) / 2.0
+        self.orig_names, self.T, _, self.y_lo, self.y_scale = back_map(problem)
 
     def fit(self, epsilon: float, rng: np.random.Generator) -> pd.Series:
         M = self.ZZ.copy()
@@ -262,15 +267,7 @@ class DiffprivlibOLS:
         k = len(self.cols)
         lows = np.array([0.0 if _is_dummy(c) else -1.0 for c in self.cols])
         self.bounds_X = (lows, np.ones(k))
-        raw = problem.data.iloc[:5000]
-        _, Xo = patsy.dmatrices(problem.formula, raw, return_type="dataframe")
-        _, Xs = patsy.dmatrices(problem.formula, scaled_frame(problem, raw),
-                                return_type="dataframe")
-        self.orig_names = list(Xo.columns)
-        self.T = np.linalg.lstsq(Xo.to_numpy(), Xs.to_numpy(), rcond=None)[0]
-        self.scaled_names = list(Xs.columns)
-        lo_y, hi_y = problem.bounds[problem.response]
-        self.y_lo, self.y_scale = lo_y, (hi_y - lo_y) / 2.0
+        self.orig_names, self.T, self.scaled_names, self.y_lo, self.y_scale = back_map(problem)
 
     def fit(self, epsilon: float, seed: int) -> pd.Series:
         from diffprivlib.models import LinearRegression
