@@ -454,3 +454,11 @@ def test_bootstrap_with_refitted_representatives_matches_all_refits(housing_smal
     # Monte Carlo error of an SE from B replicates ~ 1/sqrt(2B); from 40 pairs ~ 1/sqrt(80)
     assert abs(se[40] / se[160] - 1) < 3 / math.sqrt(80)
     assert se[0] < 0.9 * se[160]
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "50"])
+def test_n_refit_must_be_a_non_negative_int(bad, housing_small):
+    model = dpm.dp_ols(HOUSING_FORMULA, housing_small, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                       levels=HOUSING_LEVELS, bins=6, random_state=0)
+    with pytest.raises(ValueError, match="n_refit must be an int >= 0"):
+        model.fit(random_state=0, n_boot=20, cov_kwds={"n_refit": bad})
