@@ -437,39 +437,29 @@ class Representer:
 # ---------------------------------------------------------------------------------------
 
 
-def _neighbour_counts(domain: Domain, ids: np.ndarray, counts: np.ndarray, axis: int,
-                      step: int) -> np.ndarray:
-    """Count of the cell ``step`` bins away along ``axis``; 0 when it was not
-    released or lies outside the domain."""
-    codes = domain.decode(ids)
-    c = codes[axis] + step
-    inside = (c >= 0) & (c < domain.axes[axis].size)
-    sid = ids.astype(np.int64)
-    target = sid + step * int(domain.strides[axis])
-    pos = np.clip(np.searchsorted(sid, target), 0, max(sid.size - 1, 0))
-    found = inside & (sid[pos] == target)
-    return np.where(found, np.asarray(counts)[pos], 0).astype(float)
+def _counts_at(sid: np.ndarray, counts: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Count of each ``target`` id in the sorted ids ``sid`` (0 if not listed)."""
+    if sid.size == 0:
+        return np.zeros(target.size)
+    pos = np.clip(np.searchsorted(sid, target), 0, sid.size - 1)
+    return np.where(sid[pos] == target, counts[pos], 0).astype(float)
 
 
 def _shift_at(domain: Domain, ref_ids, ref_counts, ids, axis: int) -> np.ndarray:
     """:func:`shift_offsets` of the cells ``ids`` computed from the reference
     histogram (``ref_ids``, ``ref_counts``): its count for each cell (0 if not
     listed) and its neighbours' counts."""
-    ref_ids = np.asarray(ref_ids, dtype=np.uint64)
-    sid = ref_ids.astype(np.int64)
+    sid = np.asarray(ref_ids, dtype=np.uint64).astype(np.int64)
+    ref_counts = np.asarray(ref_counts)
     ids = np.asarray(ids, dtype=np.uint64)
-    pos = np.clip(np.searchsorted(sid, ids.astype(np.int64)), 0, max(sid.size - 1, 0))
-    own = np.where(sid[pos] == ids.astype(np.int64), np.asarray(ref_counts)[pos], 0)
-    codes = domain.decode(ids)
-    c = np.maximum(own.astype(float), 0.0)
+    at = ids.astype(np.int64)
+    c = np.maximum(_counts_at(sid, ref_counts, at), 0.0)
+    code = domain.decode(ids)[axis]
     nb = []
     for step in (-1, 1):
-        cc = codes[axis] + step
-        inside = (cc >= 0) & (cc < domain.axes[axis].size)
-        target = ids.astype(np.int64) + step * int(domain.strides[axis])
-        p = np.clip(np.searchsorted(sid, target), 0, max(sid.size - 1, 0))
-        found = inside & (sid[p] == target)
-        nb.append(np.maximum(np.where(found, np.asarray(ref_counts)[p], 0).astype(float), 0.0))
+        inside = (code + step >= 0) & (code + step < domain.axes[axis].size)
+        found = _counts_at(sid, ref_counts, at + step * int(domain.strides[axis]))
+        nb.append(np.where(inside, np.maximum(found, 0.0), 0.0))
     s = np.clip((nb[1] - nb[0]) / 2.0, -2.0 * c, 2.0 * c)
     return np.where(c > 0, s / (12.0 * np.where(c > 0, c, 1.0)), 0.0)
 
@@ -484,12 +474,7 @@ def shift_offsets(domain: Domain, ids, counts, axis: int) -> np.ndarray:
     ``s / (12 c)``, at most 1/6 of a bin.  Negative counts count as 0, and so
     do neighbours outside the domain or not released.
     """
-    ids = np.asarray(ids, dtype=np.uint64)
-    c = np.maximum(np.asarray(counts, float), 0.0)
-    lo = np.maximum(_neighbour_counts(domain, ids, counts, axis, -1), 0.0)
-    hi = np.maximum(_neighbour_counts(domain, ids, counts, axis, +1), 0.0)
-    s = np.clip((hi - lo) / 2.0, -2.0 * c, 2.0 * c)
-    return np.where(c > 0, s / (12.0 * np.where(c > 0, c, 1.0)), 0.0)
+    return _shift_at(domain, ids, counts, ids, axis)
 
 
 # ---------------------------------------------------------------------------------------
