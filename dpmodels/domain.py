@@ -1,15 +1,19 @@
 """The public domain of a release: one axis per variable.
 
 A continuous axis is ``bins`` equal-width bins inside caller-given bounds;
-a discrete axis is a caller-declared level set (or the categories of a
-pandas Categorical, or (False, True) for a bool column, which the caller
-declares by choosing the dtype).  Nothing here ever looks at data values:
-only at column dtypes and the caller's arguments (PRIVACY.md rule 2).
+a discrete axis is a caller-declared level set: a list, the categories of a
+pandas Categorical when the caller says so (``levels={"x": "dtype"}``), the
+categories of a schema type that declares them (a Polars Enum, see
+:class:`EnumType`), or (False, True) for a bool column.  Nothing here ever
+looks at data values: only at column dtypes and the caller's arguments
+(PRIVACY.md rule 2); and nothing published about an axis depends on the
+column's dtype (rule 5; see :class:`Axis`).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -17,12 +21,16 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .errors import DomainError, DomainTooLargeError
+from .errors import DomainError, DomainTooLargeError, DomainTypeError, UnknownVariableError
 
-__all__ = ["Axis", "Domain", "auto_bins", "build_domain", "AUTO_BINS_RULE"]
+__all__ = ["Axis", "Domain", "EnumType", "DTYPE_LEVELS", "auto_bins", "build_domain",
+           "AUTO_BINS_RULE"]
 
 #: Largest domain (number of cells) a cell id can address.
 MAX_DOMAIN_CELLS = 2**63 - 1
+#: Most bins of one continuous axis: its edges and midpoints are arrays of
+#: ``bins + 1`` floats (8 MiB at this limit), built whenever its cells are framed.
+MAX_BINS = 2**20
 
 #: ``bins="auto"``: K = round(AUTO_BINS_C * (n * epsilon / D) ** (2 / (d + 2 * AUTO_BINS_R)))
 #: (see :func:`auto_bins`; measured in ``docs/accuracy.md``).
@@ -37,6 +45,32 @@ AUTO_BINS_RULE = (
     f"[{AUTO_BINS_MIN}, {AUTO_BINS_MAX}] and at most Lei's rate n**(2/(2+d)); with epsilon=inf "
     "the largest K with D * K**d <= n"
 )
+
+
+#: ``levels={"x": DTYPE_LEVELS}`` declares that the categories of column x's
+#: pandas Categorical dtype are its public level set (see :func:`build_domain`).
+DTYPE_LEVELS = "dtype"
+
+
+@dataclass(frozen=True)
+class EnumType:
+    """The dtype of a column whose schema type declares its level set (a
+    Polars Enum), as the engines report it to :func:`build_domain`.
+
+    Unlike a pandas Categorical, whose categories ``read_csv(dtype="category")``
+    or ``astype("category")`` build from the data, an Enum's categories are
+    fixed by the schema before any row exists: they count as declared.
+
+    Attributes
+    ----------
+    categories : tuple
+        The Enum's categories, in their declared order.
+    """
+
+    categories: tuple
+
+    def __str__(self) -> str:
+        return f"Enum({list(self.categories)})"
 
 
 @dataclass(frozen=True)
@@ -55,10 +89,38 @@ class Axis:
     levels : tuple or None
         The declared level set of a discrete variable, in declared order.
     declared_order : bool
-        Keep the declared level order in design matrices (pandas
-        Categorical input) instead of sorting the levels as patsy does.
-    value_dtype : str or None
-        Numeric dtype of the raw column, used for numeric representatives.
+        The declaration itself fixes an order of the levels (``levels={"x":
+        "dtype"}`` for a pandas Categorical, a Polars Enum, a
+        ``pandas.CategoricalDtype`` given as the level set): non-numeric
+        levels keep it in design matrices instead of being sorted.
+
+    Notes
+    -----
+    **What is published about a discrete variable depends on its declared
+    levels only** (PRIVACY.md rule 5), never on the dtype of the column they
+    were counted from: pandas turns an int column with one missing value
+    into float64, a neighbouring data set must not change a parameter name.
+    The rule, applied by :meth:`column` to every cell frame
+    (``release.cells``, ``model.cells``, bootstrap replicates):
+
+    * **numeric levels** (every level an int or a float, none a bool): a
+      numpy column holding the levels themselves, ``int64`` when every
+      declared level is an int, else ``float64``.  Patsy and statsmodels sort
+      numbers, so the declared order does not matter (the smallest level is
+      the reference of ``C(x)``);
+    * **any other levels** (strings, bools, mixed): a pandas Categorical whose
+      categories are the declared levels, **sorted** (as patsy sorts a string
+      column, so that parameter names and the reference level match
+      statsmodels' on the same column), or in the **declared order** when
+      ``declared_order`` is set (as statsmodels keeps a Categorical's order);
+      levels that cannot be sorted keep their declared order.
+
+    The response of ``dp_logit`` / ``dp_mnlogit`` is coded in the declared
+    order in both cases (base level = first declared level).
+
+    Values are matched to levels **by value** (``2 == 2.0``, a uint8 255 is
+    not the level -1), never by casting the levels to the column's dtype;
+    :func:`build_domain` refuses a level the column's dtype cannot hold.
     """
 
     name: str
@@ -67,7 +129,6 @@ class Axis:
     bins: int | None = None
     levels: tuple | None = None
     declared_order: bool = False
-    value_dtype: str | None = None
 
     @property
     def size(self) -> int:
@@ -84,8 +145,39 @@ class Axis:
         lo, hi = self.bounds
         return (hi - lo) / self.bins
 
+    @property
+    def value_dtype(self) -> str | None:
+        """The published dtype of a numeric axis: ``"float64"`` for a
+        continuous one; for numeric levels ``"int64"`` if every declared
+        level is an int, else ``"float64"``; None for other levels (a
+        Categorical).  A function of the declaration only."""
+        if self.kind == "continuous":
+            return "float64"
+        if not _is_numeric_levels(self.levels):
+            return None
+        return "int64" if all(_is_int(v) for v in self.levels) else "float64"
+
+    @property
+    def categories(self) -> list | None:
+        """The categories of the published Categorical column, in order
+        (None for continuous and numeric axes): see the class notes."""
+        if self.kind == "continuous" or _is_numeric_levels(self.levels):
+            return None
+        return [self.levels[i] for i in self._category_order()]
+
+    def _category_order(self) -> list[int]:
+        """Declared positions of the levels in category order."""
+        n = len(self.levels)
+        if self.declared_order:
+            return list(range(n))
+        try:
+            return sorted(range(n), key=self.levels.__getitem__)
+        except TypeError:  # e.g. strings mixed with numbers: keep the declared order
+            return list(range(n))
+
     def representatives(self) -> np.ndarray:
-        """Value standing for each axis position: bin midpoints or levels."""
+        """Value standing for each axis position: bin midpoints or levels
+        (numeric levels in the published dtype, see :attr:`value_dtype`)."""
         if self.kind == "continuous":
             e = self.edges
             return (e[:-1] + e[1:]) / 2.0
@@ -98,6 +190,9 @@ class Axis:
         missing or undeclared), a mask of missing values and a mask of
         values outside a discrete level set.  Continuous values outside the
         bounds are clipped to the edge bins (a per-row transformation).
+        Discrete values are matched to the levels by value (``2 == 2.0``; a
+        bool is not a number, a number is not a string); the levels are
+        never cast to the values' dtype.
         """
         if self.kind == "continuous":
             x = np.asarray(values, dtype=np.float64)
@@ -108,33 +203,34 @@ class Axis:
                 idx = np.floor(np.clip(scaled, 0, self.bins - 1))
             idx[missing] = -1
             return idx.astype(np.int64), missing, np.zeros(x.shape, bool)
-        index = pd.Index(list(self.levels))
         if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
             cat = pd.Categorical(values)
             raw = np.asarray(cat.codes, dtype=np.int64)
-            remap = index.get_indexer(cat.categories)
+            remap = _match_levels(self.levels, cat.categories)
             missing = raw < 0
             codes = np.where(missing, -1, remap[np.maximum(raw, 0)])
         else:
             arr = np.asarray(values)
             missing = np.asarray(pd.isna(arr), dtype=bool)
-            codes = index.get_indexer(arr).astype(np.int64)
+            codes = _match_levels(self.levels, arr)
         undeclared = (codes < 0) & ~missing
         return codes.astype(np.int64), missing, undeclared
 
     def column(self, codes: np.ndarray):
-        """The cell-frame column holding the representative of each code."""
+        """The cell-frame column holding the representative of each code.
+
+        Continuous: the bin midpoints (float64).  Discrete: the levels, as
+        a numpy column or a Categorical according to the rule of the class
+        notes - a function of the declared levels only.
+        """
         reps = self.representatives()
-        if self.kind == "continuous":
+        if self.kind == "continuous" or _is_numeric_levels(self.levels):
             return reps[codes]
-        if _is_numeric_levels(self.levels):
-            vals = reps[codes]
-            if self.value_dtype is not None:
-                vals = vals.astype(self.value_dtype)
-            return vals
-        order = list(self.levels) if self.declared_order else _sorted_levels(self.levels)
-        pos = pd.Index(order).get_indexer(list(self.levels))
-        return pd.Categorical.from_codes(pos[codes], categories=order)
+        order = self._category_order()
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        return pd.Categorical.from_codes(position[codes], categories=_object_index(
+            [self.levels[i] for i in order]))
 
     def describe(self) -> str:
         if self.kind == "continuous":
@@ -144,26 +240,71 @@ class Axis:
         return f"discrete, {len(self.levels)} levels ({shown})"
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_number(v) -> bool:
+    return (isinstance(v, (numbers.Real, np.integer, np.floating))
+            and not isinstance(v, (bool, np.bool_)))
+
+
 def _is_numeric_levels(levels: tuple) -> bool:
-    return all(
-        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-        for v in levels
-    )
+    return all(_is_number(v) for v in levels)
 
 
 def _level_array(levels: tuple) -> np.ndarray:
+    """The levels as an array: int64 or float64 for numeric levels (see
+    :attr:`Axis.value_dtype`), else object."""
     if _is_numeric_levels(levels):
-        return np.asarray(levels)
+        if all(_is_int(v) for v in levels):
+            return np.array([int(v) for v in levels], dtype=np.int64)
+        return np.array([float(v) for v in levels], dtype=np.float64)
     arr = np.empty(len(levels), dtype=object)
     arr[:] = list(levels)
     return arr
 
 
-def _sorted_levels(levels: tuple) -> list:
-    try:
-        return sorted(levels)
-    except TypeError:
-        return list(levels)
+def _match_levels(levels: tuple, values) -> np.ndarray:
+    """Position of each value among the levels (-1: none), by value.
+
+    ``Index.get_indexer`` compares an int with a float by converting one to
+    the other's type, which is inexact beyond 2**53 (the int level 2**53 + 1
+    would match the float 2**53): matches with a level of such a magnitude
+    are checked again with Python's exact int/float comparison (rare rows).
+    """
+    codes = np.asarray(_level_index(levels).get_indexer(values), dtype=np.int64)
+    if _is_numeric_levels(levels):
+        large = [j for j, v in enumerate(levels) if abs(float(v)) >= 2**53]
+        if large:
+            rows = np.flatnonzero(np.isin(codes, large))
+            if rows.size:
+                got = np.asarray(values, dtype=object)[rows]
+                same = np.array([_item(v) == levels[codes[r]] for v, r in zip(got, rows)],
+                                dtype=bool)
+                codes[rows[~same]] = -1
+    return codes
+
+
+def _item(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _level_index(levels: tuple) -> pd.Index:
+    """The index :meth:`Axis.codes` matches values against, by value."""
+    if _is_numeric_levels(levels):
+        return pd.Index(_level_array(levels))
+    return _object_index(list(levels))
+
+
+def _object_index(values: list) -> pd.Index:
+    """Categories for a Categorical: strings as pandas' default string dtype,
+    bools as bool, anything else (mixed) as object - from the values only."""
+    if all(isinstance(v, str) for v in values):
+        return pd.Index(values)
+    if all(isinstance(v, (bool, np.bool_)) for v in values):
+        return pd.Index(values, dtype=bool)
+    return pd.Index(_level_array(tuple(values)), dtype=object)
 
 
 @dataclass(frozen=True)
@@ -290,26 +431,227 @@ def _as_levels(name: str, levels) -> tuple:
     if isinstance(levels, (str, bytes)) or not isinstance(levels, (Sequence, np.ndarray, pd.Index)):
         raise DomainError(
             f"levels[{name!r}] must be a list of the variable's possible values, "
-            f"got {type(levels).__name__}"
+            f'"dtype" (the categories of its pandas Categorical), or a '
+            f"pandas.CategoricalDtype; got {levels!r}"
         )
     lv = tuple(v.item() if isinstance(v, np.generic) else v for v in levels)
     if len(lv) < 1:
         raise DomainError(f"levels[{name!r}] is empty: declare every value {name!r} can take")
-    if len(set(lv)) != len(lv):
+    for v in lv:
+        if _is_missing(v):
+            raise DomainError(
+                f"levels[{name!r}] lists a missing value ({v!r}): a missing value is not a "
+                "level (rows with one are dropped, or refused with missing='raise'); remove it"
+            )
+        if _is_int(v) and not -2**63 <= v < 2**63:
+            raise DomainError(
+                f"levels[{name!r}] lists {v}, outside the 64-bit integer range in which "
+                f"integer levels are published: recode {name!r}"
+            )
+    try:
+        distinct = len(set(lv))
+    except TypeError:
+        raise DomainError(
+            f"levels[{name!r}] lists a value that cannot be a level (unhashable): "
+            f"{list(lv)[:6]}"
+        ) from None
+    if distinct != len(lv):
         raise DomainError(f"levels[{name!r}] lists a value twice: {list(lv)}")
     return lv
 
 
-def _as_bounds(name: str, bounds) -> tuple[float, float]:
+def _is_missing(v) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    return isinstance(v, (float, np.floating)) and math.isnan(v)
+
+
+def _declared_levels(name: str, spec, dtype) -> tuple[tuple, bool]:
+    """``(levels, declared_order)`` from ``levels[name]`` and the column's dtype.
+
+    ``spec`` is a list of values (sorted in design matrices unless numeric;
+    see :class:`Axis`), ``"dtype"`` (the categories of the column's pandas
+    Categorical dtype, or of its Polars Enum, in their order: the caller
+    declares that those categories are public), or a
+    ``pandas.CategoricalDtype`` (its categories, in their order).  A level
+    the column's dtype cannot hold is refused (:func:`_check_levels_fit`).
+    """
+    if isinstance(spec, str) and spec == DTYPE_LEVELS:
+        if isinstance(dtype, EnumType):
+            return _as_levels(name, list(dtype.categories)), True
+        if isinstance(dtype, pd.CategoricalDtype):
+            if dtype.categories is None:
+                raise DomainError(
+                    f'levels[{name!r}] = "dtype", but the categories of {name!r} are unknown '
+                    "(e.g. a Dask categorical with unknown categories): pass "
+                    f"levels={{{name!r}: [...]}} listing every value it can take (finding the "
+                    "categories from the data would leak them)"
+                )
+            return _as_levels(name, list(dtype.categories)), True
+        if pd.api.types.is_bool_dtype(dtype):
+            return (False, True), False
+        raise DomainError(
+            f'levels[{name!r}] = "dtype" takes the level set from the categories of a pandas '
+            f"Categorical column, but {name!r} has dtype {dtype}: pass "
+            f"levels={{{name!r}: [...]}} listing every value it can take"
+        )
+    if isinstance(spec, pd.CategoricalDtype):
+        if spec.categories is None:
+            raise DomainError(
+                f"levels[{name!r}] is a pandas.CategoricalDtype without categories: give "
+                "its categories, or a list of every value the variable can take"
+            )
+        lv, ordered = _as_levels(name, list(spec.categories)), True
+    else:
+        lv, ordered = _as_levels(name, spec), False
+    _check_levels_fit(name, lv, dtype)
+    return lv, ordered
+
+
+def _numpy_of(dtype) -> np.dtype | None:
+    """The numpy dtype behind a numpy, pandas masked or Arrow numeric/bool dtype."""
+    if isinstance(dtype, np.dtype):
+        return dtype
+    inner = getattr(dtype, "numpy_dtype", None)
     try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise DomainError(f"bounds[{name!r}] must be a pair (low, high), got {bounds!r}") from None
+        return np.dtype(inner) if inner is not None else None
+    except TypeError:
+        return None
+
+
+def _unholdable(level, dtype) -> str | None:
+    """Why a column of ``dtype`` cannot hold the value ``level``, or None if it
+    can (or if its dtype says nothing: object columns, pandas Categoricals,
+    whose categories may have been built from the data)."""
+    if isinstance(dtype, EnumType):
+        if level not in dtype.categories:
+            return f"it is not one of the categories of the column's {dtype}"
+        return None
+    if isinstance(dtype, pd.CategoricalDtype):
+        return None
+    if pd.api.types.is_bool_dtype(dtype):
+        if not isinstance(level, (bool, np.bool_)):
+            return "a bool column holds only False and True"
+        return None
+    if pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+        if not isinstance(level, str):
+            return "a string column holds only strings"
+        return None
+    npd = _numpy_of(dtype)
+    if npd is None or npd.kind not in "iuf":
+        return None
+    if not _is_number(level):
+        return f"a numeric column holds only numbers, not {type(level).__name__} values"
+    if npd.kind in "iu":
+        if not (_is_int(level) or float(level).is_integer()):
+            return "an integer column holds only whole numbers"
+        info = np.iinfo(npd)
+        if not info.min <= int(level) <= info.max:
+            return f"{npd} holds the integers {info.min}..{info.max} only"
+        return None
+    with np.errstate(over="ignore"):
+        stored = float(npd.type(level))
+    if stored != level:
+        return (f"{npd} cannot represent it exactly (it would be stored as {stored!r}), so "
+                "no value could equal it; cast the column to float64")
+    return None
+
+
+def _check_levels_fit(name: str, levels: tuple, dtype) -> None:
+    """Refuse, before anything is counted, a declared level the column's dtype
+    cannot hold (e.g. -1 or 300 on a uint8 column, 0.5 on an integer column, a
+    string on a numeric one): such a level would never match a value, and
+    casting it to the column's dtype would merge or rename levels."""
+    for v in levels:
+        why = _unholdable(v, dtype)
+        if why is not None:
+            raise DomainError(
+                f"levels[{name!r}] declares {v!r}, which column {name!r} (dtype {dtype}) cannot "
+                f"hold: {why}. Declare the values {name!r} can take as the column stores them, "
+                "or convert the column first"
+            )
+
+
+def _as_bounds(name: str, bounds) -> tuple[float, float]:
+    """``bounds[name]`` as two floats ``lo < hi``, finite, whose width ``hi - lo``
+    is a finite positive float64 (``(-1e308, 1e308)`` overflows it,
+    ``(0, 1e-320)`` is subnormal: bin codes would be NaN and rows silently lost).
+
+    Raises :class:`DomainTypeError` for anything but a pair of real numbers
+    (strings, bools, 3-tuples), :class:`DomainError` for bad values.
+    """
+    pair = isinstance(bounds, (tuple, list)) or (
+        isinstance(bounds, np.ndarray) and bounds.ndim == 1)
+    if not pair or len(bounds) != 2 or not all(
+            isinstance(b, numbers.Real) and not isinstance(b, (bool, np.bool_)) for b in bounds):
+        raise DomainTypeError(
+            f"bounds[{name!r}] must be a pair (low, high) of numbers, e.g. (0, 100), "
+            f"got {bounds!r}"
+        )
+    lo, hi = float(bounds[0]), float(bounds[1])
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise DomainError(
             f"bounds[{name!r}] = ({lo}, {hi}) must be finite with low < high"
         )
+    width = hi - lo
+    if not (math.isfinite(width) and width >= np.finfo(np.float64).tiny):
+        raise DomainError(
+            f"bounds[{name!r}] = ({lo}, {hi}): the width high - low = {width} is not a finite, "
+            "normal float64; declare narrower bounds or rescale the variable first"
+        )
     return lo, hi
+
+
+def _as_bins(name: str | None, k) -> int:
+    """A bin count: an int in [1, :data:`MAX_BINS`] (not a bool); ``name`` is
+    the variable of ``bins[name]``, None for a single ``bins=k``."""
+    what = "bins" if name is None else f"bins for {name!r}"
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise DomainTypeError(f"{what} must be a positive int, got {k!r}")
+    if not 1 <= k <= MAX_BINS:
+        raise DomainError(f"{what} must be a positive int of at most {MAX_BINS:,}, got {k!r}")
+    return int(k)
+
+
+def _check_edges(name: str, bounds: tuple[float, float], bins: int) -> None:
+    """Refuse bounds and a bin count whose float64 bin edges or midpoints are
+    not finite and strictly increasing, or whose scale factor
+    ``bins / (hi - lo)`` (used to code values) is not finite and positive."""
+    lo, hi = bounds
+    scale = bins / (hi - lo)
+    edges = np.linspace(lo, hi, bins + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mids = (edges[:-1] + edges[1:]) / 2.0
+    if not (math.isfinite(scale) and scale > 0 and np.all(np.isfinite(mids))
+            and np.all(np.diff(edges) > 0) and np.all(np.diff(mids) > 0)):
+        raise DomainError(
+            f"bounds[{name!r}] = ({lo}, {hi}) cut into {bins} bins give bin edges that are not "
+            "distinct finite float64 numbers (the bins are too narrow for numbers of that "
+            "size, or too wide); use fewer bins, other bounds, or rescale the variable first"
+        )
+
+
+def _check_keys(variables, data_columns, **declarations) -> None:
+    """Refuse a key of ``bounds``, ``levels`` or ``bins`` that is not a column
+    of the data (a typo such as ``bins={"Size": 10}`` would otherwise be
+    ignored).  Keys naming columns the formula does not use are allowed: one
+    public codebook can serve several models."""
+    import difflib
+
+    columns = {c for c in data_columns if isinstance(c, str)}
+    for arg, decl in declarations.items():
+        if not isinstance(decl, Mapping):
+            continue
+        for key in decl:
+            if isinstance(key, str) and key in columns:
+                continue
+            close = difflib.get_close_matches(str(key), sorted(columns), n=1, cutoff=0.6)
+            lower = [c for c in columns if c.lower() == str(key).lower()]
+            hint = f" (did you mean {(lower or close)[0]!r}?)" if (lower or close) else ""
+            raise UnknownVariableError(
+                f"{arg} has the key {key!r}, which is not a column of the data{hint}; the "
+                f"release's variables are {list(variables)}: fix or remove the key"
+            )
 
 
 def build_domain(
@@ -322,15 +664,29 @@ def build_domain(
     bins: int | Mapping[str, int] | str = "auto",
     n: int,
     epsilon: float,
+    data_columns: Sequence[str] | None = None,
 ) -> Domain:
     """Build the public domain of ``variables`` from the caller's declarations.
 
-    ``dtypes`` are the raw columns' dtypes (a schema, not data): a pandas
-    Categorical's categories and a bool dtype declare a level set.
-    ``discrete`` names variables the formula uses inside ``C()``.
-    Raises :class:`DomainError` naming the variable when a bound or a level
-    set is missing or invalid.
+    ``dtypes`` are the raw columns' dtypes (a schema, not data): a bool
+    dtype declares the level set (False, True) and an :class:`EnumType` (a
+    Polars Enum) its categories.  A pandas Categorical's categories count as
+    declared only when the caller says so, with ``levels={name: "dtype"}``
+    (``read_csv(dtype="category")`` and ``astype("category")`` build them
+    from the data).  ``levels[name]`` is otherwise a list of values (or a
+    ``pandas.CategoricalDtype``, whose category order is kept); a level the
+    column's dtype cannot hold is refused.  ``discrete`` names variables the
+    formula uses inside ``C()``.  Raises :class:`DomainError` naming the
+    variable when a bound or a level set is missing or invalid.
+
+    ``data_columns``, when given (the data's column names), is checked to
+    hold every key of ``bounds``, ``levels`` and ``bins``
+    (:class:`~dpmodels.errors.UnknownVariableError` otherwise).  Bounds are
+    checked as in :func:`_as_bounds`, bin counts as in :func:`_as_bins`, and
+    each continuous axis's float64 bin edges must be strictly increasing.
     """
+    if data_columns is not None:
+        _check_keys(variables, data_columns, bounds=bounds, levels=levels, bins=bins)
     bounds = dict(bounds or {})
     levels = dict(levels or {})
     specs: list[dict] = []
@@ -342,12 +698,20 @@ def build_domain(
                     f"{name!r} has both bounds and levels: give bounds for a continuous "
                     "variable or levels for a discrete one, not both"
                 )
-            specs.append(dict(name=name, kind="discrete", levels=_as_levels(name, levels[name]),
-                              declared_order=isinstance(dtype, pd.CategoricalDtype),
-                              value_dtype=_numeric_dtype(dtype)))
+            lv, ordered = _declared_levels(name, levels[name], dtype)
+            specs.append(dict(name=name, kind="discrete", levels=lv, declared_order=ordered))
+        elif isinstance(dtype, EnumType):  # a schema type: its categories are declared
+            specs.append(dict(name=name, kind="discrete",
+                              levels=_as_levels(name, list(dtype.categories)), declared_order=True))
         elif isinstance(dtype, pd.CategoricalDtype):
-            specs.append(dict(name=name, kind="discrete", levels=_as_levels(name, list(dtype.categories)),
-                              declared_order=True))
+            raise DomainError(
+                f"{name!r} is a pandas Categorical, but its categories are not taken as its "
+                "declared level set: read_csv(dtype='category') and astype('category') build "
+                "them from the data, and a level set read from the data leaks who is in it. "
+                f"If the categories were set from public knowledge, pass "
+                f'levels={{{name!r}: "dtype"}}; otherwise pass levels={{{name!r}: [...]}} '
+                "listing every value it can take"
+            )
         elif pd.api.types.is_bool_dtype(dtype):
             specs.append(dict(name=name, kind="discrete", levels=(False, True)))
         elif name in discrete:
@@ -367,8 +731,8 @@ def build_domain(
         else:
             raise DomainError(
                 f"{name!r} is not numeric (dtype {dtype}) and has no declared level set: pass "
-                f"levels={{{name!r}: [...]}} listing every value it can take, or make it a "
-                "pandas Categorical with the full set of categories"
+                f"levels={{{name!r}: [...]}} listing every value it can take (levels must be "
+                "public, never read from the data)"
             )
 
     explicit = {}
@@ -377,13 +741,12 @@ def build_domain(
         default = "auto"
     elif isinstance(bins, str):
         if bins != "auto":
-            raise DomainError(f'bins must be an int, a dict or "auto", got {bins!r}')
+            raise DomainTypeError(f'bins must be an int, a dict or "auto", got {bins!r}')
         default = "auto"
     else:
         default = bins
-    for name, k in list(explicit.items()) + ([("bins", default)] if default != "auto" else []):
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise DomainError(f"bins for {name!r} must be a positive int, got {k!r}")
+    for name, k in list(explicit.items()) + ([(None, default)] if default != "auto" else []):
+        _as_bins(name, k)
     fixed = 1
     auto_names = []
     for s in specs:
@@ -400,11 +763,7 @@ def build_domain(
     for s in specs:
         if s["kind"] == "continuous":
             s["bins"] = int(explicit.get(s["name"], k_auto if s["name"] in auto_names else default))
+            _check_edges(s["name"], s["bounds"], s["bins"])
         axes.append(Axis(**s))
     return Domain(tuple(axes))
 
-
-def _numeric_dtype(dtype) -> str | None:
-    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
-        return str(np.dtype(dtype)) if isinstance(dtype, np.dtype) else None
-    return None

@@ -1,8 +1,10 @@
 """Exceptions and warnings raised by dpmodels.
 
-Every error about the caller's input subclasses :class:`ValueError`, names the
-variable concerned and says what to do; all of them are raised before any
-noise is drawn.
+Every error about the caller's input subclasses :class:`DPModelsError` (a
+:class:`ValueError`), names the argument or variable concerned and says what
+to do; all of them are raised before any noise is drawn.  An argument of the
+wrong type raises a :class:`DPModelsTypeError`, which is also a
+:class:`TypeError`, so that callers catching either keep working.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSepar
 
 __all__ = [
     "DPModelsError",
+    "DPModelsTypeError",
     "DomainError",
+    "DomainTypeError",
     "UnknownVariableError",
     "UndeclaredLevelError",
     "MissingValueError",
@@ -30,8 +34,18 @@ class DPModelsError(ValueError):
     """Base class of the input errors dpmodels raises."""
 
 
+class DPModelsTypeError(DPModelsError, TypeError):
+    """An argument has the wrong type (e.g. ``epsilon="1"``); also a
+    :class:`TypeError`."""
+
+
 class DomainError(DPModelsError):
     """A public domain (bounds, levels, bins) is missing or invalid."""
+
+
+class DomainTypeError(DomainError, DPModelsTypeError):
+    """A domain declaration (bounds, levels, bins) has the wrong type, e.g.
+    ``bounds={"x": "0,10"}``; also a :class:`TypeError`."""
 
 
 class UnknownVariableError(DPModelsError):

@@ -21,8 +21,12 @@ How the pass is made fast (see ``docs/scaling.md``)
     the very operations of :meth:`Axis.codes`, in place;
   - bool, pandas Categorical, integers: a lookup table whose entries are the
     reference codes of every value the table covers (so it cannot disagree
-    with :meth:`Axis.codes`);
-  - float columns with numeric levels: a binary search in the sorted levels;
+    with :meth:`Axis.codes`); an integer column's table covers the integral
+    levels its dtype can hold, plus one sentinel entry on each side onto
+    which every other value is clipped, so values and levels are compared by
+    value (a uint8 255 is never the level -1, a level 0.5 never matches);
+  - float columns with numeric levels: a binary search in the sorted levels
+    (held as float64, so only when every level is a float64 exactly);
   - object (Python string) columns: a small hash table keyed by the address
     of each distinct object, filled on first sight with the reference code of
     that object (an object array of strings usually holds a handful of
@@ -459,6 +463,13 @@ def _int_lut(axis, arr, stride):
     return table, offset
 
 
+def _float_exact(levels) -> bool:
+    """Every (numeric) level is a float64 exactly, so that the binary search of
+    :class:`_SearchCoder` in the float64 levels compares by value (an int
+    level beyond 2**53 would otherwise be rounded onto its neighbour)."""
+    return all(float(v) == v for v in levels)
+
+
 def _numeric_levels(levels) -> bool:
     return all(
         isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
@@ -518,7 +529,7 @@ class _Worker:
                 lut = _int_lut(axis, arr, stride)
                 if lut is not None:
                     return _LutCoder(arr, lut[0], lut[1], stride, "clip", self._index_buffer())
-            if arr.dtype.kind == "f" and _numeric_levels(axis.levels):
+            if arr.dtype.kind == "f" and _numeric_levels(axis.levels) and _float_exact(axis.levels):
                 return _SearchCoder(arr, axis, stride, self._index_buffer())
             if arr.dtype == object:
                 return _ObjectCoder(arr, axis, stride, self.chunk)

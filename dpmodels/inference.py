@@ -11,12 +11,13 @@ without the data (Ferrando, Wang & Sheldon 2022):
    cells get probability zero; see ``docs/inference.md`` for why no floor);
 2. **sampling**: a replicate true histogram is ``Multinomial(n, p_hat)``
    over the released cells, with the public n;
-3. **mechanism**: the very mechanism of :mod:`dpmodels.mechanisms` is
-   applied to the replicate: noise on every one of the domain's m cells
+3. **mechanism**: the law of the mechanism of :mod:`dpmodels.mechanisms`
+   is applied to the replicate: noise on every one of the domain's m cells
    (the released ones directly, the other ``m - |S|`` empty ones through
-   the exact sparse construction of Vinterbo §2.1: a binomial number of
-   them cross the threshold, uniformly placed, with tail values), the same
-   threshold;
+   the sparse construction of Vinterbo §2.1: a binomial number of them cross
+   the threshold, uniformly placed, with tail values), the same threshold.
+   A simulation only needs the law, not an exact or secure sampler: it
+   uses the fast float64 draws ``simulate_*`` of :mod:`dpmodels.mechanisms`;
 4. **refit**: the model is refitted on the replicate release, marginalized
    to the formula's variables exactly as the original fit was.
 
@@ -48,7 +49,8 @@ from scipy import sparse, stats
 from scipy.special import expit, logsumexp
 
 from .domain import Domain
-from .mechanisms import discrete_laplace, discrete_laplace_sf, discrete_laplace_tail, make_rng
+from .mechanisms import (discrete_laplace_sf, make_rng, simulate_discrete_laplace,
+                         simulate_discrete_laplace_tail)
 from .release import PrivateHistogram
 
 __all__ = [
@@ -304,12 +306,12 @@ class ReleaseSimulator:
         empty = np.zeros(0, np.int64)
         if not self.private:
             return ReplicateChunk(truth, empty, np.zeros(0, np.uint64), empty)
-        noisy = truth + discrete_laplace(rng, self.epsilon, size * S).reshape(size, S)
+        noisy = truth + simulate_discrete_laplace(rng, self.epsilon, size * S).reshape(size, S)
         n_out = self.m - S
         reps, ids, vals = [], [], []
         if self.k is None:  # signed release (Lei's Algorithm 1): every cell kept, zeros dropped
             if n_out > 0:
-                z = discrete_laplace(rng, self.epsilon, size * n_out).reshape(size, n_out)
+                z = simulate_discrete_laplace(rng, self.epsilon, size * n_out).reshape(size, n_out)
                 r, j = np.nonzero(z)
                 reps.append(r.astype(np.int64))
                 ids.append(_complement_ids(self.support, j))
@@ -323,7 +325,7 @@ class ReleaseSimulator:
                     idx = rng.choice(n_out, size=int(n_new[r]), replace=False)
                     reps.append(np.full(idx.size, r, np.int64))
                     ids.append(_complement_ids(self.support, idx))
-                    vals.append(discrete_laplace_tail(rng, self.epsilon, self.k, idx.size))
+                    vals.append(simulate_discrete_laplace_tail(rng, self.epsilon, self.k, idx.size))
         if reps:
             return ReplicateChunk(noisy, np.concatenate(reps), np.concatenate(ids),
                                   np.concatenate(vals).astype(np.int64))

@@ -23,18 +23,33 @@ import pandas as pd
 from .accountant import Accountant
 from .domain import Domain, build_domain
 from .engines import source_for
-from .errors import DomainError, DomainTooLargeError, NotPrivateWarning, UnknownVariableError
+from .errors import (
+    DomainError,
+    DomainTooLargeError,
+    DPModelsError,
+    DPModelsTypeError,
+    NotPrivateWarning,
+    UnknownVariableError,
+)
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import count_cells
 from .thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
 from .mechanisms import (
     NoisyCells,
     discrete_laplace_sf,
-    make_rng,
     noisy_signed_dense,
     noisy_threshold_sparse,
 )
+from .exact import MIN_EPSILON
+from .randomness import random_source
 from .report import PrivacyReport
+from .validation import (
+    INT64_MAX,
+    check_dtypes,
+    check_release_arguments,
+    check_row_count,
+    check_used_columns,
+)
 
 __all__ = ["PrivateHistogram", "release", "DEFAULT_A", "DEFAULT_MAX_SPURIOUS_CELLS"]
 
@@ -158,7 +173,22 @@ def _check_epsilon(epsilon) -> float:
     epsilon = float(epsilon)
     if math.isnan(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be > 0 (smaller is more private), got {epsilon}")
+    if epsilon < MIN_EPSILON:
+        raise ValueError(
+            f"epsilon={epsilon:g} is below {MIN_EPSILON:g}: its noise (scale 2/epsilon = "
+            f"{2.0 / epsilon:.3g}) cannot be held exactly in 64-bit counts with the certainty "
+            "the guarantee needs. Such an epsilon releases nothing useful: use a larger one"
+        )
     return epsilon
+
+
+def _exact_total(counts: np.ndarray) -> int:
+    """Sum of int64 counts as an exact Python int (no int64 overflow)."""
+    if counts.size == 0:
+        return 0
+    if int(np.abs(counts).max()) < (2**63 - 1) // counts.size:
+        return int(counts.sum())
+    return sum(int(c) for c in counts.tolist())
 
 
 def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None = None,
@@ -167,24 +197,35 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
 
     Noisy counts are integers, so "keep counts >= t" is "keep counts >= ceil(t)".
     ``"auto"`` needs the domain size ``m`` (see :mod:`dpmodels.thresholds`).
+    A cut that does not fit in a 64-bit integer (e.g. ``A * log(n) / epsilon``
+    with a tiny epsilon) is refused with a :class:`~dpmodels.errors.DPModelsError`.
     """
     if math.isinf(epsilon):
         return ThresholdSpec("none (exact counts, no noise)", None, None, None)
     if threshold is None:
         return ThresholdSpec("none (signed counts, Lei's Algorithm 1)", None, None, None)
     if isinstance(threshold, str):
-        if threshold == "enhanced":
-            if not (isinstance(A, numbers.Real) and A > 0):
-                raise ValueError(f"threshold_A must be > 0, got {A!r}")
+        if threshold in ("enhanced", "auto"):
+            if not (isinstance(A, numbers.Real) and not isinstance(A, bool)
+                    and math.isfinite(A) and A > 0):
+                raise DPModelsError(f"threshold_A must be a finite number > 0, got {A!r}")
             t = A * math.log(n) / epsilon
+            if not (math.isfinite(t) and math.ceil(t) <= INT64_MAX):
+                raise DPModelsError(
+                    f"the {threshold} threshold threshold_A*log(n)/epsilon = {A:g}*log({n})/"
+                    f"{epsilon:g} = {t:.3g} does not fit in a 64-bit integer: use a larger "
+                    "epsilon or a smaller threshold_A"
+                )
+        if threshold == "enhanced":
             return ThresholdSpec("enhanced", t, math.ceil(t), float(A))
         if threshold == "auto":
-            if not (isinstance(A, numbers.Real) and A > 0):
-                raise ValueError(f"threshold_A must be > 0, got {A!r}")
             if m is None:
                 raise ValueError('threshold="auto" needs the domain size m')
             k = auto_threshold(m, n, epsilon, float(A), max_spurious_cells=max_spurious_cells)
-            t = A * math.log(n) / epsilon
+            if k > INT64_MAX:  # pragma: no cover - k stays near the enhanced cut
+                raise DPModelsError(
+                    f'threshold="auto" needs the cut {k}, which does not fit in a 64-bit '
+                    "integer: use a larger epsilon or a smaller domain")
             bound = f"expected spurious mass <= {AUTO_SPURIOUS_FRACTION:.0%} of n"
             if k == math.ceil(t):  # the enhanced threshold already meets the bound
                 return ThresholdSpec(f"auto ({bound}): enhanced, A={float(A):g}", t, k, float(A))
@@ -192,14 +233,14 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
                                  float(A))
         if threshold == "zero":
             return ThresholdSpec("zero (negative counts set to 0, Lei's Algorithm 1')", 1.0, 1, None)
-        raise ValueError(
+        raise DPModelsError(
             f'threshold must be "enhanced", "auto", "zero", a number or None, got {threshold!r}'
         )
     if (isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
-            or not math.isfinite(threshold)):
-        raise ValueError(
-            f'threshold must be "enhanced", "auto", "zero", a finite number or None, '
-            f'got {threshold!r}'
+            or not math.isfinite(threshold) or abs(math.ceil(threshold)) > INT64_MAX):
+        raise DPModelsError(
+            f'threshold must be "enhanced", "auto", "zero", a finite number (whose integer '
+            f'cut fits in a 64-bit integer) or None, got {threshold!r}'
         )
     return ThresholdSpec("fixed", float(threshold), math.ceil(threshold), None)
 
@@ -209,7 +250,7 @@ def _columns_of(data) -> list[str]:
         return [str(c) for c in data.columns]
     if isinstance(data, Mapping):
         return [str(c) for c in data.keys()]
-    raise TypeError(
+    raise DPModelsTypeError(
         "data must be a pandas DataFrame, a mapping of column name to array, a "
         "PrivateHistogram, or a Polars, Dask, DuckDB or PySpark data frame; "
         f"got {type(data).__name__}"
@@ -219,16 +260,48 @@ def _columns_of(data) -> list[str]:
 def _dtype_of(data, name):
     col = data[name]
     dtype = getattr(col, "dtype", None)
-    return dtype if dtype is not None else np.asarray(col).dtype
+    if dtype is not None:
+        return dtype
+    try:
+        arr = np.asarray(col)
+    except (TypeError, ValueError):  # e.g. a ragged list of lists
+        arr = None
+    if arr is None or arr.ndim != 1:
+        raise DPModelsTypeError(
+            f"data[{name!r}] must be a 1-d column of values; it is not (e.g. a list of "
+            "lists of different lengths, or a nested list)")
+    return arr.dtype
 
 
 def _nrows(data) -> int:
     if isinstance(data, pd.DataFrame):
         return len(data)
-    lengths = {len(v) for v in data.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"the columns of data have different lengths: {sorted(lengths)}")
-    return lengths.pop() if lengths else 0
+    lengths = {}
+    for key, col in data.items():
+        if isinstance(col, (str, bytes)) or not hasattr(col, "__len__"):
+            raise DPModelsTypeError(
+                f"data[{key!r}] must be a column (a list or array of values), got "
+                f"{type(col).__name__}")
+        lengths[key] = len(col)
+    if len(set(lengths.values())) > 1:
+        raise DPModelsError(
+            f"the columns of data have different lengths: {lengths}; a table's columns "
+            "must all have one value per row")
+    return next(iter(lengths.values()), 0)
+
+
+def _unreadable_values_error(data, domain: Domain) -> DPModelsError:
+    """The error for a column whose values cannot be coded (e.g. unhashable
+    objects); the data holder's own values may be named (PRIVACY.md rule 10)."""
+    for axis in domain.axes:
+        try:
+            axis.codes(data[axis.name])
+        except TypeError as exc:
+            return DPModelsTypeError(
+                f"{axis.name!r} holds values that cannot be matched to its declared levels "
+                f"({exc}); recode the column to scalars (str, int, float, bool) first")
+    return DPModelsTypeError(  # pragma: no cover - count_cells and Axis.codes agree
+        f"the values of {list(domain.names)} cannot be counted; recode them to scalars first")
 
 
 def release(
@@ -273,8 +346,11 @@ def release(
         Public level set of each discrete variable (not needed for a bool
         column or a pandas Categorical, whose dtype declares it).
     bins : int, dict or "auto"
-        Equal-width bins per continuous variable; "auto" applies
-        :func:`dpmodels.domain.auto_bins` to public inputs only.
+        Equal-width bins per continuous variable (at most
+        :data:`dpmodels.domain.MAX_BINS`); "auto" applies
+        :func:`dpmodels.domain.auto_bins` to public inputs only.  Every key of
+        ``bounds``, ``levels`` and ``bins`` must be a column of the data (a
+        typo is an error; columns the formula does not use are fine).
     threshold : "enhanced", "auto", "zero", float or None
         "enhanced" (default): keep cells whose noisy count is >=
         ``A*log(n)/epsilon`` (Lei 2011, §4.2); "auto": the smallest cut at
@@ -286,10 +362,13 @@ def release(
         that threshold; None: signed counts (Algorithm 1; dense, so only for
         domains of at most ``max_spurious_cells`` cells).
     threshold_A : float
-        Lei's constant A of the enhanced rule (default 0.5), also the floor of "auto".
+        Lei's constant A of the enhanced rule (default 0.5, finite and > 0),
+        also the floor of "auto".
     n : int, optional
         The public number of rows; by default the number of rows handed in
-        (before any missing-value drop).
+        (before any missing-value drop).  A declared n more than a factor 2
+        away from the rows handed in gives a :class:`~dpmodels.errors.ReleaseWarning`
+        (in-memory data).  Zero rows handed in is an error.
     random_state : None, int or numpy.random.Generator
         None draws from the OS's secure entropy; a seed makes the release
         reproducible (the report says so).
@@ -300,7 +379,8 @@ def release(
         counted or reported), or refused.
     max_spurious_cells : float
         Refuse, before reading data, a release whose expected number of
-        spurious cells ``m * P(Z >= t)`` exceeds this.
+        spurious cells ``m * P(Z >= t)`` exceeds this.  A finite number > 0:
+        it bounds the release's memory (``inf`` is refused).
     namespace : mapping, optional
         Names a formula may use besides columns (defaults to the caller's).
     domain_check : callable, optional
@@ -312,6 +392,14 @@ def release(
     Returns
     -------
     PrivateHistogram
+
+    Raises
+    ------
+    DPModelsError
+        Any bad argument (:mod:`dpmodels.validation`; a
+        :class:`~dpmodels.errors.DPModelsTypeError`, also a ``TypeError``,
+        for a wrong type), raised before the accountant is charged, before
+        any row is read and before any noise is drawn.
 
     Examples
     --------
@@ -328,13 +416,19 @@ def release(
     True
     """
     # ---- public inputs only, before any row is read -------------------------------
-    epsilon = _check_epsilon(epsilon)
-    if missing not in ("drop", "raise"):
-        raise ValueError(f'missing must be "drop" or "raise", got {missing!r}')
+    check_release_arguments(  # every argument (dpmodels.validation); random_state first
+        data, columns=columns, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+        bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
+        random_state=random_state, accountant=accountant, missing=missing,
+        max_spurious_cells=max_spurious_cells, namespace=namespace, domain_check=domain_check)
+    try:
+        epsilon = _check_epsilon(epsilon)
+    except ValueError as exc:  # a dpmodels error whatever _check_epsilon raises
+        if isinstance(exc, DPModelsError):
+            raise
+        raise DPModelsError(str(exc)) from None
     source = source_for(data)  # a lazy/distributed engine, or None for in-memory data
     cols = source.columns() if source is not None else _columns_of(data)
-    if (columns is None) == (formula is None):
-        raise ValueError("give exactly one of columns=[...] or formula='...'")
     if formula is not None:
         if namespace is None:
             namespace = caller_namespace(1)
@@ -350,18 +444,21 @@ def release(
                 f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})"
             )
         discrete = frozenset()
+    if source is None:
+        check_used_columns(data, names)  # string labels, no duplicates, 1-d columns
     if n is None:
         n_public = source.nrows() if source is not None else _nrows(data)
+        check_row_count(None, n_public)  # no empty input
         n_source = "rows handed in"
     else:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"n (the public row count) must be a positive int, got {n!r}")
         n_public, n_source = int(n), "declared by the caller"
     dtypes = (source.dtypes(names) if source is not None  # schema only, never values
               else {nm: _dtype_of(data, nm) for nm in names})
+    check_dtypes(dtypes)
     domain = build_domain(
         names, dtypes, discrete=discrete,
         bounds=bounds, levels=levels, bins=bins, n=max(n_public, 2), epsilon=epsilon,
+        data_columns=cols,
     )
     if domain_check is not None:
         domain_check(domain)
@@ -384,6 +481,8 @@ def release(
             "threshold='enhanced' with a larger threshold_A; or a number), or raise "
             "max_spurious_cells"
         )
+    if n is not None and source is None:  # (an engine would need a counting query)
+        check_row_count(n, _nrows(data))  # no empty input; a declared n far from it warns
     if accountant is not None:
         accountant.check(epsilon, f"release of {list(names)}")
     if math.isinf(epsilon):
@@ -397,7 +496,10 @@ def release(
     if source is not None:
         exact = source.count(domain, missing=missing)  # binned and counted in the engine
     else:
-        exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+        try:
+            exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+        except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
+            raise _unreadable_values_error(data, domain) from None
 
     # ---- noise: only after the counts were taken without error --------------------
     budget = "no accountant"
@@ -407,11 +509,11 @@ def release(
     if math.isinf(epsilon):
         noisy = NoisyCells(exact.ids, exact.counts)
     else:
-        rng = make_rng(random_state)
+        bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
         if thr.k is None:
-            noisy = noisy_signed_dense(rng, epsilon, exact.ids, exact.counts, m)
+            noisy = noisy_signed_dense(bits, epsilon, exact.ids, exact.counts, m)
         else:
-            noisy = noisy_threshold_sparse(rng, epsilon, exact.ids, exact.counts, m, thr.k)
+            noisy = noisy_threshold_sparse(bits, epsilon, exact.ids, exact.counts, m, thr.k)
     del exact
 
     report = PrivacyReport(
@@ -429,8 +531,8 @@ def release(
         domain_cells=m,
         expected_spurious_cells=expected_spurious,
         released_cells=int(noisy.ids.size),
-        noisy_total=int(noisy.counts.sum()),
-        seeded=random_state is not None,
+        noisy_total=_exact_total(noisy.counts),
+        seeded=random_source(random_state).seeded,
         budget=budget,
     )
     return PrivateHistogram(domain, noisy.ids, noisy.counts, report)

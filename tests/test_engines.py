@@ -83,7 +83,7 @@ def _kinds_frame(n: int, seed: int = 0) -> pd.DataFrame:
 
 KIND_BOUNDS = {"x": (0, 10), "x32": (0, 10), "xi": (0, 15), "mf": (-2, 2)}
 KIND_LEVELS = {"k": [4, 3, 2, 1], "k8": [0, 1, 2], "ku": [10, 11, 12.0], "kf": [1, 2, 3, 4.0],
-               "g": ["c", "b", "a"], "gs": ["a", "b", "c"], "mi": [3, 1, 2]}
+               "g": ["c", "b", "a"], "gs": ["a", "b", "c"], "mi": [3, 1, 2], "c": "dtype"}
 
 
 def _domain(df, names, bins=7):
@@ -340,26 +340,36 @@ def test_engine_fit_and_declared_n(engine, frame, to_engine):
 
 @pytest.mark.parametrize("engine", ["polars", "duckdb", "dask"])
 def test_engine_level_matching_follows_pandas_types(engine, to_engine):
-    """Narrow integer and float32 columns: a level outside the column's range
-    never matches (and is no error), and float32 0.1 is not the level 0.1."""
-    pdf = pd.DataFrame({"a": np.array([1, 2, 2, 1, 2], dtype=np.int8),
-                        "f": np.array([0.5, 1.0, 0.5, 0.5, 1.0], dtype=np.float32)})
-    kw = dict(columns=["a", "f"], epsilon=math.inf, levels={"a": [1, 2, 300], "f": [0.5, 0.1, 1.0]})
+    """Narrow integer and float32 columns: levels are matched by value (the
+    integral float 3.0 is the int8 value 3); a level the column's dtype
+    cannot hold (300 on int8, 0.1 on float32) is refused before counting, in
+    every engine as in pandas; a value outside the levels is undeclared."""
+    pdf = pd.DataFrame({"a": np.array([1, 2, 3, 1, 2], dtype=np.int8),
+                        "f": np.array([0.5, 1.0, 0.5, 0.25, 1.0], dtype=np.float32)})
+    kw = dict(columns=["a", "f"], epsilon=math.inf,
+              levels={"a": [1, 2, 3.0], "f": [0.5, 0.25, 1.0]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpm.NotPrivateWarning)
         ref = dpm.release(pdf, **kw)
         got = dpm.release(to_engine(engine, pdf), **kw)
         np.testing.assert_array_equal(got.cell_ids, ref.cell_ids)
         np.testing.assert_array_equal(got.counts, ref.counts)
-        bad = pdf.assign(f=np.array([0.5, 1.0, 0.1, 0.5, 1.0], dtype=np.float32))
+        assert ref.counts.sum() == len(pdf)
+        for data in (pdf, to_engine(engine, pdf)):
+            with pytest.raises(dpm.DomainError, match=r"'a'.*300.*int8"):
+                dpm.release(data, **{**kw, "levels": {**kw["levels"], "a": [1, 2, 300]}})
+            with pytest.raises(dpm.DomainError, match=r"'f'.*0\.1.*float32"):
+                dpm.release(data, **{**kw, "levels": {**kw["levels"], "f": [0.5, 0.1, 1.0]}})
+        bad = pdf.assign(f=np.array([0.5, 1.0, 0.75, 0.5, 1.0], dtype=np.float32))
         for data in (bad, to_engine(engine, bad)):
             with pytest.raises(dpm.UndeclaredLevelError, match="'f'"):
                 dpm.release(data, **kw)
 
 
 def test_engine_schema_declares_levels_like_pandas(spark):
-    """A polars Enum declares its categories as a pandas Categorical does; a
-    bool column declares (False, True); strings need declared levels."""
+    """A polars Enum (a schema type) declares its categories, as a pandas
+    Categorical does when the caller says so (levels="dtype"); a bool column
+    declares (False, True); strings need declared levels."""
     pdf = pd.DataFrame({"y": [1.0, 2.0, 3.0, 4.0], "c": ["p", "q", "p", "q"],
                         "b": [True, False, True, True]})
     enum = pl.from_pandas(pdf).with_columns(pl.col("c").cast(pl.Enum(["q", "p", "r"])))
@@ -368,9 +378,11 @@ def test_engine_schema_declares_levels_like_pandas(spark):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpm.NotPrivateWarning)
         a = dpm.release(enum, **kw)
-        b = dpm.release(cat, **kw)
+        b = dpm.release(cat, **kw, levels={"c": "dtype"})
         assert a.domain == b.domain and a.domain.axis("c").levels == ("q", "p", "r")
         np.testing.assert_array_equal(a.cell_ids, b.cell_ids)
+        with pytest.raises(dpm.DomainError, match=r"'c' is a pandas Categorical.*\"dtype\""):
+            dpm.release(cat, **kw)  # its categories may have been built from the data
         with pytest.raises(dpm.DomainError, match="'c'"):
             dpm.release(pl.from_pandas(pdf), **kw)
         with pytest.raises(dpm.DomainError, match="'c'"):

@@ -184,8 +184,8 @@ def test_string_bool_and_categorical_responses(binary_frame):
     # bool: 1 = True
     res = _inf_fit("flag ~ k + C(g)", df, levels=LEVELS)
     np.testing.assert_allclose(res.params, ref.params, rtol=1e-8)
-    # Categorical: declared order kept, 1 = its last category ("no")
-    res = _inf_fit("yc ~ k + C(g)", df, levels=LEVELS)
+    # Categorical declared by its dtype: category order kept, 1 = its last category ("no")
+    res = _inf_fit("yc ~ k + C(g)", df, levels={**LEVELS, "yc": "dtype"})
     np.testing.assert_allclose(res.params, -ref.params, rtol=1e-8)
     assert "yc = 1 for 'no', 0 for 'yes'" in res.summary().as_text()
 
@@ -284,7 +284,8 @@ def test_release_with_continuous_or_signed_response_is_refused(housing_binary):
         ("I(1 - y) ~ x", dict(levels={"y": [0, 1]}), dpm.DPModelsError, "single variable"),
         ("C(y) ~ x", dict(levels={"y": [0, 1]}), dpm.DPModelsError, "single variable"),
         ("y ~ x", dict(levels={"y": [0, 1]}, threshold=None), dpm.DPModelsError, "threshold"),
-        ("y ~ x", dict(levels={"y": ["no", "yes"]}), dpm.UndeclaredLevelError, "'y'"),
+        # string levels on an int column: refused from the dtype, before anything is counted
+        ("y ~ x", dict(levels={"y": ["no", "yes"]}), dpm.DomainError, "'y'.*cannot hold"),
         ("y ~ x", dict(), dpm.DomainError, "'y'"),
     ],
 )
@@ -349,8 +350,8 @@ def test_separation_created_by_the_noisy_threshold():
     ref = smf.logit("y ~ C(g)", df).fit(disp=0)
     assert np.isfinite(ref.params).all()  # the raw data are not separated
     with pytest.warns(SeparationWarning, match=r"C\(g\)\[T\.c\]"):
-        res = dp_logit("y ~ C(g)", df, epsilon=1.0, levels=LEVELS, threshold=40,
-                       random_state=0).fit()
+        res = dp_logit("y ~ C(g)", df, epsilon=1.0, levels={"y": [0, 1], "g": LEVELS["g"]},
+                       threshold=40, random_state=0).fit()
     assert res.separation == ("C(g)[T.c]",)
 
 

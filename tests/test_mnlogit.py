@@ -155,9 +155,9 @@ def test_string_and_categorical_responses(multi_frame):
     assert list(res.model.data.cov_names) == [(y, x) for y in ("q", "r")
                                               for x in res.params.index]
     assert "ms=q" in res.summary().as_text()
-    # a Categorical keeps its declared order: base level "r"
+    # a Categorical declared by its dtype keeps its category order: base level "r"
     df = multi_frame.assign(mc=pd.Categorical(multi_frame["ms"], categories=["r", "p", "q"]))
-    res = _inf_fit("mc ~ k + C(g)", df, levels=LEVELS)
+    res = _inf_fit("mc ~ k + C(g)", df, levels={**LEVELS, "mc": "dtype"})
     ref = sm.MNLogit(df["mc"], X).fit(disp=0)
     np.testing.assert_allclose(res.params, ref.params, rtol=1e-8)
     assert "mc=p" in res.summary().as_text() and "base level 'r'" in res.summary().as_text()

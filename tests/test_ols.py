@@ -111,11 +111,13 @@ def test_parameter_names_match_statsmodels(mixed_frame, formula):
 
 
 def test_categorical_and_bool_columns_declare_their_levels():
+    # a bool dtype declares (False, True); a Categorical's categories, when the caller
+    # says they are public (levels="dtype"), with their order
     rng = np.random.default_rng(2)
     n = 2_000
     cat = pd.Categorical(rng.choice(["z", "y", "x"], n), categories=["z", "y", "x"])
     df = pd.DataFrame({"v": rng.integers(0, 5, n), "c": cat, "flag": rng.random(n) < 0.3})
-    res = _inf_fit("v ~ c + flag", df, levels={"v": [0, 1, 2, 3, 4]})
+    res = _inf_fit("v ~ c + flag", df, levels={"v": [0, 1, 2, 3, 4], "c": "dtype"})
     ref = smf.ols("v ~ c + flag", df).fit()
     assert list(res.params.index) == list(ref.params.index) == ["Intercept", "c[T.y]", "c[T.x]",
                                                               "flag[T.True]"]
@@ -203,8 +205,9 @@ def test_missing_values_drop_or_raise_with_public_n(mixed_frame):
 
 
 def test_declared_n_is_used_and_reported(mixed_frame):
-    rel = dpm.release(mixed_frame, columns=["y", "x"], epsilon=1.0, bounds=MIXED_BOUNDS,
-                      n=10_000, random_state=0)
+    with pytest.warns(dpm.ReleaseWarning, match="declared n=10,000"):  # 4,000 rows handed in
+        rel = dpm.release(mixed_frame, columns=["y", "x"], epsilon=1.0, bounds=MIXED_BOUNDS,
+                          n=10_000, random_state=0)
     assert rel.report.n == 10_000 and rel.report.n_source == "declared by the caller"
     assert rel.report.threshold == pytest.approx(0.5 * np.log(10_000))
 

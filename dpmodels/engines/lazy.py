@@ -41,7 +41,8 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from ..domain import Axis, Domain
+from ..domain import Axis, Domain, EnumType
+from ..errors import DomainError
 from ..histogram import CellCounts, missing_error, undeclared_error
 
 __all__ = ["NarwhalsSource", "cell_key_expr", "pandas_like_dtype"]
@@ -60,15 +61,18 @@ def _nw():
 
 def pandas_like_dtype(nw_dtype, native_dtype=None):
     """The dtype :func:`dpmodels.domain.build_domain` understands for a narwhals
-    dtype: numpy numeric and bool dtypes, object for strings, and a pandas
-    CategoricalDtype for a type that declares its categories (a polars Enum,
-    a pandas categorical with known categories).  Schema only."""
+    dtype: numpy numeric and bool dtypes, pandas' string dtype for strings,
+    :class:`~dpmodels.domain.EnumType` for a Polars Enum (a schema type that
+    declares its categories), the pandas CategoricalDtype of a Dask
+    categorical (whose categories count as declared only with
+    ``levels={name: "dtype"}``, as for pandas; without categories when Dask
+    does not know them), object for anything else.  Schema only."""
     nw = _nw()
     if isinstance(native_dtype, pd.CategoricalDtype):
         if native_dtype.categories is not None and "__UNKNOWN_CATEGORIES__" not in list(
                 native_dtype.categories):
             return native_dtype
-        return np.dtype(object)
+        return pd.CategoricalDtype()  # categories unknown: the caller must list the levels
     if isinstance(native_dtype, np.dtype):
         return native_dtype
     numeric = {
@@ -84,7 +88,9 @@ def pandas_like_dtype(nw_dtype, native_dtype=None):
     if nw_dtype == nw.Decimal:
         return np.dtype(np.float64)
     if isinstance(nw_dtype, nw.Enum):
-        return pd.CategoricalDtype(list(nw_dtype.categories))
+        return EnumType(tuple(nw_dtype.categories))
+    if nw_dtype == nw.String:
+        return pd.StringDtype()
     return np.dtype(object)
 
 
@@ -112,10 +118,14 @@ def _comparable_levels(levels: tuple, family: str):
     """``(values, codes)``: the declared levels that a value of this column
     family can equal, as literals of the column's type, with their codes.
 
-    Mirrors pandas' ``Index.get_indexer`` (used by :meth:`Axis.codes`):
-    numbers equal numbers (``2 == 2.0``), strings equal strings, bools
-    equal bools; across those kinds nothing matches.  An integer column can
-    equal only integral levels.
+    Mirrors :meth:`Axis.codes`, which compares by value: numbers equal
+    numbers (``2 == 2.0``), strings equal strings, bools equal bools; across
+    those kinds nothing matches.  An integer column (compared as Int64) can
+    equal only integral levels, a float column (compared as Float64) only
+    levels that are a float64 exactly; no literal is rounded or narrowed, so
+    no two levels merge.  (:func:`~dpmodels.domain.build_domain` has already
+    refused the levels the column's dtype cannot hold; this filter keeps the
+    query correct for any domain.)
     """
     values, codes = [], []
     for code, v in enumerate(levels):
@@ -124,11 +134,12 @@ def _comparable_levels(levels: tuple, family: str):
         elif family == "bool":
             ok, lit = isinstance(v, bool | np.bool_), bool(v)
         elif family == "int":
-            ok = (_is_number(v) and math.isfinite(float(v)) and float(v).is_integer()
-                  and -2**63 <= int(v) < 2**63)
+            integral = isinstance(v, numbers.Integral) or (
+                _is_number(v) and math.isfinite(float(v)) and float(v).is_integer())
+            ok = _is_number(v) and integral and -2**63 <= int(v) < 2**63
             lit = int(v) if ok else None
         elif family == "float":
-            ok = _is_number(v) and not math.isnan(float(v))
+            ok = _is_number(v) and not math.isnan(float(v)) and float(v) == v
             lit = float(v) if ok else None
         else:
             ok, lit = False, None
@@ -138,14 +149,15 @@ def _comparable_levels(levels: tuple, family: str):
     return values, codes
 
 
-def _categorical_family(levels) -> str:
-    if all(isinstance(v, str) for v in levels):
+def _categorical_family(axis: Axis) -> str:
+    if all(isinstance(v, str) for v in axis.levels):
         return "string"
-    if all(_is_number(v) for v in levels):
+    if all(_is_number(v) for v in axis.levels):
         return "float"
-    raise TypeError(
-        "a categorical column counted in an engine must have string or numeric "
-        f"categories; got {list(levels)[:5]}: cast it to its values' type first"
+    raise DomainError(
+        f"{axis.name!r} is a categorical column counted in an engine, which needs string or "
+        f"numeric levels; got {list(axis.levels)[:5]}: declare levels of one kind, or cast the "
+        "column to its values' type first"
     )
 
 
@@ -166,7 +178,7 @@ def _axis_exprs(axis: Axis, nw_dtype):
         code = ((clean - lo) * (axis.bins / (hi - lo))).clip(0.0, float(axis.bins - 1))
         return code.floor().cast(nw.Int64), miss
     if family == "categorical":
-        family = _categorical_family(axis.levels)
+        family = _categorical_family(axis)
         col = col.cast(nw.String if family == "string" else nw.Float64)
     elif family == "float":
         col = col.cast(nw.Float64)  # compare as pandas does: float32 0.1 is not the level 0.1

@@ -12,7 +12,7 @@ import pandas as pd
 import patsy
 
 from ..accountant import Accountant
-from ..errors import DomainError, DPModelsError
+from ..errors import DomainError, DPModelsError, DPModelsTypeError
 from ..formula import caller_namespace, formula_variables
 from ..inference import (
     DEFAULT_INTERVAL,
@@ -29,12 +29,20 @@ from ..inference import (
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 from ..representatives import (
     DEFAULT_REPRESENTATIVES,
+    REPRESENTATIVES,
     cell_frame,
     check_representatives,
     representer_for,
 )
+from ..validation import (
+    WEIGHTED_TRANSFORMS,
+    check_choice,
+    check_eval_env,
+    check_formula_transforms,
+    check_random_state,
+)
 
-__all__ = ["DPModel", "formula_env", "dp_options"]
+__all__ = ["DPModel", "formula_env", "dp_options", "weighted_namespace"]
 
 #: Cell frames never hold missing values: skip patsy's per-element NA scan
 #: (most of the cost of rebuilding a design on bootstrap replicates).
@@ -82,10 +90,133 @@ def formula_env(kwargs: dict) -> dict:
     statsmodels), a mapping is used as is.
     """
     env = kwargs.pop("eval_env", 0)
-    if isinstance(env, int):
-        # frames: 0 caller_namespace, 1 formula_env, 2 the dp_* function, 3 its caller
-        return caller_namespace(env + 2)
-    return dict(env)
+    check_eval_env(env)
+    if isinstance(env, Mapping):
+        return dict(env)
+    # frames: 0 caller_namespace, 1 formula_env, 2 the dp_* function, 3 its caller
+    return _frame_namespace(int(env) + 2, env)
+
+
+def _frame_namespace(depth: int, eval_env) -> dict:
+    try:
+        return caller_namespace(depth + 1)
+    except ValueError:  # sys._getframe: the call stack is not that deep
+        raise DPModelsError(
+            f"eval_env={eval_env} counts more frames than the call stack has: use 0 (the "
+            "caller's namespace) or pass a mapping of names") from None
+
+
+# ---- stateful transforms evaluated on the weighted release -----------------------------
+#
+# patsy memorizes center(x) / standardize(x) / scale(x) on the frame it is given: for a
+# model, one row per cell point.  These versions weight each point by its count, so
+# that the fit equals statsmodels on the data set in which every point appears
+# ``count`` times; the transform step is patsy's own (subclasses).
+
+
+def _weighted_rows(x, weights: np.ndarray, name: str) -> np.ndarray:
+    from patsy.util import atleast_2d_column_default
+
+    x = np.asarray(atleast_2d_column_default(x), dtype=float)
+    if x.shape[0] != weights.size:
+        raise DPModelsError(
+            f"{name}() is evaluated on the model's cells with their counts as weights; it got "
+            f"{x.shape[0]} rows for {weights.size} cells (build designs with the model's own "
+            "cells)")
+    if not weights.sum() > 0:
+        raise DPModelsError(
+            f"{name}() in the formula: the released cells' total count is not positive, so "
+            "there is no mean to center on; use a larger epsilon, fewer bins or a lower "
+            "threshold")
+    return x
+
+
+class _WeightedCenter(patsy.state.Center):
+    """patsy's ``center`` with the mean of the weighted cells."""
+
+    def __init__(self, weights: np.ndarray):
+        super().__init__()
+        self._weights = weights
+
+    def memorize_chunk(self, x):
+        if self._sum is not None:
+            raise DPModelsError("center() must see the model's cells in one piece")
+        x = _weighted_rows(x, self._weights, "center")
+        self._sum = self._weights @ x
+        self._count = float(self._weights.sum())
+
+
+class _WeightedStandardize(patsy.state.Standardize):
+    """patsy's ``standardize`` / ``scale`` with the mean and the variance of
+    the weighted cells (``ddof`` counts against the total weight)."""
+
+    def __init__(self, weights: np.ndarray):
+        super().__init__()
+        self._weights = weights
+
+    def memorize_chunk(self, x, center=True, rescale=True, ddof=0):
+        if self.current_mean is not None:
+            raise DPModelsError("standardize() must see the model's cells in one piece")
+        x = _weighted_rows(x, self._weights, "standardize")
+        n = float(self._weights.sum())
+        mean = self._weights @ x / n
+        m2 = self._weights @ (x - mean) ** 2
+        if rescale and not np.all(m2 / (n - ddof) > 0):
+            raise DPModelsError(
+                "standardize()/scale() in the formula: the variable's variance over the "
+                "released cells is not positive, so it cannot be rescaled; use center() or "
+                "I(x / c) with a public constant c")
+        self.current_n, self.current_mean, self.current_M2 = n, mean, m2
+
+
+class _WeightedTransform:
+    """What a formula's ``center`` / ``standardize`` / ``scale`` resolve to in
+    a model's namespace: patsy's stateful transform protocol, with the
+    model's cell weights bound in."""
+
+    def __init__(self, name: str, cls, weights: np.ndarray):
+        self._name, self._cls, self._weights = name, cls, weights
+
+    def __patsy_stateful_transform__(self):
+        return self._cls(self._weights)
+
+    def __call__(self, *args, **kwargs):
+        raise DPModelsError(
+            f"{self._name}() of a dp model's namespace is a patsy stateful transform: use it "
+            "inside the formula only")
+
+    def __repr__(self) -> str:
+        return f"<{self._name}: patsy stateful transform weighted by the cell counts>"
+
+
+def weighted_namespace(namespace: Mapping[str, object], weights) -> dict:
+    """``namespace`` in which patsy's ``center``, ``standardize`` and ``scale``
+    (when the formula would use patsy's own) memorize on the cells weighted
+    by ``weights``, so that a fit on the cells equals the fit on the data
+    set in which each cell appears ``weights`` times.
+
+    Parameters
+    ----------
+    namespace : mapping
+        The formula's evaluation namespace.
+    weights : array_like
+        One weight per row of the frames the formula is memorized on.
+
+    Returns
+    -------
+    dict
+    """
+    import patsy.builtins
+
+    weights = np.asarray(weights, dtype=float)
+    out = dict(namespace)
+    classes = {"center": _WeightedCenter, "standardize": _WeightedStandardize,
+               "scale": _WeightedStandardize}
+    for name in WEIGHTED_TRANSFORMS:
+        patsy_own = getattr(patsy.builtins, name)
+        if out.get(name, patsy_own) is patsy_own:
+            out[name] = _WeightedTransform(name, classes[name], weights)
+    return out
 
 
 class DPModel:
@@ -126,15 +257,23 @@ class DPModel:
         eval_env: int | Mapping[str, object] = 0,
         representatives: str = DEFAULT_REPRESENTATIVES,
     ):
-        self.representatives = check_representatives(representatives)
+        check_random_state(random_state)  # before anything else (dpmodels.validation)
+        self.representatives = check_representatives(
+            check_choice("representatives", representatives, REPRESENTATIVES))
+        check_eval_env(eval_env)
+        if not isinstance(formula, str):
+            raise DPModelsTypeError(
+                f"formula must be a string such as 'y ~ x + C(g)', got {type(formula).__name__}")
         if not self._allows_signed:
             _refuse_signed(self._name, data, epsilon, threshold)
-        namespace = caller_namespace(eval_env + 1) if isinstance(eval_env, int) else dict(eval_env)
+        namespace = (dict(eval_env) if isinstance(eval_env, Mapping)
+                     else _frame_namespace(int(eval_env) + 1, eval_env))
+        check_formula_transforms(formula, namespace)  # before the release: nothing is spent
         self.formula = formula
         self.namespace = namespace
         if isinstance(data, PrivateHistogram):
             if epsilon is not None and not _same_eps(epsilon, data.report.epsilon):
-                raise ValueError(
+                raise DPModelsError(
                     f"data is a release made with epsilon={data.report.epsilon:g}; a fit on it "
                     f"cannot change that (got epsilon={epsilon!r}): leave epsilon out"
                 )
@@ -166,6 +305,20 @@ class DPModel:
         self.cells: pd.DataFrame = cell_frame(self.release, fv.names, self.representatives,
                                               representer=self.representer)
         self.count_column = self.release.count_column
+        # center/standardize/scale in the formula memorize on the cells weighted by their
+        # counts (every design is built on frames with the rows of self.cells)
+        self.namespace = weighted_namespace(namespace, self.weights)
+
+    def _formula_model(self, cls, data: pd.DataFrame, **kwargs):
+        """``cls.from_formula(self.formula, data, eval_env=self.namespace, **kwargs)``;
+        a dpmodels error raised while patsy evaluates the formula (e.g. by a weighted
+        ``standardize``) is re-raised as itself, not wrapped in a ``PatsyError``."""
+        try:
+            return cls.from_formula(self.formula, data=data, eval_env=self.namespace, **kwargs)
+        except patsy.PatsyError as exc:
+            if isinstance(exc.__cause__, DPModelsError):
+                raise exc.__cause__ from None
+            raise
 
     def _check_domain(self, domain, formula_vars) -> None:
         """Hook for subclasses: refuse a formula whose variables' public

@@ -20,7 +20,7 @@ from statsmodels.tools.sm_exceptions import (
     PerfectSeparationWarning,
 )
 
-from ..domain import Axis, Domain
+from ..domain import Axis, Domain, _level_index
 from ..errors import DomainError, DPModelsError
 from ..formula import FormulaVariables
 from ..inference import refit_logit
@@ -101,26 +101,38 @@ class _DPChoiceModel(DPModel):
             )
 
     # ---- after the release: the cell frame ------------------------------------------
-    def _response_frame(self) -> tuple[pd.DataFrame, np.ndarray, list]:
+    def _response_levels(self) -> list | None:
+        """The response's levels in class order: the declared order for
+        non-numeric levels (strings, bools), so that the first declared level
+        is the base (dp_mnlogit) or is coded 0 (dp_logit); None for numeric
+        levels, which the fit uses as numbers (statsmodels sorts them)."""
+        levels = self.release.domain.axis(self.response).levels
+        return None if _is_numeric(levels) else list(levels)
+
+    def _response_frame(self) -> tuple[pd.DataFrame, np.ndarray, list | None]:
         """Cells with the response as numbers, the counts, and the response
-        level of each class in class order (non-numeric levels become codes
-        in the order of their Categorical: sorted, or declared for a pandas
-        Categorical)."""
-        frame = self.cells.copy()
-        col = frame[self.response]
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            order = list(col.cat.categories)
-            frame[self.response] = col.cat.codes.astype(np.int64)
-        else:
-            order = None
-        return frame, self.weights.astype(float), order
+        level of each code (see :meth:`_response_levels`)."""
+        return (self._prepare_cells(self.cells), self.weights.astype(float),
+                self._response_levels())
 
     def _prepare_cells(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Cells as the fit sees them: a Categorical response as its codes."""
+        """Cells as the fit sees them: a non-numeric response as the position
+        of its level in the declared order (whatever the order of the cell
+        frame's categories, which is sorted for a declared list)."""
+        order = self._response_levels()
+        if order is None:
+            return frame
         col = frame[self.response]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            frame = frame.copy()
-            frame[self.response] = col.cat.codes.astype(np.int64)
+            remap = _level_index(order).get_indexer(col.cat.categories)
+            raw = col.cat.codes.to_numpy()
+            codes = np.where(raw < 0, -1, remap[np.maximum(raw, 0)])
+        else:
+            codes = _level_index(order).get_indexer(np.asarray(col))
+        if np.any(codes < 0):  # pragma: no cover - cell frames hold declared levels only
+            raise DPModelsError(f"the cells hold a {self.response} value outside its levels")
+        frame = frame.copy()
+        frame[self.response] = np.asarray(codes, dtype=np.int64)
         return frame
 
     def _empty_fit_error(self):
@@ -206,7 +218,7 @@ class DPLogit(_DPChoiceModel):
             raise DomainError(
                 f"the numeric response {axis.name!r} has declared levels {list(levels)}; "
                 "dp_logit needs 0/1 (1 = the event): recode it, or make it a string or "
-                "Categorical variable (its last level is then coded 1)"
+                "Categorical variable (its last declared level is then coded 1)"
             )
 
     def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
@@ -320,8 +332,9 @@ def dp_logit(
     levels : dict of str to list
         Public level sets of discrete variables, the response included:
         ``[0, 1]`` for a 0/1 response; two labels (e.g. ``["no", "yes"]``)
-        for a two-level factor.  Not needed for a bool or pandas Categorical
-        column, whose dtype declares the levels.
+        for a two-level factor (1 = the last declared level).  Not needed
+        for a bool column; ``"dtype"`` takes a pandas Categorical's
+        categories (only if they were set from public knowledge).
     bins : int, dict or "auto"
         Equal-width bins per continuous variable.
     threshold : "enhanced", "zero" or float
@@ -355,10 +368,13 @@ def dp_logit(
     -----
     The response is coded 0/1 as follows: a numeric response must have the
     levels 0 and 1; a bool response is 1 for True; any other two-level
-    factor is 1 for its *last* level, in sorted order, or in the declared
-    order of a pandas Categorical (statsmodels' own ``smf.logit`` does not
-    take a non-numeric response; this is the coding ``smf.mnlogit`` would
-    give the second equation).  The coding is shown in the summary.
+    factor is 1 for its *last declared* level and 0 for its first (e.g.
+    ``levels={"ys": ["no", "yes"]}``, or the category order of a pandas
+    Categorical declared with ``levels={"ys": "dtype"}``), as
+    :func:`~dpmodels.models.mnlogit.dp_mnlogit` takes the first declared
+    level as its base (statsmodels' own ``smf.logit`` does not take a
+    non-numeric response).  The coding is a function of the declared
+    levels only, and is shown in the summary.
 
     The fit maximizes ``sum_c w_c log L(y_c | x_c)`` over the released cells
     ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.

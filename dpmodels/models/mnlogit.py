@@ -12,17 +12,52 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ReleaseWarning
 from ..errors import SeparationError
-from .discrete import FreqMNLogit
+from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..inference import refit_mnlogit
 from .base import dp_options, formula_env
 from .logit import _DPChoiceModel
 
-__all__ = ["DPMNLogit", "dp_mnlogit"]
+__all__ = ["DPMNLogit", "DPMNLogitResultsWrapper", "dp_mnlogit"]
+
+
+class DPMNLogitResultsWrapper(FreqMNLogitResultsWrapper):
+    """statsmodels' multinomial results wrapper whose outcome columns are
+    named by the response's levels (``results.outcome_labels``, the levels
+    kept in the model, base first) instead of numbered 0, 1, ...: one column
+    per non-base level in ``params``, ``bse``, ``tvalues`` and ``pvalues``,
+    one per level in ``predict``.  Used for non-numeric responses."""
+
+    def _labels(self):
+        return getattr(object.__getattribute__(self, "_results"), "outcome_labels", None)
+
+    def _by_equation(self, name: str):
+        res = object.__getattribute__(self, "_results")
+        out = res.model.data.wrap_output(getattr(res, name), how="columns")
+        labels = self._labels()
+        if labels is not None and isinstance(out, pd.DataFrame) and out.shape[1] == len(labels) - 1:
+            out.columns = pd.Index(list(labels[1:]))
+        return out
+
+    params = property(lambda self: self._by_equation("params"), doc="Coefficients, one "
+                      "column per non-base response level.")
+    bse = property(lambda self: self._by_equation("bse"), doc="Standard errors of params.")
+    tvalues = property(lambda self: self._by_equation("tvalues"), doc="z statistics of params.")
+    pvalues = property(lambda self: self._by_equation("pvalues"), doc="p-values of params.")
+
+    def predict(self, exog=None, *args, **kwargs):
+        """Probabilities of each response level (see ``MultinomialResults.predict``),
+        one column per level, named by the level."""
+        out = object.__getattribute__(self, "_results").predict(exog, *args, **kwargs)
+        labels = self._labels()
+        if labels is not None and isinstance(out, pd.DataFrame) and out.shape[1] == len(labels):
+            out.columns = pd.Index(list(labels))
+        return out
 
 
 class DPMNLogit(_DPChoiceModel):
@@ -67,6 +102,11 @@ class DPMNLogit(_DPChoiceModel):
         statsmodels.discrete.discrete_model.MultinomialResultsWrapper
             Wrapping a :class:`~dpmodels.models.discrete.FreqMNLogitResults`;
             ``predict`` returns one column of probabilities per response level.
+            For a non-numeric response (a :class:`DPMNLogitResultsWrapper`) the
+            outcome columns are named by the levels: ``params``, ``bse``,
+            ``tvalues`` and ``pvalues`` have one column per non-base level,
+            ``predict`` one per level, in the declared order; a numeric
+            response keeps statsmodels' columns 0, 1, ...
 
         Warns
         -----
@@ -82,10 +122,9 @@ class DPMNLogit(_DPChoiceModel):
         y = frame[self.response].to_numpy()
         if order is None:  # numeric levels, used as they are (statsmodels sorts them)
             values = sorted(axis.levels)
-            present = [v for v in values if np.any(w[y == v] > 0)]
-        else:
+        else:  # other levels: their positions in the declared order (base: the first)
             values = list(range(len(order)))
-            present = [c for c in values if np.any(w[y == c] > 0)]
+        present = [v for v in values if np.any(w[y == v] > 0)]
         labels = values if order is None else order
         absent = [labels[values.index(v)] for v in values if v not in present]
         if len(present) < 2:
@@ -114,6 +153,9 @@ class DPMNLogit(_DPChoiceModel):
         if absent:
             coding += f"; left out (no released cell): {', '.join(map(repr, absent))}"
         res._results.response_coding = coding
+        if order is not None:  # name the outcome columns by the levels, not 0, 1, ...
+            res._results.outcome_labels = tuple(model._ynames_map[j] for j in range(int(model.J)))
+            res = DPMNLogitResultsWrapper(res._results)
         if kind == "dp":
             classes = np.unique(np.asarray(model.data.orig_endog, dtype=float))
             self._dp_inference(res, partial(refit_mnlogit, n_classes=int(model.J)),
@@ -153,8 +195,9 @@ def dp_mnlogit(
         Public bounds of each continuous predictor.
     levels : dict of str to list
         Public level sets of discrete variables, the response included (at
-        least two levels).  Not needed for a bool or pandas Categorical
-        column.
+        least two levels; the first declared is the base).  Not needed for
+        a bool column; ``"dtype"`` takes a pandas Categorical's categories
+        (only if they were set from public knowledge).
     bins : int, dict or "auto"
         Equal-width bins per continuous variable.
     threshold : "enhanced", "zero" or float
@@ -186,10 +229,13 @@ def dp_mnlogit(
     Notes
     -----
     The equations are named ``y=level`` as in statsmodels.  Numeric levels
-    are sorted; other levels are sorted too, except for a pandas Categorical,
-    whose declared category order is kept; the first level is the base.
-    (``smf.mnlogit`` does not take a non-numeric response; the naming is
-    that of ``sm.MNLogit`` given the levels themselves.)  A declared level
+    are sorted, as statsmodels sorts them; other levels (strings, bools) keep
+    their **declared order**, and the first declared level is the base (for
+    ``levels={"band": ["low", "mid", "high"]}`` the equations are
+    ``band=mid`` and ``band=high``, and the outcome columns of ``params`` and
+    ``predict`` are named by the levels).  The coding is a function of the
+    declared levels only.  (``smf.mnlogit`` does not take a non-numeric
+    response; ``sm.MNLogit`` would sort the levels.)  A declared level
     without any released cell is left out, with a warning.
 
     The fit maximizes ``sum_c w_c log P(y_c | x_c)`` over the released cells

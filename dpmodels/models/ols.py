@@ -63,9 +63,7 @@ class DPOLS(DPModel):
                 "the release has no cells with positive total count for this formula: "
                 "use a larger epsilon, fewer bins or a lower threshold"
             )
-        model = FreqWLS.from_formula(
-            self.formula, data=self.cells, weights=w.astype(float), eval_env=self.namespace,
-        )
+        model = self._formula_model(FreqWLS, self.cells, weights=w.astype(float))
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
                           ReleaseWarning, stacklevel=2)

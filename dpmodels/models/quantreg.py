@@ -382,9 +382,7 @@ class DPQuantReg(DPModel):
                 "the release has no cells with positive total count for this formula: "
                 "use a larger epsilon, fewer bins or a lower threshold"
             )
-        return FreqQuantReg.from_formula(
-            self.formula, data=self.cells, weights=w.astype(float), eval_env=self.namespace,
-        )
+        return self._formula_model(FreqQuantReg, self.cells, weights=w.astype(float))
 
     def fit(self, q: float = 0.5, vcov: str = "robust", kernel: str = "epa",
             bandwidth: str = "hsheather", *, cov_type: str = "dp", n_boot: int | None = None,

@@ -1,0 +1,542 @@
+"""Checks of the caller's arguments, made before anything is spent.
+
+:func:`dpmodels.release` (and through it every dp_* model) runs these checks
+before the accountant is checked or charged, before any row is read and
+before any noise is drawn.  They look at public inputs only: the arguments,
+the data's type, its column labels and schema, and its row count - never at
+a row's values.  Each raises a :class:`~dpmodels.errors.DPModelsError` that
+names the argument or variable and says what to do; an argument of the wrong
+type raises a :class:`~dpmodels.errors.DPModelsTypeError` (also a
+:class:`TypeError`).
+
+The rules
+---------
+* ``random_state``: None, an int >= 0 (not a bool) or a numpy Generator
+  (:func:`dpmodels.randomness.check_random_state`).
+* ``epsilon``: a real number (not a bool, not a string); its value is
+  checked by :func:`dpmodels.release._check_epsilon`.
+* ``threshold``: "enhanced", "auto", "zero", None, or a finite real number
+  whose integer cut ``ceil(threshold)`` fits in int64; ``threshold_A``: a
+  finite real number > 0 (checked even when the rule does not use it).
+* ``max_spurious_cells``: a finite real number > 0.  ``inf`` is refused: the
+  limit is the only bound on the memory of a release (the spurious cells a
+  thresholded release draws, the whole domain a signed ``threshold=None``
+  release allocates), so it must be a number.
+* ``n``: None or an int in [1, 2**63 - 1].  A declared n that differs from
+  the number of rows handed in by more than a factor
+  :data:`N_MISMATCH_FACTOR` (2) gives a :class:`~dpmodels.errors.ReleaseWarning`
+  (in-memory data only: a lazy engine would need an extra counting query).
+  The warning compares two numbers the data holder sees before the release
+  and changes nothing that is published.  Zero rows handed in is an error
+  (a release of an empty data set is pure noise).
+* ``bounds``: a dict of column -> (low, high), two finite real numbers with
+  a finite positive float64 width (:func:`dpmodels.domain._as_bounds`);
+  ``levels``: a dict of column -> list of hashable values without missing
+  values or duplicates, ``"dtype"`` or a ``pandas.CategoricalDtype``;
+  ``bins``: "auto", an int in [1, :data:`~dpmodels.domain.MAX_BINS`] or a
+  dict of column -> such an int.  Every key of the three must be a column of
+  the data (checked in :func:`dpmodels.domain.build_domain`): keys of
+  columns the formula does not use are allowed, so that one public codebook
+  serves several models.
+* ``data``: a pandas DataFrame (flat string column labels; the variables
+  used must each be one column), a mapping of str to 1-d array-like, or an
+  engine's frame; ``columns``: a str or a list of str; ``formula``: a str.
+* ``accountant``: None or an :class:`~dpmodels.Accountant`; ``missing``:
+  "drop" or "raise"; ``namespace``: None or a mapping; ``domain_check``:
+  None or a callable.
+* Formulas of dp_* models (:func:`check_formula_transforms`): patsy's
+  ``center``, ``standardize`` and ``scale`` are evaluated on the weighted
+  release (see :mod:`dpmodels.models.base`); spline bases whose knots or
+  bounds patsy would compute from the data (``bs`` without ``knots=``,
+  ``lower_bound=`` and ``upper_bound=``; ``cr``, ``cc``, ``te``) and other
+  stateful transforms are refused, since they would be computed from the
+  released cells' representative points rather than the rows.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import numbers
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import (
+    DomainError,
+    DomainTypeError,
+    DPModelsError,
+    DPModelsTypeError,
+    ReleaseWarning,
+)
+
+__all__ = [
+    "N_MISMATCH_FACTOR",
+    "check_release_arguments",
+    "check_random_state",
+    "check_used_columns",
+    "check_dtypes",
+    "check_row_count",
+    "check_eval_env",
+    "check_choice",
+    "check_formula_transforms",
+]
+
+#: Largest int64: integer cuts and the public n must fit in it.
+INT64_MAX = 2**63 - 1
+#: A declared ``n`` more than this factor away from the rows handed in warns.
+N_MISMATCH_FACTOR = 2.0
+
+_THRESHOLD_RULES = ("enhanced", "auto", "zero")
+_MISSING_RULES = ("drop", "raise")
+#: patsy's stateful transforms that dp_* models evaluate on the weighted release.
+WEIGHTED_TRANSFORMS = ("center", "standardize", "scale")
+#: Keywords that make patsy's ``bs`` a fixed function of public constants.
+_BS_PUBLIC_KEYWORDS = ("knots", "lower_bound", "upper_bound")
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _kind(value) -> str:
+    return type(value).__name__
+
+
+# ---- one argument at a time --------------------------------------------------------
+
+
+def check_random_state(random_state) -> None:
+    """``random_state``: None, an int seed >= 0 (not a bool), a numpy Generator
+    (or a :class:`dpmodels.randomness.RandomBits` source): the rule of
+    :func:`dpmodels.randomness.check_random_state`, raised as a dpmodels error."""
+    from .randomness import check_random_state as rule
+
+    try:
+        rule(random_state)
+    except DPModelsError:
+        raise
+    except TypeError as exc:
+        raise DPModelsTypeError(f"{exc} ({_kind(random_state)})") from None
+    except ValueError as exc:
+        raise DPModelsError(str(exc)) from None
+
+
+def _check_epsilon_type(epsilon) -> None:
+    if epsilon is None:
+        raise DPModelsError("epsilon is required for a release from raw data (e.g. epsilon=1.0)")
+    if not _is_real(epsilon):
+        raise DPModelsTypeError(
+            f"epsilon must be a positive number (e.g. epsilon=1.0), got {epsilon!r} "
+            f"({_kind(epsilon)})"
+        )
+
+
+def check_choice(argument: str, value, choices: Sequence[str]) -> str:
+    """``value`` must be one of the strings ``choices``; returns it."""
+    if not isinstance(value, str):
+        raise DPModelsTypeError(
+            f"{argument} must be one of {list(choices)}, got {value!r} ({_kind(value)})")
+    if value not in choices:
+        raise DPModelsError(f"{argument} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def _check_threshold(threshold) -> None:
+    what = '"enhanced", "auto", "zero", a finite number or None'
+    if threshold is None:
+        return
+    if isinstance(threshold, str):
+        if threshold not in _THRESHOLD_RULES:
+            raise DPModelsError(f"threshold must be {what}, got {threshold!r}")
+        return
+    if not _is_real(threshold):
+        raise DPModelsTypeError(f"threshold must be {what}, got {threshold!r} ({_kind(threshold)})")
+    if not math.isfinite(threshold):
+        raise DPModelsError(f"threshold must be {what}, got {threshold!r}")
+    if abs(math.ceil(threshold)) > INT64_MAX:
+        raise DPModelsError(
+            f"threshold={threshold!r}: its integer cut does not fit in a 64-bit integer; "
+            "use a threshold of magnitude below 9.2e18"
+        )
+
+
+def _check_positive_finite(argument: str, value, hint: str) -> None:
+    if not _is_real(value):
+        raise DPModelsTypeError(f"{argument} must be a number > 0, got {value!r} ({_kind(value)})")
+    if not (math.isfinite(value) and value > 0):
+        raise DPModelsError(f"{argument} must be a finite number > 0, got {value!r}: {hint}")
+
+
+def _check_n(n) -> None:
+    if n is None:
+        return
+    if not _is_int(n):
+        raise DPModelsTypeError(
+            f"n (the public row count) must be a positive int, got {n!r} ({_kind(n)})")
+    if not 1 <= n <= INT64_MAX:
+        raise DPModelsError(
+            f"n (the public row count) must be a positive int of at most 2**63 - 1, got {n!r}")
+
+
+def _check_accountant(accountant) -> None:
+    from .accountant import Accountant
+
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise DPModelsTypeError(
+            f"accountant must be a dpmodels.Accountant or None, got {_kind(accountant)}: "
+            "create one with dpmodels.Accountant(total_epsilon)"
+        )
+
+
+def _check_columns_or_formula(columns, formula) -> None:
+    if (columns is None) == (formula is None):
+        raise DPModelsError("give exactly one of columns=[...] or formula='...'")
+    if formula is not None:
+        if not isinstance(formula, str):
+            raise DPModelsTypeError(
+                f"formula must be a string such as 'y ~ x + C(g)', got {_kind(formula)}")
+        if not formula.strip():
+            raise DPModelsError("formula is empty: give a formula such as 'y ~ x + C(g)'")
+        return
+    if isinstance(columns, str):
+        return
+    if not isinstance(columns, (Sequence, pd.Index, np.ndarray)) or isinstance(columns, bytes):
+        raise DPModelsTypeError(
+            f"columns must be a list of column names, got {columns!r} ({_kind(columns)})")
+    if len(columns) == 0:
+        raise DPModelsError("columns is empty: name at least one column to release")
+    bad = [c for c in columns if not isinstance(c, str)]
+    if bad:
+        raise DPModelsTypeError(
+            f"columns must be a list of column names (str), got {bad[0]!r} ({_kind(bad[0])}) "
+            "in it: name columns by strings (rename non-string column labels first)"
+        )
+
+
+def _check_bounds(bounds) -> None:
+    from .domain import _as_bounds
+
+    if bounds is None:
+        return
+    if not isinstance(bounds, Mapping):
+        raise DomainTypeError(
+            "bounds must be a dict of variable -> (low, high), e.g. bounds={'x': (0, 10)}; "
+            f"got {_kind(bounds)}"
+        )
+    for name, value in bounds.items():
+        _as_bounds(name, value)
+
+
+def _check_levels(levels, bounds) -> None:
+    from .domain import DTYPE_LEVELS, _as_levels
+
+    if levels is None:
+        return
+    if not isinstance(levels, Mapping):
+        raise DomainTypeError(
+            "levels must be a dict of variable -> list of values, e.g. "
+            f"levels={{'g': ['a', 'b']}}; got {_kind(levels)}"
+        )
+    for name, spec in levels.items():
+        if isinstance(bounds, Mapping) and name in bounds:
+            raise DomainError(
+                f"{name!r} has both bounds and levels: give bounds for a continuous "
+                "variable or levels for a discrete one, not both"
+            )
+        if isinstance(spec, str):
+            if spec == DTYPE_LEVELS:
+                continue
+            raise DomainTypeError(
+                f"levels[{name!r}] must be a list of the values {name!r} can take (or "
+                f'"{DTYPE_LEVELS}" for the categories of its pandas Categorical), got the string '
+                f"{spec!r}: write levels={{{name!r}: [{spec!r}, ...]}}"
+            )
+        if isinstance(spec, pd.CategoricalDtype):
+            continue
+        if (isinstance(spec, bytes) or not isinstance(spec, (Sequence, np.ndarray, pd.Index))
+                or (isinstance(spec, np.ndarray) and spec.ndim != 1)):
+            raise DomainTypeError(
+                f"levels[{name!r}] must be a list of the values {name!r} can take, got "
+                f"{_kind(spec)}"
+            )
+        for value in spec:
+            try:
+                hash(value)
+            except TypeError:
+                raise DomainTypeError(
+                    f"levels[{name!r}] lists {value!r} ({_kind(value)}), which cannot be a level: "
+                    "levels are scalars (str, int, float, bool)"
+                ) from None
+            if isinstance(value, (tuple, frozenset)):
+                raise DomainTypeError(
+                    f"levels[{name!r}] lists the {_kind(value)} {value!r}: levels are scalars "
+                    "(str, int, float, bool), not collections"
+                )
+        _as_levels(name, spec)  # empty, missing values, duplicates (dpmodels.domain)
+
+
+def _check_bins(bins) -> None:
+    from .domain import _as_bins
+
+    if isinstance(bins, str):
+        if bins != "auto":
+            raise DomainTypeError(f'bins must be an int, a dict or "auto", got {bins!r}')
+        return
+    if isinstance(bins, Mapping):
+        for name, k in bins.items():
+            _as_bins(name, k)
+        return
+    if not _is_int(bins):
+        raise DomainTypeError(
+            f'bins must be an int, a dict of variable -> int, or "auto", got {bins!r} '
+            f"({_kind(bins)})"
+        )
+    _as_bins(None, bins)
+
+
+def _check_data(data) -> None:
+    from .engines import source_for
+    from .release import PrivateHistogram
+
+    if isinstance(data, PrivateHistogram):
+        raise DPModelsTypeError(
+            "data is already a release (PrivateHistogram): a new release needs the raw rows; "
+            "fit models on the release itself for free, e.g. dp_ols(formula, release)"
+        )
+    if isinstance(data, pd.DataFrame):
+        if isinstance(data.columns, pd.MultiIndex):
+            raise DPModelsTypeError(
+                "data has MultiIndex (hierarchical) column labels: flatten them to strings "
+                "first, e.g. data.columns = ['_'.join(map(str, c)) for c in data.columns]"
+            )
+        return
+    if isinstance(data, Mapping) or source_for(data) is not None:
+        return
+    hint = " (use series.to_frame())" if isinstance(data, pd.Series) else ""
+    raise DPModelsTypeError(
+        "data must be a pandas DataFrame, a mapping of column name to array, or a Polars, "
+        f"Dask, DuckDB or PySpark data frame; got {_kind(data)}{hint}"
+    )
+
+
+def check_release_arguments(
+    data, *, columns, formula, epsilon, bounds, levels, bins, threshold, threshold_A, n,
+    random_state, accountant, missing, max_spurious_cells, namespace, domain_check,
+) -> None:
+    """Check every argument of :func:`dpmodels.release` that can be checked
+    without the data's column names (see the module docstring for the rules).
+
+    ``random_state`` is checked first.  The value of ``epsilon`` (> 0, not
+    NaN) is left to :func:`dpmodels.release._check_epsilon`; here only its
+    type.  Raises a :class:`~dpmodels.errors.DPModelsError` naming the
+    argument; touches no data.
+    """
+    check_random_state(random_state)
+    _check_epsilon_type(epsilon)
+    _check_data(data)
+    _check_columns_or_formula(columns, formula)
+    check_choice("missing", missing, _MISSING_RULES)
+    _check_threshold(threshold)
+    _check_positive_finite("threshold_A", threshold_A,
+                           "Lei's constant A of the enhanced threshold A*log(n)/epsilon "
+                           "(default 0.5)")
+    _check_positive_finite("max_spurious_cells", max_spurious_cells,
+                           "it caps the memory of a release (inf is not allowed); raise it "
+                           "to a larger number if needed")
+    _check_n(n)
+    _check_accountant(accountant)
+    if namespace is not None and not isinstance(namespace, Mapping):
+        raise DPModelsTypeError(f"namespace must be a mapping or None, got {_kind(namespace)}")
+    if domain_check is not None and not callable(domain_check):
+        raise DPModelsTypeError(
+            f"domain_check must be a callable or None, got {_kind(domain_check)}")
+    _check_bounds(bounds)
+    _check_levels(levels, bounds)
+    _check_bins(bins)
+
+
+# ---- the data's labels, schema and size (no values) ----------------------------------
+
+
+def check_used_columns(data, names: Sequence[str]) -> None:
+    """The variables ``names`` of in-memory ``data`` must each be exactly one
+    column with a string label, and (for a mapping) a 1-d array-like."""
+    labels = list(data.columns) if isinstance(data, pd.DataFrame) else list(data.keys())
+    counts = Counter(c for c in labels if isinstance(c, str))
+    for name in names:
+        if counts[name] > 1:
+            raise DPModelsError(
+                f"data has {counts[name]} columns named {name!r}: rename or drop the duplicates "
+                "so that each variable is one column"
+            )
+        if counts[name] == 0:
+            other = next((c for c in labels if not isinstance(c, str) and str(c) == name), None)
+            raise DPModelsTypeError(
+                f"column {other!r} of data has a non-string label (type {_kind(other)}): "
+                "name columns by strings, e.g. data.columns = data.columns.astype(str)"
+            )
+    if isinstance(data, pd.DataFrame):
+        return
+    for name in names:
+        col = data[name]
+        ndim = getattr(col, "ndim", 1)
+        if (isinstance(col, (str, bytes, Mapping, set, frozenset)) or not hasattr(col, "__len__")
+                or ndim != 1):
+            raise DPModelsTypeError(
+                f"data[{name!r}] must be a 1-d array-like column (list, numpy array, pandas "
+                f"Series), got {_kind(col)}" + (f" with {ndim} dimensions" if ndim != 1 else "")
+            )
+
+
+def check_dtypes(dtypes: Mapping[str, object]) -> None:
+    """Refuse column dtypes no axis can code (complex numbers)."""
+    for name, dtype in dtypes.items():
+        if isinstance(dtype, np.dtype) and dtype.kind == "c":
+            raise DomainError(
+                f"{name!r} holds complex numbers (dtype {dtype}), which cannot be binned or "
+                "matched to levels: release their real and imaginary parts as two columns"
+            )
+
+
+def check_row_count(n, rows) -> None:
+    """Refuse an empty input and warn when a declared ``n`` is far from the
+    rows handed in.
+
+    Parameters
+    ----------
+    n : int or None
+        The ``n`` the caller declared.
+    rows : int or None
+        The number of rows handed in; None when unknown (an engine's frame
+        with ``n`` declared: counting its rows would be one more query).
+
+    Warns
+    -----
+    ReleaseWarning
+        ``n`` and ``rows`` differ by more than a factor :data:`N_MISMATCH_FACTOR`.
+    """
+    from .formula import user_stacklevel
+
+    if rows == 0:
+        raise DPModelsError(
+            "data has 0 rows: there is nothing to release (a release of an empty data set is "
+            "pure noise); check the filter that produced it"
+        )
+    if n is None or rows is None:
+        return
+    if n > N_MISMATCH_FACTOR * rows or rows > N_MISMATCH_FACTOR * n:
+        warnings.warn(
+            f"the declared n={n:,} is far from the {rows:,} rows handed in (more than a factor "
+            f"{N_MISMATCH_FACTOR:g} apart): n sets the threshold, the bins and the report's "
+            "public n; check that it is the size of this data set",
+            ReleaseWarning, stacklevel=user_stacklevel(),
+        )
+
+
+# ---- dp_* model arguments --------------------------------------------------------------
+
+
+def check_eval_env(eval_env) -> None:
+    """``eval_env``: an int >= 0 (frames above the caller) or a mapping."""
+    if isinstance(eval_env, Mapping):
+        return
+    if not _is_int(eval_env):
+        raise DPModelsTypeError(
+            f"eval_env must be an int >= 0 (frames above the caller) or a mapping of names, "
+            f"got {_kind(eval_env)}")
+    if eval_env < 0:
+        raise DPModelsError(f"eval_env must be an int >= 0, got {eval_env}")
+
+
+def _resolve(node: ast.expr, namespace: Mapping):
+    """``(value, bare)`` of a called name or attribute chain, without calling
+    anything (``value`` None when it does not resolve)."""
+    import patsy.builtins
+
+    if isinstance(node, ast.Name):
+        if node.id in namespace:
+            return namespace[node.id], True
+        return getattr(patsy.builtins, node.id, None), True
+    if isinstance(node, ast.Attribute):
+        base, _ = _resolve(node.value, namespace)
+        if base is None:
+            return None, False
+        try:
+            return getattr(base, node.attr, None), False
+        except Exception:  # a property that raises: not a transform we know
+            return None, False
+    return None, False
+
+
+def check_formula_transforms(formula: str, namespace: Mapping | None) -> None:
+    """Refuse, before any release, a stateful transform the fit cannot
+    evaluate on the data it stands for.
+
+    patsy memorizes a stateful transform (its mean, knots, bounds) on the frame
+    it is given: for a dp_* model that is one row per cell representative, not
+    the rows.  ``center``, ``standardize`` and ``scale`` are replaced at fit
+    time by versions that weight each point by its count (exact on the
+    release); ``bs`` with ``knots=``, ``lower_bound=`` and ``upper_bound=``
+    all given is a fixed function.  Everything else with patsy's stateful
+    transform protocol - other spline bases, a transform called through an
+    attribute (``patsy.center(x)``), user-defined ones - is refused.
+    """
+    import patsy
+    import patsy.builtins
+
+    from .formula import _factor_codes
+
+    namespace = namespace or {}
+    try:
+        lhs, rhs = _factor_codes(formula)
+    except patsy.PatsyError:
+        return  # formula_variables reports the parse error
+    weighted = {id(getattr(patsy.builtins, nm)) for nm in WEIGHTED_TRANSFORMS}
+    splines = {id(getattr(patsy.builtins, nm)): nm for nm in ("bs", "cr", "cc", "te")}
+    for code in lhs + rhs:
+        try:
+            tree = ast.parse(code, mode="eval")
+        except SyntaxError:
+            continue  # formula_variables reports it
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            value, bare = _resolve(node.func, namespace)
+            if value is None or not hasattr(value, "__patsy_stateful_transform__"):
+                continue
+            shown = ast.unparse(node.func)
+            if id(value) in weighted:
+                if bare:
+                    continue
+                raise DPModelsError(
+                    f"{shown}(...) in the formula: call it by its bare name, "
+                    f"{node.func.attr}(...), so that it is evaluated on the weighted release "
+                    "(patsy treats an attribute call as a plain function, re-computed on "
+                    "every frame)"
+                )
+            if (splines.get(id(value)) == "bs" and bare
+                    and set(_BS_PUBLIC_KEYWORDS) <= {k.arg for k in node.keywords}):
+                continue  # knots and bounds public: a fixed function of x
+            if id(value) in splines:
+                raise DPModelsError(
+                    f"{shown}() in the formula is a spline basis whose knots or bounds patsy "
+                    "would compute from the released cells' representative points, not from "
+                    "your rows: it is not supported. Use terms with public constants, e.g. "
+                    "I(x - c), I((x - c)**2) or I(np.maximum(x - k, 0)) with knots k from "
+                    "public knowledge"
+                    + (", or bs(x, knots=[...], lower_bound=..., upper_bound=...) with all "
+                       "three given" if splines[id(value)] == "bs" else "")
+                )
+            raise DPModelsError(
+                f"{shown}() in the formula is a stateful transform: patsy would memorize it on "
+                "the released cells' representative points, not on your rows. Use a plain "
+                "function with public constants instead, e.g. I(x - c)"
+            )
