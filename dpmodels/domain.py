@@ -115,8 +115,8 @@ class Axis:
       ``declared_order`` is set (as statsmodels keeps a Categorical's order);
       levels that cannot be sorted keep their declared order.
 
-    The response of ``dp_logit`` / ``dp_mnlogit`` is coded in the declared
-    order in both cases (base level = first declared level).
+    A non-numeric response of ``dp_logit`` / ``dp_mnlogit`` is coded in the
+    declared order in both cases (base level = first declared level).
 
     Values are matched to levels **by value** (``2 == 2.0``, a uint8 255 is
     not the level -1), never by casting the levels to the column's dtype;
@@ -619,6 +619,13 @@ def _check_edges(name: str, bounds: tuple[float, float], bins: int) -> None:
     ``bins / (hi - lo)`` (used to code values) is not finite and positive."""
     lo, hi = bounds
     scale = bins / (hi - lo)
+    width = (hi - lo) / bins
+    big = max(abs(lo), abs(hi))
+    if (math.isfinite(scale) and scale > 0 and math.isfinite(width)
+            and width > 64 * math.ulp(big) and math.isfinite(big + width)):
+        # edges lo + i * width are computed with an absolute error of a few ulps of
+        # the largest bound: steps this much wider keep edges and midpoints increasing
+        return
     edges = np.linspace(lo, hi, bins + 1)
     with np.errstate(over="ignore", invalid="ignore"):
         mids = (edges[:-1] + edges[1:]) / 2.0

@@ -227,12 +227,14 @@ def collect_watched(release_fn: ReleaseFn, data, seeds: Sequence[int], cells: Se
 
 
 def exact_event_probability(
-    event: Event, exact_counts: Sequence[int], k: int, epsilon: float, zmax: int | None = None
+    event: Event, exact_counts: Sequence[int], k: int | None, epsilon: float,
+    zmax: int | None = None,
 ) -> float:
     """Exact probability of ``event`` for the correct mechanism: each watched
     cell, with exact count c, independently released with value ``c + Z`` if
-    ``c + Z >= k`` and absent otherwise.  Summed over the grid |z| <= zmax
-    (the neglected mass is below ``2 * q**zmax``)."""
+    ``c + Z >= k`` and absent otherwise (``k=None``: the signed release, absent
+    exactly when ``c + Z == 0``).  Summed over the grid |z| <= zmax (the
+    neglected mass is below ``2 * q**zmax``)."""
     if zmax is None:
         zmax = int(math.ceil(70.0 / epsilon))  # q**zmax <= exp(-35)
     z = np.arange(-zmax, zmax + 1)
@@ -242,7 +244,8 @@ def exact_event_probability(
     vals = []
     for c, g in zip(exact_counts, grids):
         v = c + g
-        vals.append(np.where(v >= k, v, ABSENT).ravel())
+        kept = (v != 0) if k is None else (v >= k)
+        vals.append(np.where(kept, v, ABSENT).ravel())
         weights = weights * w[g + zmax]
     values = np.stack(vals, axis=1)
     return float(np.sum(weights.ravel()[event(values)]))

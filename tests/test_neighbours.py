@@ -145,7 +145,7 @@ def _term(rng, var: Var) -> str:
 
 def make_case(seed: int, kind: str, engine: str = "pandas") -> Case:
     """One data set and its neighbour of the given kind (deterministic in seed)."""
-    rng = np.random.default_rng([seed, KINDS.index(kind), len(engine)])
+    rng = np.random.default_rng([seed, KINDS.index(kind), sum(engine.encode())])
     model = str(MODELS[(seed + KINDS.index(kind)) % len(MODELS)])  # each kind: every model
     bins = int(rng.integers(2, 4))
     epsilon = float(rng.choice([4.0, 8.0]))

@@ -125,6 +125,75 @@ SCENARIO_II = dict(
 )
 
 
+# Scenario (iii), the signed release (threshold=None, Lei's Algorithm 1) on the
+# data of scenario (i): every cell is released with count + Z; a cell whose
+# noisy count is exactly 0 carries no weight and is absent.
+SCENARIO_SIGNED = dict(
+    D=D_I, Dp=DP_I, cells=(cell(1, "u"), cell(3, "v")),
+    counts_D=(2, 0), counts_Dp=(1, 1),
+    kwargs=dict(columns=["x", "g"], epsilon=EPS, bounds=BOUNDS, levels=LEVELS, bins=BINS,
+                threshold=None),
+    k=None,
+)
+
+# Scenario (iv), a large domain: x and z cut into 10**6 bins each and g:
+# m = 2e12 cells, every one perturbed by the sparse construction (about 17
+# spurious cells per release at the fixed threshold 50).  A row moves
+# between two busy cells at the threshold: a = (x bin 10, z bin 10, u) holds
+# 51 rows in D and 50 in D'; b = (x bin 999990, z bin 5, v) the reverse.
+# R_BIG repetitions (a release of this domain takes a few ms).
+BIG_BINS = 10**6
+BIG_BOUNDS = {"x": (0.0, 1.0), "z": (0.0, 1.0)}
+
+
+def _big_row(xbin, zbin, g):
+    return ((xbin + 0.5) / BIG_BINS, (zbin + 0.5) / BIG_BINS, g)
+
+
+def _big_frame(rows):
+    return pd.DataFrame({"x": [r[0] for r in rows], "z": [r[1] for r in rows],
+                         "g": [r[2] for r in rows]})
+
+
+_A_ROW, _B_ROW = _big_row(10, 10, "u"), _big_row(999_990, 5, "v")
+D_BIG = _big_frame([_A_ROW] * 51 + [_B_ROW] * 50)
+DP_BIG = _big_frame([_A_ROW] * 50 + [_B_ROW] * 51)
+R_BIG = 6_000
+SCENARIO_BIG = dict(
+    D=D_BIG, Dp=DP_BIG,
+    cells=((10 * BIG_BINS + 10) * 2 + 0, (999_990 * BIG_BINS + 5) * 2 + 1),
+    counts_D=(51, 50), counts_Dp=(50, 51),
+    kwargs=dict(columns=["x", "z", "g"], epsilon=EPS, bounds=BIG_BOUNDS, levels=LEVELS,
+                bins=BIG_BINS, threshold=50),
+    k=50, R=R_BIG,
+)
+
+
+def signed_events() -> dict:
+    """Events of the signed release on (a, b); ABSENT stands for the value 0."""
+    def val(V, i):
+        return np.where(V[:, i] == ABSENT, 0, V[:, i])
+
+    ev = {}
+    for j in (1, 2, 3):
+        ev[f"a >= {j}"] = lambda V, j=j: val(V, 0) >= j
+        ev[f"b >= {j}"] = lambda V, j=j: val(V, 1) >= j
+    for j in (1, 0, -1):
+        ev[f"a <= {j}"] = lambda V, j=j: val(V, 0) <= j
+        ev[f"b <= {j}"] = lambda V, j=j: val(V, 1) <= j
+    for jb, ja in ((1, 0), (1, 1), (2, 0), (1, -1)):
+        ev[f"b >= {jb} & a <= {ja}"] = lambda V, jb=jb, ja=ja: (val(V, 1) >= jb) & (val(V, 0) <= ja)
+        ev[f"a >= {jb + 1} & b <= {ja - 1}"] = (
+            lambda V, jb=jb, ja=ja: (val(V, 0) >= jb + 1) & (val(V, 1) <= ja - 1))
+    ev["a absent"] = lambda V: V[:, 0] == ABSENT
+    ev["b absent"] = lambda V: V[:, 1] == ABSENT
+    return ev
+
+
+ALL_SCENARIOS = {"moved-into-empty": SCENARIO_I, "row-at-bound": SCENARIO_II,
+                 "signed": SCENARIO_SIGNED, "large-domain": SCENARIO_BIG}
+
+
 # --------------------------------------------------------------------------
 # release functions: the library's, and broken ones from its pieces
 # --------------------------------------------------------------------------
@@ -221,10 +290,12 @@ def scenario_events(sc):
     """The event set of a scenario, with exact probabilities under D and D'
     for the correct mechanism; only events with enough expected hits."""
     out, probs = {}, {}
-    for name, ev in two_cell_events(sc["k"]).items():
+    events = signed_events() if sc["k"] is None else two_cell_events(sc["k"])
+    for name, ev in events.items():
         pD = exact_event_probability(ev, sc["counts_D"], sc["k"], EPS)
         pDp = exact_event_probability(ev, sc["counts_Dp"], sc["k"], EPS)
-        if min(pD, pDp) * R >= MIN_EXPECTED and max(pD, pDp) * R <= R - MIN_EXPECTED:
+        reps = sc.get("R", R)
+        if min(pD, pDp) * reps >= MIN_EXPECTED and max(pD, pDp) * reps <= reps - MIN_EXPECTED:
             out[name] = ev
             probs[name] = (pD, pDp)
     return out, probs
@@ -274,6 +345,35 @@ def test_scenarios_are_neighbours_with_the_stated_exact_counts(sc):
     assert max(single) <= EPS / 2 + 1e-9  # one cell alone reveals at most epsilon/2
 
 
+@pytest.mark.parametrize("name", ["signed", "large-domain"])
+def test_new_scenarios_are_neighbours_with_the_stated_counts(name):
+    sc = ALL_SCENARIOS[name]
+    kw = sc["kwargs"]
+    cols = kw["columns"]
+    assert len(sc["D"]) == len(sc["Dp"]) and int((sc["D"] != sc["Dp"]).any(axis=1).sum()) == 1
+    got = []
+    for data in (sc["D"], sc["Dp"]):
+        n = len(data)
+        domain = build_domain(cols, {c: data[c].dtype for c in cols}, bounds=kw["bounds"],
+                              levels=kw["levels"], bins=kw["bins"], n=n, epsilon=EPS)
+        exact = count_cells({c: data[c] for c in cols}, domain)
+        lookup = dict(zip(exact.ids.tolist(), exact.counts.tolist()))
+        got.append(tuple(lookup.get(c, 0) for c in sc["cells"]))
+        other = sum(v for c, v in lookup.items() if c not in sc["cells"])
+        assert other == sum(lookup.values()) - sum(got[-1])
+    assert got == [sc["counts_D"], sc["counts_Dp"]]
+    if name == "large-domain":
+        assert domain.size == 2 * BIG_BINS**2
+        rel = dpm.release(sc["D"], random_state=0, **kw)
+        assert rel.report.domain_cells == 2 * 10**12
+        # the spurious cells are spread over the whole 2e12-cell domain
+        assert rel.report.expected_spurious_cells == pytest.approx(17.4, rel=0.01)
+        assert int(rel.cell_ids.max()) > 10**12
+    events, probs = scenario_events(sc)
+    best = max(abs(math.log(pD / pDp)) for pD, pDp in probs.values())
+    assert math.isclose(best, EPS, rel_tol=1e-9)  # a full-loss event is audited
+
+
 def test_pieces_pipeline_reproduces_the_library_release():
     """The broken mechanisms differ from the library only in the noise step:
     with the correct noise step the rebuilt pipeline is the library release."""
@@ -309,12 +409,13 @@ def test_values_at_and_beyond_the_bounds_are_clipped_per_row():
 # --------------------------------------------------------------------------
 # the audit of the library's release
 # --------------------------------------------------------------------------
-@pytest.fixture(scope="module", params=["moved-into-empty", "row-at-bound"])
+@pytest.fixture(scope="module", params=list(ALL_SCENARIOS))
 def correct_audit(request):
-    sc = SCENARIO_I if request.param == "moved-into-empty" else SCENARIO_II
+    sc = ALL_SCENARIOS[request.param]
     events, probs = scenario_events(sc)
     result = privacy_audit(library_release(**sc["kwargs"]), sc["D"], sc["Dp"], sc["cells"], events,
-                           R=R, seed_base=1_000_000 if sc is SCENARIO_I else 2_000_000,
+                           R=sc.get("R", R),
+                           seed_base=1_000_000 * (1 + list(ALL_SCENARIOS).index(request.param)),
                            family_alpha=FAMILY_ALPHA)
     result = _attach_theory(result, probs)
     print("\n" + format_audit(f"dpmodels.release, scenario {request.param}", result, EPS))
