@@ -298,7 +298,7 @@ def bernoulli_positions(source, rate: LogRate, n_trials: int) -> np.ndarray:
 
     Examples
     --------
-    >>> pos = bernoulli_positions(3, LogRate.no_cross(1.0, 3), 10**15)
+    >>> pos = bernoulli_positions(3, LogRate.no_cross(1.0, 60), 10**15)  # about 58 successes
     >>> bool(pos.size > 0 and pos.max() < 10**15)
     True
     """

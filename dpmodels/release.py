@@ -342,9 +342,11 @@ def release(
     bounds : dict of str to (low, high)
         Public bounds of each continuous variable. Values outside are clipped
         into the edge bins.
-    levels : dict of str to list
+    levels : dict of str to list or "dtype"
         Public level set of each discrete variable (not needed for a bool
-        column or a pandas Categorical, whose dtype declares it).
+        column or a Polars Enum, whose type declares it).  ``"dtype"`` takes
+        a pandas Categorical's categories as the declared levels: say so only
+        when they were set from public knowledge, not built from the data.
     bins : int, dict or "auto"
         Equal-width bins per continuous variable (at most
         :data:`dpmodels.domain.MAX_BINS`); "auto" applies

@@ -286,8 +286,7 @@ class DPLogit(_DPChoiceModel):
                     f"{self.response} = {other!r}, so a logit cannot be fitted. Use a larger "
                     "epsilon, fewer bins or a lower threshold"
                 )
-        model = FreqLogit.from_formula(self.formula, data=frame, weights=w,
-                                       eval_env=self.namespace)
+        model = self._formula_model(FreqLogit, frame, weights=w)
         res = self._fit_model(model, np.asarray(model.endog).astype(int), 2,
                               list(model.exog_names), separation,
                               dict(method=method, maxiter=maxiter, **kwargs))

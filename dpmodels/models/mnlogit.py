@@ -141,8 +141,7 @@ class DPMNLogit(_DPChoiceModel):
                 "larger epsilon, fewer bins or a lower threshold to keep it",
                 ReleaseWarning, stacklevel=2,
             )
-        model = FreqMNLogit.from_formula(self.formula, data=frame, weights=w, ylevels=order,
-                                         eval_env=self.namespace)
+        model = self._formula_model(FreqMNLogit, frame, weights=w, ylevels=order)
         ynames = [f"{model.endog_names}={model._ynames_map[j]}" for j in range(1, int(model.J))]
         param_names = [f"{x} ({yn})" for yn in ynames for x in model.exog_names]
         res = self._fit_model(model, np.asarray(model.endog, dtype=int), int(model.J),
