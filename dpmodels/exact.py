@@ -41,9 +41,9 @@ integer has positive probability.  Results are held in int64: a draw of
 makes the sampler loop without end (numpy's ``Generator.geometric`` does
 for a few top uniform values, and has a bounded support).
 
-Speed: one word and one ``log`` per geometric draw; about 10 million
-discrete Laplace draws per second on one core from a seeded generator, 7-9
-million from ``os.urandom`` (``benchmarks/speed.py``).
+Speed: one word and one ``log`` per geometric draw; about 12 million
+discrete Laplace draws per second on one core from a seeded generator, 9
+million from ``os.urandom`` (``benchmarks/noise.py``).
 """
 
 from __future__ import annotations

@@ -96,6 +96,9 @@ CASES = [
     _c("epsilon-list", r"epsilon", type_error=True, epsilon=[1.0]),
     _c("epsilon-complex", r"epsilon", type_error=True, epsilon=1 + 0j),
     _c("epsilon-tiny", r"epsilon", epsilon=1e-300),  # the threshold's cut overflows int64
+    _c("epsilon-below-exact-limit", r"epsilon=1e-16 is below", epsilon=1e-16),  # noise not exact
+    _c("epsilon-signed-below-exact-limit", r"epsilon.*below", entries=("release", "ols"),
+       epsilon=5e-16, threshold=None),
     # ---- bounds ---------------------------------------------------------------------------
     _c("bounds-reversed", r"bounds\['x'\]", bounds=dict(BOUNDS, x=(10, 0))),
     _c("bounds-equal", r"bounds\['x'\]", bounds=dict(BOUNDS, x=(5, 5))),
