@@ -729,6 +729,9 @@ class DPInference:
     elapsed: float = 0.0
     binning: BinningCheck | None = None
     target: np.ndarray | None = None
+    #: Coefficients the release carries no information about
+    #: (:mod:`dpmodels.information`): infinite SE, z = 0, p = 1, interval (-inf, inf).
+    uninformative: np.ndarray | None = None
 
     @property
     def n_ok(self) -> int:
@@ -739,8 +742,15 @@ class DPInference:
         """Covariance of the replicate estimates."""
         k = self.params.size
         if self.n_ok < 2:
-            return np.full((k, k), np.nan)
-        return np.atleast_2d(np.cov(self.replicates, rowvar=False))
+            cov = np.full((k, k), np.nan)
+        else:
+            cov = np.atleast_2d(np.cov(self.replicates, rowvar=False))
+        if self.uninformative is not None and self.uninformative.any():
+            u = np.asarray(self.uninformative, bool)
+            cov[u, :] = np.nan
+            cov[:, u] = np.nan
+            cov[u, u] = np.inf
+        return cov
 
     @cached_property
     def se(self) -> np.ndarray:
@@ -760,16 +770,22 @@ class DPInference:
         """Center of the default interval and of the z statistics."""
         return self.params - self.bias if self.interval == "bc-normal" else self.params
 
+    def _no_information(self) -> np.ndarray:
+        if self.uninformative is None:
+            return np.zeros(self.params.size, bool)
+        return np.asarray(self.uninformative, bool)
+
     @property
     def tvalues(self) -> np.ndarray:
-        """z statistics for H0: coefficient = 0, consistent with the default interval."""
+        """z statistics for H0: coefficient = 0, consistent with the default interval
+        (0 for a coefficient the release carries no information about)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return self.center / self.se
+            return np.where(self._no_information(), 0.0, self.center / self.se)
 
     @property
     def pvalues(self) -> np.ndarray:
         if self.interval in ("basic", "percentile"):
-            return self._boot_pvalues()
+            return np.where(self._no_information(), 1.0, self._boot_pvalues())
         return 2.0 * stats.norm.sf(np.abs(self.tvalues))
 
     def _boot_pvalues(self) -> np.ndarray:
@@ -804,17 +820,22 @@ class DPInference:
             raise ValueError(f"method must be one of {INTERVALS}, got {method!r}")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        none = self._no_information()
         if method in ("normal", "bc-normal"):
             z = stats.norm.ppf(1 - alpha / 2)
             c = self.params - (self.bias if method == "bc-normal" else 0.0)
-            return np.column_stack([c - z * self.se, c + z * self.se])
-        if self.n_ok < 2:
+            ci = np.column_stack([c - z * self.se, c + z * self.se])
+        elif self.n_ok < 2:
             return np.full((self.params.size, 2), np.nan)
-        lo, hi = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
-        target = self.params if self.target is None else self.target
-        if method == "basic":  # the law of (estimate - target), reflected
-            return np.column_stack([self.params + target - hi, self.params + target - lo])
-        return np.column_stack([self.params + lo - target, self.params + hi - target])
+        else:
+            lo, hi = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+            target = self.params if self.target is None else self.target
+            if method == "basic":  # the law of (estimate - target), reflected
+                ci = np.column_stack([self.params + target - hi, self.params + target - lo])
+            else:
+                ci = np.column_stack([self.params + lo - target, self.params + hi - target])
+        ci[none] = (-np.inf, np.inf)
+        return ci
 
     def describe_interval(self) -> str:
         return {
@@ -832,6 +853,17 @@ class DPInference:
             "replicates' spread, intervals are " + self.describe_interval()
             + "; z statistics and p-values use the same center and SE.",
         ]
+        none = np.flatnonzero(self._no_information())
+        if none.size:
+            shown = [str(names[i]) if names is not None else str(i) for i in none[:6]]
+            more = "" if none.size <= 6 else f" and {none.size - 6} more"
+            lines.append(
+                "WARNING: the release carries no information about " + ", ".join(shown) + more
+                + ": the noisy count behind them is not above what the threshold's spurious "
+                "cells alone put there, so their estimates are noise. Their standard errors "
+                "are infinite and their intervals unbounded (a declared level without rows, or "
+                "whose rows the threshold removed; use a larger epsilon, fewer bins or fewer "
+                "variables).")
         with np.errstate(divide="ignore", invalid="ignore"):
             shift = np.abs(self.bias) / self.se
         big = np.flatnonzero(np.isfinite(shift) & (shift > 1.0))
@@ -922,8 +954,12 @@ def parametric_bootstrap(
     binning: Callable[[np.ndarray], BinningCheck | None] | None = None,
     population: str = "smooth",
     n_refit: int = DEFAULT_N_REFIT,
+    uninformative: np.ndarray | None = None,
 ) -> DPInference:
     """Bootstrap ``refit`` over replicate releases of ``release``.
+
+    ``uninformative`` marks coefficients the release says nothing about
+    (:mod:`dpmodels.information`): their SE is infinite.
 
     When the design places cells through a representer fitted to the
     release (``"density"``, ``"shift"``, ``"sheppard"``), the estimate
@@ -1022,7 +1058,7 @@ def parametric_bootstrap(
     seeded = random_state is not None
     inf = DPInference(params=params, replicates=est[ok], n_boot=int(n_boot),
                       n_failed=int((~ok).sum()), interval=interval, simulation=description,
-                      seeded=seeded, target=target)
+                      seeded=seeded, target=target, uninformative=uninformative)
     check = binning(inf.se) if binning is not None else None
     object.__setattr__(inf, "binning", check)
     object.__setattr__(inf, "elapsed", time.perf_counter() - t0)
@@ -1086,6 +1122,18 @@ class DPInferenceResultsMixin:
         if self._dp_active():
             return self._dp_shape(self.dp_inference.pvalues)
         return super().pvalues
+
+    def _dp_no_information(self) -> bool:
+        return self._dp_active() and bool(self.dp_inference._no_information().any())
+
+    @property
+    def fvalue(self):
+        """F statistic; NaN when a coefficient has no information (infinite SE)."""
+        return np.nan if self._dp_no_information() else super().fvalue
+
+    @property
+    def f_pvalue(self):
+        return np.nan if self._dp_no_information() else super().f_pvalue
 
     def conf_int(self, alpha=0.05, cols=None, **kwargs):
         """Confidence intervals; under cov_type "dp", the bootstrap intervals

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -12,8 +13,9 @@ import pandas as pd
 import patsy
 
 from ..accountant import Accountant
-from ..errors import DomainError, DPModelsError, DPModelsTypeError
-from ..formula import caller_namespace, formula_variables
+from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
+from ..formula import caller_namespace, formula_variables, user_stacklevel
+from ..information import column_information
 from ..inference import (
     DEFAULT_INTERVAL,
     DEFAULT_N_BOOT,
@@ -438,9 +440,27 @@ class DPModel:
         inference = parametric_bootstrap(
             self.release, design, refit, start, n_boot=opts["n_boot"],
             random_state=opts["random_state"], interval=opts["interval"], label=label,
-            binning=binning, population=opts["population"], n_refit=opts["n_refit"])
+            binning=binning, population=opts["population"], n_refit=opts["n_refit"],
+            uninformative=self._uninformative(res, build, start.size))
         attach_dp_inference(res, inference)
         return inference
+
+    def _uninformative(self, res, build, n_params: int) -> np.ndarray | None:
+        """Coefficients the release carries no information about
+        (:mod:`dpmodels.information`), flattened as ``params``, with a
+        :class:`~dpmodels.errors.ReleaseWarning` naming them."""
+        names = list(np.atleast_1d(res.model.exog_names))
+        info = column_information(self.release, self.variables, build, len(names))
+        if info is None or not info.uninformative.any() or n_params % len(names):
+            return None
+        flagged = [nm for nm, u in zip(names, info.uninformative) if u]
+        warnings.warn(
+            f"the release carries no information about {', '.join(flagged)}: the noisy count "
+            "behind them is not above what the threshold's spurious cells alone put there. "
+            "Their standard errors are set to infinity (p = 1, unbounded intervals); use a "
+            "larger epsilon, fewer bins or fewer variables",
+            ReleaseWarning, stacklevel=user_stacklevel())
+        return np.tile(info.uninformative, n_params // len(names))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
