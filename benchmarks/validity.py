@@ -413,7 +413,7 @@ def one_rep(args):
         try:
             model = fn(spec["formula"], df, epsilon=eps, random_state=rng_rel, **spec["kw"])
         except Exception as exc:  # noqa: BLE001
-            out["dp"] = out["naive"] = type(exc).__name__
+            out["dp"] = out["naive"] = f"{type(exc).__name__}: {exc}"[:160]
         if model is not None:
             try:
                 res = model.fit(random_state=rng_fit, **fit_kw)
@@ -425,12 +425,12 @@ def one_rep(args):
                 except Exception:  # noqa: BLE001
                     pass
             except Exception as exc:  # noqa: BLE001
-                out["dp"] = type(exc).__name__
+                out["dp"] = f"{type(exc).__name__}: {exc}"[:160]
             try:
                 resn = model.fit(cov_type="naive", **fit_kw)
                 out["naive"] = (resn, _flat(resn, spec["sm"]))
             except Exception as exc:  # noqa: BLE001
-                out["naive"] = type(exc).__name__
+                out["naive"] = f"{type(exc).__name__}: {exc}"[:160]
     for w in caught:
         texts.append(str(w.message))
         if issubclass(w.category, SeparationWarning):
