@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -25,6 +25,28 @@ from .errors import DomainError, DomainTooLargeError, DomainTypeError, UnknownVa
 
 __all__ = ["Axis", "Domain", "EnumType", "DTYPE_LEVELS", "auto_bins", "build_domain",
            "AUTO_BINS_RULE"]
+
+#: Binning scales of a continuous axis: name -> (T, T**-1, smallest valid lower bound,
+#: whether the lower bound itself is allowed).
+SCALES = {
+    "linear": (lambda x: x, lambda c: c, -math.inf, True),
+    "log": (np.log, np.exp, 0.0, False),
+    "log1p": (np.log1p, np.expm1, -1.0, False),
+    "sqrt": (np.sqrt, np.square, 0.0, True),
+}
+
+
+def scale_fits(scale: str, bounds: tuple[float, float]) -> bool:
+    """Whether ``T`` of ``scale`` is finite and increasing on ``bounds``."""
+    _, _, low, closed = SCALES[scale]
+    lo, hi = bounds
+    ok = lo >= low if closed else lo > low
+    if not ok:
+        return False
+    f = SCALES[scale][0]
+    with np.errstate(all="ignore"):
+        a, b = float(f(lo)), float(f(hi))
+    return math.isfinite(a) and math.isfinite(b) and b > a
 
 #: Largest domain (number of cells) a cell id can address.
 MAX_DOMAIN_CELLS = 2**63 - 1
@@ -85,7 +107,8 @@ class Axis:
     bounds : tuple of float or None
         ``(low, high)`` for a continuous variable.
     bins : int or None
-        Number of equal-width bins for a continuous variable.
+        Number of equal-width bins for a continuous variable, equal-width on
+        the axis's ``scale``.
     levels : tuple or None
         The declared level set of a discrete variable, in declared order.
     declared_order : bool
@@ -93,6 +116,14 @@ class Axis:
         "dtype"}`` for a pandas Categorical, a Polars Enum, a
         ``pandas.CategoricalDtype`` given as the level set): non-numeric
         levels keep it in design matrices instead of being sorted.
+    scale : {"linear", "log", "log1p", "sqrt"}
+        The scale a continuous axis is binned on: the bins are equal-width in
+        ``coord = T(x)`` between ``T(low)`` and ``T(high)`` (values are first
+        clipped to the bounds).  A formula that uses a variable only through
+        ``np.log``, ``np.log1p`` or ``np.sqrt`` is binned on that scale
+        (:func:`dpmodels.formula.formula_variables`), so its bins are fine
+        where a skewed variable's rows are.  Cell frames hold values on the
+        variable's own scale: ``T**-1`` of the coordinates.
 
     Notes
     -----
@@ -129,21 +160,63 @@ class Axis:
     bins: int | None = None
     levels: tuple | None = None
     declared_order: bool = False
+    scale: str = "linear"
 
     @property
     def size(self) -> int:
         return int(self.bins) if self.kind == "continuous" else len(self.levels)
 
     @property
-    def edges(self) -> np.ndarray:
-        """Bin edges (continuous axes only); they depend only on bounds and bins."""
+    def coord_bounds(self) -> tuple[float, float]:
+        """``(T(low), T(high))``: the bounds on the axis's scale."""
         lo, hi = self.bounds
+        if self.scale == "linear":
+            return lo, hi
+        f = SCALES[self.scale][0]
+        return float(f(lo)), float(f(hi))
+
+    @property
+    def edges(self) -> np.ndarray:
+        """Bin edges on the axis's scale (continuous axes only); they depend
+        only on bounds, scale and bins."""
+        lo, hi = self.coord_bounds
         return np.linspace(lo, hi, self.bins + 1)
 
     @property
     def width(self) -> float:
-        lo, hi = self.bounds
+        """Bin width on the axis's scale."""
+        lo, hi = self.coord_bounds
         return (hi - lo) / self.bins
+
+    def coarsened(self, factor: int) -> "Axis":
+        """The axis with its bins merged in groups of ``factor``; a bin count
+        that is not a multiple of ``factor`` is extended past the upper bound
+        (on the axis's scale) so that every coarse bin is ``factor`` bins wide."""
+        k = -(-self.bins // factor)
+        lo, _ = self.coord_bounds
+        top = lo + k * factor * self.width
+        if self.scale == "linear":
+            return replace(self, bins=k, bounds=(self.bounds[0], top))
+        raw_hi = float(SCALES[self.scale][1](top))
+        return replace(self, bins=k, bounds=(self.bounds[0], raw_hi))
+
+    def to_coord(self, values) -> np.ndarray:
+        """Values of the variable -> coordinates on the axis's scale (float64;
+        clipped to the bounds first when the scale is not linear; NaN stays NaN)."""
+        x = np.asarray(values, dtype=np.float64)
+        if self.scale == "linear":
+            return x
+        lo, hi = self.bounds
+        with np.errstate(invalid="ignore"):
+            return SCALES[self.scale][0](np.clip(x, lo, hi))
+
+    def to_values(self, coord) -> np.ndarray:
+        """Coordinates on the axis's scale -> values of the variable."""
+        c = np.asarray(coord, dtype=np.float64)
+        if self.scale == "linear":
+            return c
+        lo, hi = self.bounds
+        return np.clip(SCALES[self.scale][1](c), lo, hi)
 
     @property
     def value_dtype(self) -> str | None:
@@ -176,7 +249,8 @@ class Axis:
             return list(range(n))
 
     def representatives(self) -> np.ndarray:
-        """Value standing for each axis position: bin midpoints or levels
+        """Value standing for each axis position: bin midpoints on the axis's
+        scale (coordinates; :meth:`to_values` maps them back), or levels
         (numeric levels in the published dtype, see :attr:`value_dtype`)."""
         if self.kind == "continuous":
             e = self.edges
@@ -195,9 +269,9 @@ class Axis:
         never cast to the values' dtype.
         """
         if self.kind == "continuous":
-            x = np.asarray(values, dtype=np.float64)
+            x = self.to_coord(values)
             missing = np.isnan(x)
-            lo, hi = self.bounds
+            lo, hi = self.coord_bounds
             scaled = (x - lo) * (self.bins / (hi - lo))
             with np.errstate(invalid="ignore"):
                 idx = np.floor(np.clip(scaled, 0, self.bins - 1))
@@ -224,7 +298,9 @@ class Axis:
         notes - a function of the declared levels only.
         """
         reps = self.representatives()
-        if self.kind == "continuous" or _is_numeric_levels(self.levels):
+        if self.kind == "continuous":
+            return self.to_values(reps[codes])
+        if _is_numeric_levels(self.levels):
             return reps[codes]
         order = self._category_order()
         position = np.empty(len(order), dtype=np.int64)
@@ -235,7 +311,8 @@ class Axis:
     def describe(self) -> str:
         if self.kind == "continuous":
             lo, hi = self.bounds
-            return f"continuous, bounds [{lo:g}, {hi:g}], {self.bins} bins"
+            on = "" if self.scale == "linear" else f" equal on the {self.scale} scale"
+            return f"continuous, bounds [{lo:g}, {hi:g}], {self.bins} bins{on}"
         shown = ", ".join(map(str, self.levels[:6])) + (", ..." if len(self.levels) > 6 else "")
         return f"discrete, {len(self.levels)} levels ({shown})"
 
@@ -672,8 +749,14 @@ def build_domain(
     n: int,
     epsilon: float,
     data_columns: Sequence[str] | None = None,
+    scales: Mapping[str, str] | None = None,
 ) -> Domain:
     """Build the public domain of ``variables`` from the caller's declarations.
+
+    ``scales`` (from the formula, :func:`dpmodels.formula.formula_variables`)
+    names the scale a continuous variable is binned on ("log", "log1p",
+    "sqrt"); it is used where that transform is finite and increasing on the
+    declared bounds, else the axis stays linear.
 
     ``dtypes`` are the raw columns' dtypes (a schema, not data): a bool
     dtype declares the level set (False, True) and an :class:`EnumType` (a
@@ -734,7 +817,10 @@ def build_domain(
                     f"bounds={{{name!r}: (low, high)}} from public knowledge (never from the "
                     f"data), or levels={{{name!r}: [...]}} if it is discrete"
                 )
-            specs.append(dict(name=name, kind="continuous", bounds=_as_bounds(name, bounds[name])))
+            b = _as_bounds(name, bounds[name])
+            scale = (scales or {}).get(name, "linear")
+            specs.append(dict(name=name, kind="continuous", bounds=b,
+                              scale=scale if scale in SCALES and scale_fits(scale, b) else "linear"))
         else:
             raise DomainError(
                 f"{name!r} is not numeric (dtype {dtype}) and has no declared level set: pass "
@@ -770,7 +856,7 @@ def build_domain(
     for s in specs:
         if s["kind"] == "continuous":
             s["bins"] = int(explicit.get(s["name"], k_auto if s["name"] in auto_names else default))
-            _check_edges(s["name"], s["bounds"], s["bins"])
+            _check_edges(s["name"], Axis(**s).coord_bounds, s["bins"])
         axes.append(Axis(**s))
     return Domain(tuple(axes))
 

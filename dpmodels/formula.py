@@ -27,13 +27,23 @@ __all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "user_st
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
 
 
+#: Monotone transforms a variable can be binned on the scale of: numpy function -> scale.
+SCALE_FUNCTIONS = {"log": "log", "log1p": "log1p", "sqrt": "sqrt"}
+
+
 @dataclass(frozen=True)
 class FormulaVariables:
-    """The raw variables of a formula, in first-use order (response first)."""
+    """The raw variables of a formula, in first-use order (response first).
+
+    ``scales`` maps a variable that the formula uses only through one of
+    ``np.log``, ``np.log1p``, ``np.sqrt`` (every occurrence, e.g.
+    ``np.log1p(x)``) to that scale: the release bins it there.
+    """
 
     names: tuple[str, ...]
     discrete: frozenset[str]
     response: tuple[str, ...]
+    scales: tuple[tuple[str, str], ...] = ()
 
 
 def caller_namespace(depth: int) -> dict:
@@ -59,12 +69,32 @@ def user_stacklevel() -> int:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, columns: set[str]):
+    def __init__(self, columns: set[str], namespace: Mapping[str, object]):
         self.columns = columns
+        self.namespace = namespace
         self.found: list[str] = []
         self.discrete: set[str] = set()
         self.unresolved: list[str] = []
+        self.uses: dict[str, set[str]] = {}  # variable -> scales it is used on
         self._in_factor = 0
+
+    def _use(self, name: str, scale: str):
+        self.uses.setdefault(name, set()).add("factor" if self._in_factor else scale)
+
+    def _scale_of(self, func) -> str | None:
+        """The scale of a call to np.log / np.log1p / np.sqrt (or those
+        functions imported by name), else None."""
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.attr in SCALE_FUNCTIONS):
+            base = self.namespace.get(func.value.id)
+            if getattr(base, "__name__", None) == "numpy":
+                return SCALE_FUNCTIONS[func.attr]
+        if isinstance(func, ast.Name) and func.id in SCALE_FUNCTIONS:
+            import numpy as np
+
+            if self.namespace.get(func.id) is getattr(np, func.id):
+                return SCALE_FUNCTIONS[func.id]
+        return None
 
     def _add(self, name: str):
         if name not in self.found:
@@ -75,16 +105,25 @@ class _Visitor(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name):
         if node.id in self.columns:
             self._add(node.id)
+            self._use(node.id, "linear")
         else:
             self.unresolved.append(node.id)
 
     def visit_Call(self, node: ast.Call):
         func = node.func
+        scale = self._scale_of(func)
+        if (scale is not None and len(node.args) == 1 and not node.keywords
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in self.columns):
+            self.visit(func)
+            self._add(node.args[0].id)
+            self._use(node.args[0].id, scale)
+            return
         if isinstance(func, ast.Name) and func.id == "Q" and node.args:
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 if arg.value in self.columns:
                     self._add(arg.value)
+                    self._use(arg.value, "linear")
                 else:
                     self.unresolved.append(arg.value)
                 return
@@ -154,7 +193,7 @@ def formula_variables(
     except patsy.PatsyError as exc:
         raise UnknownVariableError(f"cannot parse formula {formula!r}: {exc}") from None
     namespace = namespace or {}
-    visitor = _Visitor(cols)
+    visitor = _Visitor(cols, namespace)
     response: list[str] = []
     for i, code in enumerate(lhs + rhs):
         try:
@@ -177,4 +216,7 @@ def formula_variables(
         )
     if not visitor.found:
         raise UnknownVariableError(f"the formula {formula!r} reads no column of the data")
-    return FormulaVariables(tuple(visitor.found), frozenset(visitor.discrete), tuple(response))
+    scales = tuple((v, next(iter(u))) for v, u in visitor.uses.items()
+                   if len(u) == 1 and next(iter(u)) in SCALE_FUNCTIONS.values())
+    return FormulaVariables(tuple(visitor.found), frozenset(visitor.discrete), tuple(response),
+                            scales)

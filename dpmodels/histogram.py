@@ -250,15 +250,18 @@ class _ContinuousCoder:
         self.arr = _plain_numpy(col)
         if self.arr is not None and self.arr.dtype.kind not in "fiu":
             self.arr = None
-        lo, hi = axis.bounds
+        lo, hi = axis.coord_bounds
         self.lo, self.scale, self.top = lo, axis.bins / (hi - lo), float(axis.bins - 1)
         self.stride = float(stride)
+        self.axis = axis if axis.scale != "linear" else None
 
     def fill(self, start, stop, out):
         if self.arr is not None:
             x = self.arr[start:stop]
         else:
             x = np.asarray(_slice(self.col, start, stop), dtype=np.float64)
+        if self.axis is not None:  # binned on a log/sqrt scale: the very coordinates of Axis.codes
+            x = self.axis.to_coord(x)
         np.subtract(x, self.lo, out=out, dtype=np.float64)
         np.multiply(out, self.scale, out=out)
         np.clip(out, 0.0, self.top, out=out)

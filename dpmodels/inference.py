@@ -1081,11 +1081,12 @@ def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str],
         if axis.bins < BINNING_MIN_BINS:
             skipped.append(name)
             continue
-        e = axis.edges
-        lo = axis.bounds[0]
-        code = np.clip(np.floor((out[name].to_numpy(float) - lo) / axis.width), 0, axis.bins - 1)
+        e = axis.edges  # on the axis's scale, as the codes
+        lo = axis.coord_bounds[0]
+        coord = axis.to_coord(out[name].to_numpy(float))
+        code = np.clip(np.floor((coord - lo) / axis.width), 0, axis.bins - 1)
         c = code.astype(np.int64) // factor
-        out[name] = (e[factor * c] + e[np.minimum(factor * c + factor, axis.bins)]) / 2.0
+        out[name] = axis.to_values((e[factor * c] + e[np.minimum(factor * c + factor, axis.bins)]) / 2.0)
         done.append(name)
     return out, tuple(done), tuple(skipped)
 

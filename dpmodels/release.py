@@ -435,7 +435,7 @@ def release(
         if namespace is None:
             namespace = caller_namespace(1)
         fv = formula_variables(formula, cols, namespace)
-        names, discrete = fv.names, fv.discrete
+        names, discrete, scales = fv.names, fv.discrete, dict(fv.scales)
     else:
         if isinstance(columns, str):
             columns = [columns]
@@ -445,7 +445,7 @@ def release(
             raise UnknownVariableError(
                 f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})"
             )
-        discrete = frozenset()
+        discrete, scales = frozenset(), {}
     if source is None:
         check_used_columns(data, names)  # string labels, no duplicates, 1-d columns
     if n is None:
@@ -460,7 +460,7 @@ def release(
     domain = build_domain(
         names, dtypes, discrete=discrete,
         bounds=bounds, levels=levels, bins=bins, n=max(n_public, 2), epsilon=epsilon,
-        data_columns=cols,
+        data_columns=cols, scales=scales,
     )
     if domain_check is not None:
         domain_check(domain)

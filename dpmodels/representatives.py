@@ -54,7 +54,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -368,9 +368,7 @@ class Representer:
         new_axes = []
         for i, ax in enumerate(dom.axes):
             if ax.kind == "continuous" and ax.name in axes:
-                k = -(-ax.bins // factor)
-                lo = ax.bounds[0]
-                new_axes.append(replace(ax, bins=k, bounds=(lo, lo + k * factor * ax.width)))
+                new_axes.append(ax.coarsened(factor))
                 codes[i] = codes[i] // factor
             else:
                 new_axes.append(ax)
@@ -390,7 +388,7 @@ class Representer:
         codes = dom.decode(ids)
         one = np.arange(ids.size)
         if self.method == "midpoint":
-            values = {dom.axes[i].name: dom.axes[i].representatives()[codes[i]]
+            values = {dom.axes[i].name: dom.axes[i].to_values(dom.axes[i].representatives()[codes[i]])
                       for i in self._cont}
             return CellPoints(dom, ids, one, values, w, "midpoint")
         if self.method in ("shift", "sheppard"):
@@ -399,7 +397,7 @@ class Representer:
             for i in self._cont:
                 ax = dom.axes[i]
                 off = frac * _shift_at(dom, self.ids, self.counts, ids, i)
-                values[ax.name] = ax.representatives()[codes[i]] + off * ax.width
+                values[ax.name] = ax.to_values(ax.representatives()[codes[i]] + off * ax.width)
             return CellPoints(dom, ids, one, values, w, self.method)
         if ids.size == self.ids.size and np.array_equal(ids, self.ids):
             mean, cov = self._fit.mean, self._fit.cov
@@ -408,8 +406,9 @@ class Representer:
         pts, share = equal_weight_points(mean, cov)
         values = {}
         for j, i in enumerate(self._cont):
-            lo, hi = dom.axes[i].bounds
-            values[dom.axes[i].name] = (lo + (pts[:, :, j] + 1.0) / 2.0 * (hi - lo)).reshape(-1)
+            ax = dom.axes[i]
+            lo, hi = ax.coord_bounds
+            values[ax.name] = ax.to_values((lo + (pts[:, :, j] + 1.0) / 2.0 * (hi - lo)).reshape(-1))
         return CellPoints(dom, ids, np.repeat(one, share.size), values,
                           (w[:, None] * share[None, :]).reshape(-1), "density")
 

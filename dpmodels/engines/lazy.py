@@ -173,8 +173,13 @@ def _axis_exprs(axis: Axis, nw_dtype):
         miss = x.is_null()
         if family == "float":
             miss = miss | x.is_nan()
-        lo, hi = axis.bounds
         clean = nw.when(miss).then(nw.lit(0.0, nw.Float64)).otherwise(x)
+        if axis.scale != "linear":  # the coordinates of Axis.to_coord: clip, then transform
+            raw_lo, raw_hi = axis.bounds
+            clean = clean.clip(raw_lo, raw_hi)
+            clean = {"log": lambda e: e.log(), "log1p": lambda e: (e + 1.0).log(),
+                     "sqrt": lambda e: e.sqrt()}[axis.scale](clean)
+        lo, hi = axis.coord_bounds
         code = ((clean - lo) * (axis.bins / (hi - lo))).clip(0.0, float(axis.bins - 1))
         return code.floor().cast(nw.Int64), miss
     if family == "categorical":
