@@ -29,7 +29,9 @@ Data sets: ``datasets.housing()`` with ``price ~ size + year + C(county)``
 (Lei 2011's model; price in [1e5, 9e5], size in [0, 3000], county
 County1..6, year 1..4) and ``datasets.wages()`` with
 ``wage ~ experience * C(sex) + tenure + C(region)`` (three right-skewed
-continuous variables, an interaction, ten regions).
+continuous variables, an interaction, ten regions); ``--datasets skewed``:
+``y ~ np.log1p(x1) + x2 + C(g)`` with x1 lognormal (see :func:`skewed_problem`;
+the peers get the column log1p(x1) and its public bounds).
 
 Logit: ``datasets.housing()`` with ``y = 1{price > 500000}`` and
 ``y ~ size + year + C(county)``: ``dpmodels.dp_logit`` (defaults) against
@@ -87,6 +89,15 @@ class Problem:
     bounds: dict
     levels: dict
     data: pd.DataFrame = field(repr=False, compare=False, hash=False)
+    #: The same model for the peers when dpmodels' formula transforms a variable
+    #: (np.log1p(x1)): the peers get the transformed column and its public bounds.
+    peer_formula: str | None = None
+    peer_bounds: dict | None = None
+
+    def for_peers(self) -> "Problem":
+        if self.peer_formula is None:
+            return self
+        return Problem(self.name, self.peer_formula, self.peer_bounds, self.levels, self.data)
 
     @property
     def response(self) -> str:
@@ -114,6 +125,27 @@ def wages_problem() -> Problem:
         "wages", "wage ~ experience * C(sex) + tenure + C(region)", dict(WAGES_BOUNDS),
         {"sex": ["female", "male"], "region": [f"Region{i:02d}" for i in range(1, 11)]},
         dpmodels.datasets.wages())
+
+
+def skewed_problem(n: int = 100_000, seed: int = 11) -> Problem:
+    """A right-skewed covariate entered as np.log1p: x1 lognormal(2, 1) capped at
+    200 (public bounds (0, 200)), x2 standard normal in (-4, 4), g three levels;
+    y = 1 + 2 log1p(x1) - x2 + 0.5 [g=b] + 0.3 [g=c] + N(0, 1), in (-10, 20).
+    The peers fit the same model on the column lx1 = log1p(x1), bounds
+    (0, log1p(200))."""
+    rng = np.random.default_rng(seed)
+    x1 = np.minimum(rng.lognormal(2.0, 1.0, n), 200.0)
+    x2 = rng.normal(size=n).clip(-4, 4)
+    g = rng.choice(["a", "b", "c"], n)
+    y = (1 + 2 * np.log1p(x1) - x2 + 0.5 * (g == "b") + 0.3 * (g == "c")
+         + rng.normal(size=n)).clip(-10, 20)
+    data = pd.DataFrame({"y": y, "x1": x1, "x2": x2, "g": g, "lx1": np.log1p(x1)})
+    return Problem("skewed", "y ~ np.log1p(x1) + x2 + C(g)",
+                   {"y": (-10.0, 20.0), "x1": (0.0, 200.0), "x2": (-4.0, 4.0)},
+                   {"g": ["a", "b", "c"]}, data,
+                   peer_formula="y ~ lx1 + x2 + C(g)",
+                   peer_bounds={"y": (-10.0, 20.0), "lx1": (0.0, float(np.log1p(200.0))),
+                                "x2": (-4.0, 4.0)})
 
 
 def rep_seeds(seed: int, reps: int) -> list[int]:
@@ -362,8 +394,10 @@ class Row:
 def run_problem(problem: Problem, reps: int, seed: int, log=print) -> list[Row]:
     ref = smf.ols(problem.formula, problem.data).fit().params
     seeds = rep_seeds(seed, reps)
-    ssp = SSP(problem)
-    dpl = DiffprivlibOLS(problem)
+    peers = problem.for_peers()
+    ssp = SSP(peers)
+    dpl = DiffprivlibOLS(peers)
+    ref_peer = smf.ols(peers.formula, problem.data).fit().params  # same numbers, peer names
     rows = []
     for eps in EPSILONS:
         t0 = time.perf_counter()
@@ -374,9 +408,9 @@ def run_problem(problem: Problem, reps: int, seed: int, log=print) -> list[Row]:
         default = scores[settings[0].label]
         alts = {lab: v for lab, v in scores.items() if lab != settings[0].label}
         best_label = min(alts, key=lambda lab: (np.nan_to_num(alts[lab], nan=np.inf)))
-        e_ssp = [rel_error(ssp.fit(eps, np.random.default_rng(s)).reindex(ref.index),
-                           ref.to_numpy()) for s in seeds]
-        e_dpl = [rel_error(dpl.fit(eps, s % 2**32).reindex(ref.index), ref.to_numpy())
+        e_ssp = [rel_error(ssp.fit(eps, np.random.default_rng(s)).reindex(ref_peer.index),
+                           ref_peer.to_numpy()) for s in seeds]
+        e_dpl = [rel_error(dpl.fit(eps, s % 2**32).reindex(ref_peer.index), ref_peer.to_numpy())
                  for s in seeds]
         bias = no_noise(problem, k, ref, "density")
         rows.append(Row(eps, k, default, best_label, alts[best_label], mean_rms(e_dpl),
@@ -502,7 +536,7 @@ def parse_args(argv=None):
     ap.add_argument("--reps", type=int, default=30, help="repetitions per setting (default 30)")
     ap.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     ap.add_argument("--datasets", default="housing,wages",
-                    help="comma-separated: housing, wages (default both)")
+                    help="comma-separated: housing, wages, skewed (default housing,wages)")
     ap.add_argument("--no-logit", action="store_true", help="skip the logit comparison")
     ap.add_argument("--markdown", action="store_true", help="print markdown tables")
     args = ap.parse_args(argv)
@@ -520,7 +554,7 @@ def main(argv=None) -> int:
         return 2
     t0 = time.perf_counter()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    makers = {"housing": housing_problem, "wages": wages_problem}
+    makers = {"housing": housing_problem, "wages": wages_problem, "skewed": skewed_problem}
     results = []
     for name in args.datasets.split(","):
         problem = makers[name.strip()]()

@@ -506,7 +506,7 @@ def _beyond_mc(k, m, p0, worse="above"):
 def summarize(raw):
     raw = raw.copy()
     for m in ("dp", "naive"):
-        raw[f"{m}_error"] = raw[f"{m}_error"].fillna("").astype(str)
+        raw[f"{m}_error"] = raw[f"{m}_error"].astype(object).fillna("").astype(str)
     out = []
     for (sc, n, eps, coef), g in raw[np.isfinite(raw["truth"].astype(float))].groupby(
             ["scenario", "n", "eps", "coef"], sort=False):
@@ -538,6 +538,7 @@ def summarize(raw):
                 row[f"{m}_sign"], row[f"{m}_sign_k"] = np.nan, 0
             w = ((hi - lo) / npw.loc[ok.index]).replace([np.nan], np.inf)
             row[f"{m}_width"] = float(np.median(w)) if k else np.nan
+            row[f"{m}_inf"] = float((~np.isfinite(hi - lo)).mean()) if k else np.nan
         out.append(row)
     return pd.DataFrame(out)
 
@@ -550,7 +551,7 @@ def summarize_info(raw):
                    named=float(g["named"].mean()),
                    warn=float((g["release_warn"] + g["sep_warn"] > 0).mean()))
         for m in ("dp", "naive"):
-            ok = g[g[f"{m}_error"].fillna("").astype(str) == ""]
+            ok = g[g[f"{m}_error"].astype(object).fillna("").astype(str) == ""]
             row[f"{m}_fail"] = len(g) - len(ok)
             row[f"{m}_sig"] = float((ok[f"{m}_p"] < 0.05).mean()) if len(ok) else np.nan
             row[f"{m}_p_med"] = float(ok[f"{m}_p"].median()) if len(ok) else np.nan
@@ -567,7 +568,11 @@ def _pct(x):
 
 
 def _w(x):
-    return "-" if not np.isfinite(x) else (f"{x:.2f}" if x < 100 else f"{x:.3g}")
+    if np.isnan(x):
+        return "-"
+    if np.isinf(x):
+        return "inf"
+    return f"{x:.2f}" if x < 100 else f"{x:.3g}"
 
 
 def violations(r, m="dp"):
@@ -586,15 +591,15 @@ def violations(r, m="dp"):
 def markdown(summary, info):
     parts = []
     head = ("| n | eps | coef | truth | reps | dp sign err | dp cover | dp null rej | dp width | "
-            "naive sign err | naive cover | naive null rej | naive width | np cover | "
-            "fail dp/naive | warn | binflag | dp violations |\n" + "|---" * 18 + "|")
+            "dp inf | naive sign err | naive cover | naive null rej | naive width | np cover | "
+            "fail dp/naive | warn | binflag | dp violations |\n" + "|---" * 19 + "|")
     for sc, s in summary.groupby("scenario", sort=False):
         lines = [f"\n### {sc}\n", head]
         for _, r in s.iterrows():
             lines.append(
                 f"| {r['n']:.0e} | {r['eps']:g} | {r['coef']} | {r['truth']:.4g} | {r['reps']} | "
                 f"{_pct(r['dp_sign'])} | {_pct(r['dp_cover'])} | {_pct(r['dp_null'])} | "
-                f"{_w(r['dp_width'])} | {_pct(r['naive_sign'])} | {_pct(r['naive_cover'])} | "
+                f"{_w(r['dp_width'])} | {_pct(r['dp_inf'])} | {_pct(r['naive_sign'])} | {_pct(r['naive_cover'])} | "
                 f"{_pct(r['naive_null'])} | {_w(r['naive_width'])} | {_pct(r['np_cover'])} | "
                 f"{r['dp_fail']}/{r['naive_fail']} | {_pct(r['warn'])} | {_pct(r['binflag'])} | "
                 f"{' '.join(violations(r)) or 'ok'} |")
@@ -602,9 +607,9 @@ def markdown(summary, info):
     # one summary row per cell
     lines = ["\n### Summary per cell (worst coefficient)\n",
              "| scenario | n | eps | reps | coefs | dp max sign err | dp min cover | "
-             "dp max null rej | dp median width | naive max sign err | naive min cover | "
+             "dp max null rej | dp median width | dp max inf | naive max sign err | naive min cover | "
              "naive max null rej | naive median width | fail dp/naive | dp violations | "
-             "naive violations |", "|---" * 16 + "|"]
+             "naive violations |", "|---" * 17 + "|"]
     for (sc, n, eps), s in summary.groupby(["scenario", "n", "eps"], sort=False):
         byv = {}
         for _, r in s.iterrows():
@@ -624,7 +629,7 @@ def markdown(summary, info):
         lines.append(
             f"| {sc} | {n:.0e} | {eps:g} | {s['reps'].max()} | {len(s)} | "
             f"{_pct(mx('dp_sign'))} | {_pct(mn('dp_cover'))} | {_pct(mx('dp_null'))} | "
-            f"{_w(s['dp_width'].median())} | {_pct(mx('naive_sign'))} | "
+            f"{_w(s['dp_width'].median())} | {_pct(mx('dp_inf'))} | {_pct(mx('naive_sign'))} | "
             f"{_pct(mn('naive_cover'))} | {_pct(mx('naive_null'))} | "
             f"{_w(s['naive_width'].median())} | {s['dp_fail'].max()}/{s['naive_fail'].max()} | "
             f"{'; '.join(dv) or 'ok'} | {', '.join(sorted(set(x.split('(')[0] for x in nv))) or 'ok'} |")
