@@ -664,6 +664,11 @@ def report(raw, table_path=None):
 # driver
 # ---------------------------------------------------------------------------
 
+#: --quick: fewer data sets for the slow scenarios (housing40: ~30-45 s per
+#: fit, 77k-cell domain; cont10: ~30 s per fit at n = 2e4).
+QUICK_REPS = {"housing40": 6, "cont10": 10}
+
+
 def _init(beta):
     global _HOUSING_BETA
     _HOUSING_BETA = beta
@@ -678,6 +683,8 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=None, help="data sets per cell (default 200)")
     ap.add_argument("--quick", action="store_true",
                     help="n in {2e3, 2e4}, eps = 1, 20 reps (a few minutes)")
+    ap.add_argument("--scenario-reps", nargs="*", default=[],
+                    help="data sets per cell of one scenario, as name=reps (for slow fits)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (at most 2)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--out", default=os.path.join(RESULTS, "validity.csv"),
@@ -692,6 +699,10 @@ def main(argv=None):
     ns = args.n or ([2_000, 20_000] if args.quick else [2_000, 20_000, 200_000])
     epss = args.eps or ([1.0] if args.quick else [0.3, 1.0, 3.0])
     reps = args.reps or (20 if args.quick else 200)
+    scenario_reps = dict(QUICK_REPS) if (args.quick and not args.reps) else {}
+    for item in args.scenario_reps:
+        key, val = item.split("=")
+        scenario_reps[key] = int(val)
     jobs = max(1, min(2, args.jobs))
 
     beta = None
@@ -706,7 +717,7 @@ def main(argv=None):
         code = zlib.crc32(name.encode())
         for n in ns:
             for eps in epss:
-                for r in range(reps):
+                for r in range(scenario_reps.get(name, reps)):
                     seed = int(np.random.SeedSequence([args.seed, code, n, int(round(eps * 1000)), r])
                                .generate_state(1)[0])
                     tasks.append((name, n, eps, r, seed, args.seed))
