@@ -26,6 +26,9 @@ reference.  For every coefficient of every cell it reports, for dp and naive:
   goal <= 5% (plus Monte Carlo error);
 * ``width``: median over data sets of (dp or naive interval width) /
   (statsmodels interval width on the raw sample);
+* ``dp inf``: share of infinite dp intervals (the library's "no information
+  about this coefficient" verdict: p = 1); they count as covering, so read
+  ``cover`` beside ``dp inf`` and ``width``;
 * ``fail``: fits that raised (DPModelsError, SeparationError, ...); they are
   left out of the shares above (a failure is a refusal, not a false claim) and
   counted; ``warn``: share of data sets whose release or dp fit issued a
@@ -97,15 +100,24 @@ Rows are appended to ``--out`` (default benchmarks/results/validity.csv) as
 each data set finishes, so an interrupted run keeps what it computed and
 ``--from-csv`` tables it.  ``--jobs`` (default 1, at most 2) worker processes.
 
-Run time on this machine (2 shared cores)
------------------------------------------
-* ``--quick`` (11 scenarios x n in {2e3, 2e4} x eps = 1 x 20 reps, 440 data
-  sets), ``--jobs 2``: about 7 minutes.
-* linear + cont5 + empty_level at n = 2e4, eps = 1, 100 reps, ``--jobs 2``:
-  about 2 minutes.
-* The full grid (11 x 3 x 3 x 200 = 19,800 data sets) is dominated by the
-  n = 2e5 and the quantile-regression / multinomial cells (tens of seconds
-  per fit); expect a day or more on 2 cores, and not run yet.
+Run time on this machine (2 cores shared with another job)
+--------------------------------------------------------
+Measured per data set (release + dp fit + naive fit + statsmodels), n = 2e3 /
+2e4, eps = 1: linear, empty/rare level 0.3-0.9 s; cont5 0.6 / 1.7 s; logskew
+0.7 / 1.2 s; housing3 2.1 / 2.5 s; logit4 1.4 / 2.0 s; median4 1.2 / 1.9 s;
+mnlogit 1.2 / 1.2 s; cont10 1.1 / 28 s; housing40 28 / 45 s (a 77k-cell
+domain).
+
+* ``--quick`` (11 scenarios x n in {2e3, 2e4} x eps = 1, 20 data sets per
+  cell, 6 for housing40 and 10 for cont10; 392 data sets), ``--jobs 2``:
+  5 minutes (306 s); with 20 data sets everywhere: 21 minutes (1250 s).
+* ``--scenarios linear cont5 empty_level rare_level --n 20000 --eps 1
+  --reps 100 --jobs 2``: 2 minutes (118 s).
+* The full grid (11 x 3 x 3 x 200 = 19,800 data sets) has not been run: the
+  n = 2e5 cells and housing40 / cont10 dominate; expect well over a day on
+  2 cores (housing40 alone: 1,800 fits of 30-60+ s).  Use
+  ``--scenario-reps housing40=50`` (and say so) or run it in pieces into one
+  ``--out`` CSV.
 """
 
 from __future__ import annotations
