@@ -218,7 +218,10 @@ def make_case(seed: int, kind: str, engine: str = "pandas") -> Case:
     # the formula: the response, x (always in the kinds that need it) and the predictors
     terms = [_term(rng, v) for v in predictors]
     if kind in ("bound", "empty") or rng.random() < 0.85:
-        terms.insert(int(rng.integers(0, len(terms) + 1)), "x")
+        # x binned on the log1p scale when the formula uses np.log1p(x) (not for "empty",
+        # whose construction assumes the linear top bin)
+        x_term = "np.log1p(x)" if kind != "empty" and rng.random() < 0.3 else "x"
+        terms.insert(int(rng.integers(0, len(terms) + 1)), x_term)
     lhs = "y" if response is None else "r"
     formula = f"{lhs} ~ " + " + ".join(terms)
 
@@ -404,6 +407,7 @@ def test_generator_covers_every_column_kind_and_model():
             seen_models.add(case.model)
             seen_dtypes.update((v.family, v.dtype) for v in case.variables.values())
             seen_terms.update(re.findall(r"C\(\w\)", case.formula))
+            seen_terms.update(re.findall(r"np\.log1p\(x\)", case.formula))
             if kind == "missing":
                 changed = [c for c in case.base.columns
                            if case.base[c].dtype != case.neighbour[c].dtype]
@@ -412,7 +416,7 @@ def test_generator_covers_every_column_kind_and_model():
     families = {f for f, _ in seen_dtypes}
     assert families == {"int", "float", "str", "bool", "cat"}
     assert {"int64", "int32", "int8", "uint8", "Int64"} <= {d for f, d in seen_dtypes if f == "int"}
-    assert {"C(k)", "C(s)", "C(c)", "C(h)"} <= seen_terms
+    assert {"C(k)", "C(s)", "C(c)", "C(h)", "np.log1p(x)"} <= seen_terms
 
 
 def _to_polars(df: pd.DataFrame):
