@@ -112,7 +112,10 @@ def column_information(release, variables: Sequence[str], build: Callable,
     >>> df = pd.DataFrame({"y": rng.normal(size=2000), "g": rng.choice(["a", "b"], 2000)})
     >>> m = dpm.dp_ols("y ~ C(g)", df, epsilon=1.0, bounds={"y": (-4, 4)},
     ...                levels={"g": ["a", "b", "c"]}, bins=40, random_state=1)
-    >>> res = m.fit(n_boot=20, random_state=0)  # doctest: +SKIP
+    >>> res = m.fit(cov_type="naive")
+    >>> info = column_information(m.release, m.variables, m._design_builder(res), 3)
+    >>> dict(zip(res.params.index, info.uninformative.tolist()))
+    {'Intercept': False, 'C(g)[T.b]': False, 'C(g)[T.c]': True}
     """
     report = release.report
     if not report.private or report.threshold is None:

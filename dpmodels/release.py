@@ -508,10 +508,10 @@ def release(
     if accountant is not None:
         accountant.spend(epsilon, f"release of {list(names)}")
         budget = f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of {accountant.total_epsilon:g} spent"
+    bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
     if math.isinf(epsilon):
         noisy = NoisyCells(exact.ids, exact.counts)
     else:
-        bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
         if thr.k is None:
             noisy = noisy_signed_dense(bits, epsilon, exact.ids, exact.counts, m)
         else:
@@ -534,7 +534,7 @@ def release(
         expected_spurious_cells=expected_spurious,
         released_cells=int(noisy.ids.size),
         noisy_total=_exact_total(noisy.counts),
-        seeded=random_source(random_state).seeded,
+        seeded=bits.seeded,
         budget=budget,
     )
     return PrivateHistogram(domain, noisy.ids, noisy.counts, report)
