@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PrivacyReport"]
+__all__ = ["PrivacyReport", "MomentsReport"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,81 @@ class PrivacyReport:
             for k, v in self.rows()
         )
         return f"<table><caption>Privacy report</caption>{body}</table>"
+
+    @property
+    def is_finite(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+
+@dataclass(frozen=True)
+class MomentsReport:
+    """The privacy report of a noisy-moments release (:mod:`dpmodels.moments`).
+
+    Attributes
+    ----------
+    epsilon : float
+        Total privacy parameter (pure DP, delta = 0); ``inf`` when not private.
+    private : bool
+    mechanism : str
+    split : tuple of (str, float)
+        How epsilon was split between the mechanism's parts (they add up to
+        ``epsilon``).
+    n : int
+        The public number of rows.
+    n_source : str
+    variables : tuple of (name, description)
+        The public domain of each variable.
+    columns : tuple of str
+        The design columns whose moments were released (response last).
+    radius : float
+        The L1 clipping radius of the scaled rows (inf when not private).
+    clipped_rows : float
+        Noisy number of rows at or beyond the radius (from the radius histogram).
+    noisy_rows : float
+        Noisy number of rows with no missing value.
+    seeded : bool
+    budget : str
+    """
+
+    epsilon: float
+    private: bool
+    mechanism: str
+    split: tuple
+    n: int
+    n_source: str
+    variables: tuple
+    columns: tuple
+    radius: float
+    clipped_rows: float
+    noisy_rows: float
+    seeded: bool
+    budget: str = "no accountant"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs, in display order, for summaries."""
+        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
+        rows = [
+            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
+            ("Mechanism:", self.mechanism),
+        ]
+        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
+        rows += [
+            ("Public n:", f"{self.n} ({self.n_source})"),
+            ("Noisy rows:", f"{self.noisy_rows:,.0f}"),
+            ("Clip radius:", "none" if not self.private else
+             f"{self.radius:.4g} (L1, scaled units); noisy rows at or beyond it: "
+             f"{self.clipped_rows:,.0f}"),
+        ]
+        rows += [(f"  {name}:", desc) for name, desc in self.variables]
+        rows += [
+            ("Randomness:", "seeded generator (reproducible, for tests and docs)"
+             if self.seeded else "OS secure entropy"),
+            ("Budget:", self.budget),
+        ]
+        return rows
+
+    __str__ = PrivacyReport.__str__
+    _repr_html_ = PrivacyReport._repr_html_
 
     @property
     def is_finite(self) -> bool:

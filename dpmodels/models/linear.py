@@ -102,6 +102,8 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
 
     privacy = None
     release = None
+    #: What the fit was made on: "cells" (a histogram) or "moments".
+    source = "cells"
 
     @cache_readonly
     def nobs(self):
@@ -132,18 +134,23 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
         cache = self.__dict__.setdefault("_summary_cache", {})
         w = self.model.weights
         if "jarque_bera" not in cache:
-            if np.all(w > 0):
+            if np.all(w > 0) and self.source != "moments":
                 cache["jarque_bera"] = weighted_jarque_bera(self.resid, w)
                 cache["omni_normtest"] = weighted_omni_normtest(self.resid, w)
             else:
                 cache["jarque_bera"] = (np.nan,) * 4
                 cache["omni_normtest"] = (np.nan, np.nan)
             cache["durbin_watson"] = np.nan
+        moments = self.source == "moments"
         if title is None:
-            title = ("DP " if self.privacy is not None else "") + "OLS Regression Results (frequency-weighted cells)"
+            title = ("DP " if self.privacy is not None else "") + "OLS Regression Results " + (
+                "(noisy moments)" if moments else "(frequency-weighted cells)")
         smry = super().summary(yname=yname, xname=xname, title=title, alpha=alpha, slim=slim)
-        notes = ["Fitted on released histogram cells weighted by their noisy counts; "
-                 "nobs and degrees of freedom are those of the noisy total."]
+        notes = (["Fitted on released moments of the design; nobs is the noisy number of rows; "
+                  "residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are not "
+                  "available from moments."] if moments else
+                 ["Fitted on released histogram cells weighted by their noisy counts; "
+                  "nobs and degrees of freedom are those of the noisy total."])
         notes += inference_notes(self)
         return add_privacy_block(smry, self.privacy, notes)
 

@@ -8,8 +8,10 @@ import numpy as np
 
 from ..errors import ReleaseWarning
 from ..inference import refit_ols
+from ..methods import choose_ols_method
 from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
+from .moments_ols import DPMomentsOLS
 
 __all__ = ["DPOLS", "dp_ols"]
 
@@ -88,15 +90,16 @@ def dp_ols(
     n: int | None = None,
     random_state=None,
     accountant=None,
+    method: str = "auto",
     **kwargs,
-) -> DPOLS:
+) -> DPOLS | DPMomentsOLS:
     """Differentially private OLS from a formula, as ``statsmodels.formula.api.ols``.
 
     Parameters
     ----------
     formula : str
         A patsy formula, e.g. ``"price ~ size + year + C(county)"``.
-    data : pandas.DataFrame, mapping, or PrivateHistogram
+    data : pandas.DataFrame, mapping, PrivateHistogram or PrivateMoments
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
     epsilon : float
@@ -115,13 +118,26 @@ def dp_ols(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
+    method : {"auto", "histogram", "moments"}
+        The release the fit is made on.  "histogram": the perturbed joint
+        histogram (Lei 2011; :func:`dpmodels.release`).  "moments": noisy
+        first and second moments of the design, rows clipped to a private
+        L1 radius (:mod:`dpmodels.moments`): every covariate count, no
+        binning bias.  "auto" (default) chooses from public inputs only
+        (:func:`dpmodels.methods.choose_ols_method`): the histogram when
+        factors carry the model (at most three continuous variables, response
+        included, and at least 8 level combinations), when histogram options
+        (``bins``, ``threshold``, ``representatives``, ...) are given, or for
+        an engine's data frame or a histogram release; moments otherwise.  The
+        privacy block names the mechanism and the split of epsilon.
     **kwargs
-        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.
+        ``threshold_A``, ``missing``, ``max_spurious_cells``,
+        ``representatives``: see :func:`dpmodels.release` (histogram only,
+        except ``missing``).
 
     Returns
     -------
-    DPOLS
+    DPOLS or DPMomentsOLS
         Call ``.fit()`` for the results.
 
     Examples
@@ -138,8 +154,16 @@ def dp_ols(
     >>> res.privacy.epsilon
     1.0
     """
+    env = formula_env(kwargs)
+    chosen = choose_ols_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
+                               threshold=threshold, options=kwargs, namespace=env)
+    if chosen == "moments":
+        return DPMomentsOLS(
+            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+            random_state=random_state, accountant=accountant,
+            missing=kwargs.pop("missing", "drop"), namespace=env)
     return DPOLS(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=formula_env(kwargs), **kwargs,
+        eval_env=env, **kwargs,
     )

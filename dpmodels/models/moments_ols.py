@@ -1,0 +1,297 @@
+"""dp_ols on noisy moments: least squares from a :class:`~dpmodels.moments.PrivateMoments`
+release, with a parametric bootstrap of that release for its standard errors.
+
+Estimate (post-processing)
+--------------------------
+From the noisy count N, sums S and second moments M of the scaled rows v
+(:mod:`dpmodels.moments`): mean ``mu = S/N`` and covariance ``C = M/N - mu mu'``.
+``C`` is symmetrized and its eigenvalues are raised to the noise floor
+``2 sqrt(q) sd(M)/N`` (the typical operator norm of the noise matrix: a
+public number), which keeps it positive definite and acts as a ridge in the
+directions the noise swamps (the private ridge of AdaSSP, here free: it reads
+only the release).  Mapped back to design units, the OLS coefficients solve
+the normal equations of these moments.  The statsmodels results are those of
+a frequency-weighted least squares on ``2q`` points that carry exactly these
+moments (``mu +- sqrt(q) L_j``, ``L L' = C``, weight ``N / 2q`` each), so every
+statsmodels statistic (R-squared, scale, F) is that of the moments.
+
+Standard errors (cov_type "dp")
+-------------------------------
+A parametric bootstrap of the release (Ferrando, Wang & Sheldon 2022, for
+sufficient statistics): the bootstrap population is the estimated Gaussian
+``(mu, C)`` with N rows; each replicate draws the sample moments from their
+exact Gaussian law (mean normal, scatter Wishart with N - 1 degrees of
+freedom), adds noise of the release's law to every released entry, and
+re-runs the same estimator.  The replicates' spread covers sampling, the
+privacy noise and the estimator's nonlinearity (the floor); their mean
+minus the estimate is the bias used by the default "bc-normal" interval.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import DPModelsError, ReleaseWarning
+from ..formula import user_stacklevel
+from ..inference import DEFAULT_INTERVAL, DPInference, attach_dp_inference
+from ..moments import DesignSpace, PrivateMoments, release_moments
+from ..randomness import make_rng
+from .base import dp_options
+from .linear import FreqWLS
+
+__all__ = ["DPMomentsOLS", "ols_from_moments", "noise_floor"]
+
+#: Default bootstrap replicates: each costs a q x q solve, so B is large.
+MOMENTS_N_BOOT = 1000
+#: A design column is information-free when its noisy mass (sum, or sum of
+#: squares about the mean) is below this many noise standard deviations.
+INFO_SDS = 3.0
+#: The eigenvalue floor in units of the noise matrix's typical operator norm.
+FLOOR_FACTOR = 1.0
+
+
+def noise_floor(moments: PrivateMoments) -> float:
+    """The eigenvalue floor of the scaled covariance: ``2 sqrt(q) sd(M) / N``."""
+    sd_m = math.sqrt(moments.noise_var[2])
+    return FLOOR_FACTOR * 2.0 * math.sqrt(moments.space.q) * sd_m / max(moments.count, 1.0)
+
+
+def _scaled_cov(count, sums, second, floor):
+    """Mean and floor-regularized covariance of the scaled rows (batched)."""
+    count = np.maximum(np.asarray(count, float), 1.0)
+    mu = sums / count[..., None]
+    C = second / count[..., None, None] - mu[..., :, None] * mu[..., None, :]
+    C = (C + np.swapaxes(C, -1, -2)) / 2.0
+    lam, V = np.linalg.eigh(C)
+    lam = np.maximum(lam, floor)
+    return mu, (V * lam[..., None, :]) @ np.swapaxes(V, -1, -2)
+
+
+def _design_moments(moments: PrivateMoments, mu_v, C_v):
+    """Scaled mean/covariance -> the design's (non-constant columns, then y)."""
+    half = moments.half
+    mu = moments.centre + half * mu_v
+    C = C_v * half[:, None] * half[None, :]
+    return mu, C
+
+
+def ols_from_moments(space: DesignSpace, mu, C) -> np.ndarray:
+    """OLS coefficients (design order) from the mean and covariance of the
+    non-constant design columns and the response (batched over leading axes).
+
+    Solves ``E[x x'] b = E[x y]`` with the constant columns (the intercept)
+    at their value.
+    """
+    mu, C = np.asarray(mu, float), np.asarray(C, float)
+    batch = mu.shape[:-1]
+    p = space.constant.size
+    nc = np.flatnonzero(~space.constant)
+    const = np.flatnonzero(space.constant)
+    # first and second moments of the full row x (design order), with y last
+    m = np.empty(batch + (p + 1,))
+    m[..., nc] = mu[..., :-1]
+    m[..., const] = space.constant_values[const]
+    m[..., p] = mu[..., -1]
+    full = np.zeros(batch + (p + 1, p + 1))
+    idx = np.concatenate([nc, [p]])
+    full[..., idx[:, None], idx[None, :]] = C
+    G = full + m[..., :, None] * m[..., None, :]
+    Gxx, Gxy = G[..., :p, :p], G[..., :p, p]
+    return np.linalg.lstsq(Gxx, Gxy, rcond=None)[0] if not batch else \
+        (np.linalg.pinv(Gxx, hermitian=True) @ Gxy[..., None])[..., 0]
+
+
+def estimate(moments: PrivateMoments, count, sums, second, floor) -> np.ndarray:
+    """The estimator, applied to (batched) released quantities."""
+    mu_v, C_v = _scaled_cov(count, sums, second, floor)
+    mu, C = _design_moments(moments, mu_v, C_v)
+    return ols_from_moments(moments.space, mu, C)
+
+
+def _as_released(space: DesignSpace, sums, second):
+    """Sampled moments as the release shapes them: exclusive dummies' products
+    0, a dummy's square its sum (batched)."""
+    second = np.array(second, dtype=float)
+    i, j = np.triu_indices(space.q)
+    released = np.zeros((space.q, space.q), bool)
+    ri, rj = space.released_pairs
+    released[ri, rj] = released[rj, ri] = True
+    zero = ~released & ~np.eye(space.q, dtype=bool)
+    second[..., zero] = 0.0
+    d = np.flatnonzero(space.dummy)
+    second[..., d, d] = sums[..., d]
+    return second
+
+
+def _points(space: DesignSpace, count: float, mu: np.ndarray, C: np.ndarray):
+    """``2q`` weighted rows of ``[X y]`` whose weighted moments are (mu, C)."""
+    q = mu.size
+    lam, V = np.linalg.eigh(C)
+    L = V * np.sqrt(np.maximum(lam, 0.0))
+    pts = np.concatenate([mu + math.sqrt(q) * L.T, mu - math.sqrt(q) * L.T])
+    X = np.empty((2 * q, space.constant.size))
+    X[:, ~space.constant] = pts[:, :-1]
+    X[:, space.constant] = space.constant_values[space.constant]
+    return X, pts[:, -1], np.full(2 * q, count / (2 * q))
+
+
+class DPMomentsOLS:
+    """Differentially private OLS from noisy moments of the design.
+
+    Built by :func:`dpmodels.dp_ols` when ``method="moments"`` (or when
+    ``method="auto"`` chooses it).  See :mod:`dpmodels.moments` for the
+    release and :mod:`dpmodels.models.moments_ols` for the estimate.
+    """
+
+    _name = "DP OLS (moments)"
+    method = "moments"
+
+    def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None,
+                 n=None, random_state=None, accountant=None, missing="drop",
+                 eval_env=0, namespace=None):
+        self.formula = formula
+        if isinstance(data, PrivateMoments):
+            if data.space.formula != formula:
+                raise DPModelsError(
+                    f"these moments were released for {data.space.formula!r}; a moments "
+                    f"release answers its own formula only (got {formula!r})")
+            self.release = data
+            self.budget_spent = 0.0
+        else:
+            self.release = release_moments(
+                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+                random_state=random_state, accountant=accountant, missing=missing,
+                namespace=namespace)
+            self.budget_spent = self.release.report.epsilon
+
+    @property
+    def privacy(self):
+        return self.release.report
+
+    def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
+            cov_kwds: dict | None = None):
+        """Least squares on the released moments; statsmodels regression
+        results with ``.privacy`` (and ``.dp_inference`` under cov_type "dp").
+
+        Parameters
+        ----------
+        cov_type : {"dp", "naive"}
+            "dp" (default): parametric bootstrap of the release (sampling and
+            privacy noise).  "naive": statsmodels' OLS covariance of the
+            moments, as if they were exact.
+        n_boot : int, optional
+            Bootstrap replicates (default 1000; each is a small solve).
+        random_state : None, int or Generator
+            Makes the bootstrap reproducible.
+        cov_kwds : dict, optional
+            ``n_boot``, ``random_state``, ``interval``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> rng = np.random.default_rng(1)
+        >>> X = rng.normal(size=(20_000, 4)).clip(-4, 4)
+        >>> df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+        >>> df["y"] = 1 + X @ [1.0, -0.5, 0.25, 2.0] + rng.normal(size=20_000)
+        >>> b = {c: (-4, 4) for c in "abcd"} | {"y": (-20, 20)}
+        >>> res = dpm.dp_ols("y ~ a + b + c + d", df, epsilon=1.0, bounds=b,
+        ...                  method="moments", random_state=0).fit(random_state=0)
+        >>> [round(v) for v in res.params]
+        [1, 1, 0, 0, 2]
+        """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds)
+        if n_boot is None and "n_boot" not in (cov_kwds or {}):
+            opts["n_boot"] = MOMENTS_N_BOOT
+        mom = self.release
+        space = mom.space
+        if not mom.count > space.constant.size + 1:
+            raise DPModelsError(
+                f"the noisy number of rows ({mom.count:.3g}) is not larger than the number "
+                "of parameters: use a larger epsilon or more data")
+        floor = noise_floor(mom)
+        mu_v, C_v = _scaled_cov(mom.count, mom.sums, mom.second, floor)
+        mu, C = _design_moments(mom, mu_v, C_v)
+        X, y, w = _points(space, mom.count, mu, C)
+        exog = pd.DataFrame(X, columns=list(space.exog_names))
+        endog = pd.Series(y, name=space.endog_name)
+        model = FreqWLS(endog, exog, weights=w)
+        model.formula = self.formula
+        model.data.model_spec = space.infos[1]
+        res = model.fit()
+        res._results.privacy = mom.report
+        res._results.release = mom
+        res._results.source = "moments"
+        if kind == "dp":
+            inference = self._bootstrap(np.asarray(res.params), floor, opts)
+            attach_dp_inference(res, inference)
+        return res
+
+    # ---- inference -------------------------------------------------------------------------
+    def _uninformative(self) -> np.ndarray:
+        """Design columns whose noisy mass is within INFO_SDS noise sds of nothing."""
+        mom, space = self.release, self.release.space
+        sd_s, sd_m = math.sqrt(mom.noise_var[1]), math.sqrt(mom.noise_var[2])
+        flags = np.zeros(space.constant.size, bool)
+        if sd_m == 0:
+            return flags
+        mu = mom.sums / max(mom.count, 1.0)
+        spread = np.diag(mom.second) - max(mom.count, 1.0) * mu**2
+        dummy = space.dummy
+        weak = np.where(dummy[:-1], mom.sums[:-1] < INFO_SDS * sd_s,
+                        spread[:-1] < INFO_SDS * sd_m)
+        flags[np.flatnonzero(~space.constant)] = weak
+        if flags.any():
+            names = [nm for nm, f in zip(space.exog_names, flags) if f]
+            warnings.warn(
+                f"the release carries no information about {', '.join(names)}: the noisy "
+                "mass behind them is within the noise. Their standard errors are set to "
+                "infinity (p = 1, unbounded intervals); use a larger epsilon or fewer levels",
+                ReleaseWarning, stacklevel=user_stacklevel())
+        return flags
+
+    def _bootstrap(self, params: np.ndarray, floor: float, opts: dict) -> DPInference:
+        t0 = time.perf_counter()
+        mom, space = self.release, self.release.space
+        B = int(opts["n_boot"])
+        rng = make_rng(opts["random_state"])
+        N = float(mom.count)
+        q = space.q
+        mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, max(floor, 1e-12))
+        # sampling: the mean is normal, the scatter Wishart (exact for Gaussian rows)
+        chol = np.linalg.cholesky(C_v / N)
+        mean = mu_v + rng.standard_normal((B, q)) @ chol.T
+        dof = max(N - 1.0, float(q))
+        scatter = stats.wishart(df=dof, scale=C_v).rvs(size=B, random_state=rng)
+        scatter = np.reshape(scatter, (B, q, q))
+        sums = N * mean
+        second = scatter + N * mean[:, :, None] * mean[:, None, :]
+        count = np.full(B, N)
+        var_n, var_s, var_m = mom.noise_var
+        if var_m > 0:  # the release's noise: discrete Laplace of huge scale ~ Laplace
+            count = count + rng.laplace(0.0, math.sqrt(var_n / 2.0), B)
+            sums = sums + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, q))
+            second = _as_released(space, sums, second)
+            i, j = space.released_pairs
+            E = np.zeros((B, q, q))
+            E[:, i, j] = rng.laplace(0.0, math.sqrt(var_m / 2.0), (B, i.size))
+            second = second + E + np.swapaxes(np.triu(E, 1), -1, -2)
+        reps = estimate(mom, count, sums, second, floor)
+        ok = np.all(np.isfinite(reps), axis=1)
+        uninformative = self._uninformative()
+        return DPInference(
+            params=params, replicates=reps[ok], n_boot=B, n_failed=int((~ok).sum()),
+            interval=opts["interval"] or DEFAULT_INTERVAL,
+            simulation="Gaussian population with the released mean and covariance, "
+                       "Wishart scatter, the release's noise on every entry",
+            seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
+            target=params, uninformative=uninformative if uninformative.any() else None)
+
+    def __repr__(self) -> str:
+        return (f"DPMomentsOLS({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
+                f"q={self.release.space.q})")

@@ -1,0 +1,827 @@
+"""The noisy-moments release: private sufficient statistics of a formula's design.
+
+For least squares only the first and second moments of ``[X y]`` matter.
+This mechanism releases them directly, at any number of covariates, where
+the joint histogram (:mod:`dpmodels.release`) must coarsen its grid and pay
+for spurious cells.
+
+Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
+------------------------------------------------------------------
+1. **Public design space.**  The formula's design is built by patsy on a
+   grid of public values (bounds on each continuous variable's scale,
+   declared levels), never on the data.  That fixes the design columns, their
+   names, their coding, and a public range ``[lo_j, hi_j]`` for each column;
+   a row's design values are clamped to that range (a per-row map).  Each
+   non-constant column (the response included) is mapped to
+   ``u_j = (x_j - c_j) / h_j``: ``c_j`` the middle of the range and ``h_j``
+   its half-width, except 0/1 columns (dummies), kept as they are
+   (``c = 0, h = 1``), so a one-hot factor adds at most 1 to a row's L1 norm.
+2. **Radius (epsilon_r = 10% of epsilon).**  A histogram of the rows' L1
+   norms ``||u||_1`` on a public geometric grid, with discrete Laplace noise
+   of scale ``2/epsilon_r`` on every bin (L1 sensitivity 2).  The clipping
+   radius R is the smallest grid edge whose noisy count of rows at or above
+   it is at most ``max(n/1000, 1)``: post-processing of that histogram.
+3. **Moments (epsilon_m = the rest).**  Each row is scaled into the L1 ball
+   of radius R, ``v = u min(1, R/||u||_1)`` (a per-row map), and quantized,
+   ``k = round(v g)`` with ``g = 2**12``, so ``||k||_1 <= A = ceil(R g + q/2)``.
+   The released integer vector is ``(w_N N, w_S sum k, sum k k'`` (upper
+   triangle)``)`` over the rows with no missing value, with weights
+   ``w_S = max(1, round(A/2))`` and ``w_N = w_S g``.  Its L1 sensitivity
+   under replace-one is at most
+   ``Delta = max(2 w_S A + 2 A**2, w_N + w_S A + A**2)`` (a row with a
+   missing value contributes nothing), since ``sum_{i<=j} |k_i k_j| <=
+   ||k||_1**2``.  Every entry gets exact discrete Laplace noise with
+   ``P(z) ~ exp(-epsilon_m |z| / Delta)`` (:mod:`dpmodels.exact`).
+   Sums are exact integer arithmetic (float64 partial sums below 2**53,
+   Python integers across chunks): the sensitivity argument holds for the
+   numbers actually computed.
+
+Both parts depend on public inputs only for their parameters (bounds,
+levels, n, epsilon, the formula); they add up to epsilon (PRIVACY.md
+rule 8) and the report states the split.  ``epsilon=inf`` releases the exact
+moments (no clipping, no quantization; NOT private).
+
+The released moments are in the scaled, clipped coordinates ``v``;
+:class:`PrivateMoments` maps them back to the design's units.  Rows beyond
+the radius are scaled down, which biases the moments toward the centre;
+the noisy count of such rows is published with the release.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import patsy
+
+from .accountant import Accountant
+from .domain import Domain, build_domain
+from .engines import source_for
+from .errors import DPModelsError, NotPrivateWarning
+from .exact import MIN_EPSILON, discrete_laplace
+from .formula import caller_namespace, formula_variables, user_stacklevel
+from .histogram import missing_error, undeclared_error
+from .randomness import random_source
+from .report import MomentsReport
+from .validation import check_dtypes, check_row_count, check_used_columns
+
+__all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
+           "RADIUS_SHARE", "moments_sensitivity"]
+
+#: Shares of epsilon spent on the coordinates' scales and on the clipping radius.
+SCALE_SHARE = 0.1
+RADIUS_SHARE = 0.05
+#: A coordinate's scale: the |u_j| that this fraction of the rows reaches.
+SCALE_TAIL = 0.05
+#: Scaled rows kept in memory between the passes (values), else recomputed.
+_CACHE_VALUES = 30_000_000
+#: The quantum g (units per 1 of a scaled value) is the power of 2 that puts
+#: the radius R at about this many units: ``||k||_1 <= A ~ 2**18``, so a
+#: chunk of 2**17 rows sums k k' exactly in float64.
+QUANTUM_UNITS = 2**18
+#: Bins of the scale and radius histograms: a geometric grid, 4 per octave,
+#: over 8 octaves below the largest value (and a bin for everything below).
+_GRID_BINS = 32
+#: Weight of the sums against the products, per unit of A (see moments_sensitivity).
+SUM_WEIGHT = 0.5
+#: Bins of each coordinate's location histogram over its public range.
+_LOCATION_BINS = 32
+#: The radius may clip a fraction ``CLIP_ROWS * q**2 / (n epsilon)`` of the rows,
+#: within [CLIP_MIN, CLIP_MAX]: the noise grows with R**2 / (n epsilon) and with
+#: the number of entries, the clipping bias with the clipped fraction; shrinking
+#: a whole row toward the centre keeps it near the regression plane, so the
+#: balance lies at a few percent (docs/accuracy.md).
+CLIP_ROWS = 100.0
+CLIP_MIN, CLIP_MAX = 1e-3, 0.25
+
+
+def clip_fraction(n: int, epsilon: float, q: int) -> float:
+    """Fraction of rows the radius may clip, from public inputs only."""
+    return float(np.clip(CLIP_ROWS * q * q / (max(n, 1) * epsilon), CLIP_MIN, CLIP_MAX))
+
+
+def _clip_dimension(space: "DesignSpace") -> int:
+    """Coordinates that drive the radius: the non-dummy ones, plus one per
+    group of exclusive dummies and per other dummy."""
+    in_groups = sum(len(g) for g in space.exclusive)
+    return int((~space.dummy).sum()) + len(space.exclusive) + int(space.dummy.sum()) - in_groups
+#: Grid points per continuous variable when the design's ranges are found.
+_GRID = 257
+#: Stateful patsy transforms: they memorize on the frame they see, which here is
+#: the public grid, not the data, so a formula using them is refused.
+_STATEFUL = ("center", "standardize", "scale", "bs", "cr", "cc", "te")
+
+
+@dataclass(frozen=True, eq=False)
+class DesignSpace:
+    """The public design of a formula: patsy's column coding and each
+    column's range, built from the domain only.
+
+    Attributes
+    ----------
+    formula : str
+    domain : Domain
+    exog_names : tuple of str
+        Design column names, as patsy / statsmodels name them.
+    endog_name : str
+    constant : ndarray of bool
+        Columns of ``X`` that are constant over the domain (the intercept).
+    constant_values : ndarray
+        Their value (NaN for the others).
+    lo, hi : ndarray
+        Range of each non-constant column of ``X``, then of ``y``.
+    centre, half : ndarray
+        The scaling ``u = (x - centre) / half`` of those columns.
+    exclusive : tuple of tuple of int
+        Groups of 0/1 coordinates of which a row has at most one (the
+        dummies of one factor, or of one interaction of factors): their
+        products are structural zeros and are not released.
+    """
+
+    formula: str
+    domain: Domain
+    exog_names: tuple
+    endog_name: str
+    constant: np.ndarray
+    constant_values: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    centre: np.ndarray
+    half: np.ndarray
+    exclusive: tuple = ()
+    infos: tuple = field(repr=False, default=())
+
+    @property
+    def q(self) -> int:
+        """Number of scaled coordinates (non-constant columns of X, and y)."""
+        return int(self.lo.size)
+
+    @property
+    def max_norm(self) -> float:
+        """Largest L1 norm of a scaled row over the column ranges."""
+        return float(np.sum(np.maximum(np.abs(self.lo - self.centre),
+                                       np.abs(self.hi - self.centre)) / self.half))
+
+    @property
+    def released_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Upper-triangle entries (i <= j) of ``sum v v'`` that are released:
+        not the square of a 0/1 column (it equals the column's sum) and not
+        the product of two exclusive dummies (always 0)."""
+        i, j = np.triu_indices(self.q)
+        keep = ~((i == j) & self.dummy[i])
+        for group in self.exclusive:
+            g = np.zeros(self.q, bool)
+            g[list(group)] = True
+            keep &= ~((i != j) & g[i] & g[j])
+        return i[keep], j[keep]
+
+    @property
+    def dummy(self) -> np.ndarray:
+        """Coordinates that are 0/1 columns (kept unscaled)."""
+        return (self.centre == 0) & (self.half == 1) & (self.lo == 0) & (self.hi == 1)
+
+    def scaled(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Rows of ``[X y]`` (design units) -> clamped, scaled coordinates u."""
+        Z = np.column_stack([X[:, ~self.constant], y])
+        np.clip(Z, self.lo, self.hi, out=Z)
+        Z -= self.centre
+        Z /= self.half
+        return Z
+
+
+def _names_in(code: str, names) -> list[str]:
+    tree = ast.parse(code, mode="eval")
+    found = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names]
+    found += [n.value for n in ast.walk(tree)
+              if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names]
+    return list(dict.fromkeys(found))
+
+
+def _grid_codes(axis, k: int) -> np.ndarray:
+    return np.arange(axis.size if axis.kind == "discrete" else k)
+
+
+def _grid_column(axis, codes: np.ndarray, k: int):
+    if axis.kind == "discrete":
+        return axis.column(codes)
+    lo, hi = axis.coord_bounds
+    return axis.to_values(np.linspace(lo, hi, k)[codes])
+
+
+def _grid_frame(formula: str, domain: Domain) -> pd.DataFrame:
+    """Public frame on which the design's ranges are read: for each term, the
+    product grid of its variables (others at their first grid value)."""
+    desc = patsy.ModelDesc.from_formula(formula)
+    names = domain.names
+    groups = []
+    for term in list(desc.lhs_termlist) + list(desc.rhs_termlist):
+        used = []
+        for factor in term.factors:
+            used += [v for v in _names_in(factor.code, names) if v not in used]
+        groups.append(tuple(used))
+    groups = list(dict.fromkeys(groups)) or [()]
+    frames = []
+    for group in groups:
+        cont = [v for v in group if domain.axis(v).kind == "continuous"]
+        k = max(3, min(_GRID, int(round(20000 ** (1.0 / max(len(cont), 1))))))
+        axes_codes = [_grid_codes(domain.axis(v), k) for v in group]
+        combos = (np.array(list(itertools.product(*axes_codes)), dtype=np.int64)
+                  if group else np.zeros((1, 0), np.int64))
+        cols = {}
+        for name in names:
+            axis = domain.axis(name)
+            codes = combos[:, group.index(name)] if name in group else np.zeros(len(combos),
+                                                                                np.int64)
+            cols[name] = _grid_column(axis, codes, k)
+        frames.append(pd.DataFrame(cols))
+    grid = pd.concat(frames, ignore_index=True)
+    for name in names:  # concat loses nothing, but keep the published dtypes explicit
+        axis = domain.axis(name)
+        if axis.kind == "discrete" and axis.categories is not None:
+            grid[name] = pd.Categorical(grid[name], categories=axis.categories)
+    return grid
+
+
+def design_space(formula: str, domain: Domain, namespace: Mapping[str, object]) -> DesignSpace:
+    """The public :class:`DesignSpace` of ``formula`` over ``domain``.
+
+    Raises :class:`~dpmodels.errors.DPModelsError` for a formula this
+    mechanism cannot serve (a stateful transform, a response with more than
+    one column, a design with no non-constant column).
+    """
+    desc = patsy.ModelDesc.from_formula(formula)
+    for term in list(desc.lhs_termlist) + list(desc.rhs_termlist):
+        for factor in term.factors:
+            used = [s for s in _STATEFUL if f"{s}(" in factor.code.replace(" ", "")]
+            if used:
+                raise DPModelsError(
+                    f"method='moments' builds the design from public inputs only and cannot "
+                    f"evaluate the stateful transform {used[0]}() in {factor.code!r}: use "
+                    "method='histogram', or a fixed transform with public constants "
+                    "(e.g. I((x - 50) / 10))")
+    grid = _grid_frame(formula, domain)
+    env = patsy.EvalEnvironment([dict(namespace)])
+    y_dm, X_dm = patsy.dmatrices(formula, grid, eval_env=env, NA_action="raise")
+    if y_dm.shape[1] != 1:
+        raise DPModelsError(
+            f"method='moments' needs a numeric response; {formula.split('~')[0].strip()!r} "
+            f"gives {y_dm.shape[1]} columns")
+    X, y = np.asarray(X_dm, float), np.asarray(y_dm, float)[:, 0]
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise DPModelsError(
+            "the formula gives non-finite design values inside the declared bounds (e.g. "
+            "np.log(x) with a lower bound of 0): use bounds where every transform is finite")
+    xmin, xmax = X.min(axis=0), X.max(axis=0)
+    constant = xmin == xmax
+    cols = np.column_stack([X[:, ~constant], y])
+    lo, hi = cols.min(axis=0), cols.max(axis=0)
+    if hi[-1] == lo[-1]:
+        raise DPModelsError("the response is constant over its declared domain")
+    dummy = np.all((cols == 0) | (cols == 1), axis=0)
+    centre = np.where(dummy, 0.0, (lo + hi) / 2.0)
+    half = np.where(dummy, 1.0, (hi - lo) / 2.0)
+    coordinate = np.full(constant.size, -1)
+    coordinate[~constant] = np.arange(int((~constant).sum()))
+    exclusive = []
+    info = X_dm.design_info
+    for term, sl in info.term_slices.items():
+        if term.factors and all(info.factor_infos[f].type == "categorical" for f in term.factors):
+            idx = [int(coordinate[c]) for c in range(sl.start, sl.stop)
+                   if coordinate[c] >= 0 and dummy[coordinate[c]]]
+            if len(idx) > 1:
+                exclusive.append(tuple(idx))
+    return DesignSpace(
+        exclusive=tuple(exclusive),
+        formula=formula, domain=domain,
+        exog_names=tuple(X_dm.design_info.column_names),
+        endog_name=str(y_dm.design_info.column_names[0]),
+        constant=constant, constant_values=np.where(constant, xmin, np.nan),
+        lo=lo, hi=hi, centre=centre, half=half,
+        infos=(y_dm.design_info, X_dm.design_info))
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateMoments:
+    """Differentially private first and second moments of a formula's design.
+
+    Everything derived from it is post-processing.  Moments are in the
+    scaled, clipped coordinates ``v`` of :class:`DesignSpace` (non-constant
+    columns of ``X``, then ``y``).
+
+    Attributes
+    ----------
+    space : DesignSpace
+    count : float
+        Noisy number of rows with no missing value.
+    sums : ndarray, (q,)
+        Noisy ``sum v``.
+    second : ndarray, (q, q)
+        Noisy ``sum v v'`` (symmetric; each upper entry noised once).
+    noise_var : tuple of float
+        Variance of the noise on ``count``, on each entry of ``sums`` and of
+        ``second`` (0 when not private).
+    radius : float
+        The clipping radius R of the scaled rows (L1).
+    offsets, scales : ndarray, (q,)
+        The private centre and scale of each coordinate: ``v = (u - offsets)
+        / scales`` before clipping (0 and 1 for 0/1 columns and when not
+        private).
+    report : MomentsReport
+    """
+
+    space: DesignSpace
+    count: float
+    sums: np.ndarray
+    second: np.ndarray
+    noise_var: tuple
+    radius: float
+    offsets: np.ndarray
+    scales: np.ndarray
+    report: MomentsReport
+
+    @property
+    def centre(self) -> np.ndarray:
+        """Design value at ``v = 0``: ``x = centre + half * v`` (unclipped rows)."""
+        return self.space.centre + self.space.half * self.offsets
+
+    @property
+    def half(self) -> np.ndarray:
+        """Design units per unit of v."""
+        return self.space.half * self.scales
+
+    @property
+    def privacy(self) -> MomentsReport:
+        return self.report
+
+    def __repr__(self) -> str:
+        return (f"PrivateMoments({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
+                f"q={self.space.q}, radius={self.radius:.3g})")
+
+
+# ---- the raw pass ------------------------------------------------------------------------
+
+
+def _to_pandas(data) -> pd.DataFrame:
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, Mapping):
+        return pd.DataFrame({k: (v if hasattr(v, "__len__") else [v]) for k, v in data.items()})
+    to_pandas = getattr(data, "to_pandas", None)  # a Polars DataFrame (in memory)
+    if callable(to_pandas) and type(data).__module__.startswith("polars"):
+        return to_pandas()
+    raise DPModelsError(
+        f"method='moments' reads in-memory data (pandas, a mapping of arrays, a Polars "
+        f"DataFrame); got {type(data).__name__}: use method='histogram', which counts "
+        "inside the engine")
+
+
+def _published_frame(data: pd.DataFrame, domain: Domain, missing: str):
+    """The formula's variables as the public design sees them: discrete
+    values matched to their declared levels (published dtype), continuous
+    values clipped to their bounds; plus the mask of rows with a missing value."""
+    cols, bad = {}, np.zeros(len(data), bool)
+    for axis in domain.axes:
+        values = data[axis.name]
+        if axis.kind == "discrete":
+            codes, miss, undeclared = axis.codes(values)
+            if undeclared.any():
+                raise undeclared_error(axis.name, pd.unique(np.asarray(values)[undeclared])[:5])
+            cols[axis.name] = axis.column(np.where(miss, 0, codes))
+        else:
+            x = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
+            miss = np.isnan(x)
+            lo, hi = axis.bounds
+            cols[axis.name] = np.clip(np.where(miss, lo, x), lo, hi)
+        if miss.any() and missing == "raise":
+            raise missing_error(axis.name)
+        bad |= miss
+    return pd.DataFrame(cols, index=pd.RangeIndex(len(data))), ~bad
+
+
+def _scaled_rows(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
+    y, X = patsy.build_design_matrices(list(space.infos), frame, NA_action="raise")
+    return space.scaled(np.asarray(X, float), np.asarray(y, float)[:, 0])
+
+
+def _describe(axis) -> str:
+    """An axis's public declaration, without the histogram's bins."""
+    if axis.kind == "continuous":
+        lo, hi = axis.bounds
+        return f"continuous, bounds [{lo:g}, {hi:g}]"
+    return axis.describe()
+
+
+def _chunks(nrows: int, size: int):
+    for start in range(0, nrows, size):
+        yield start, min(nrows, start + size)
+
+
+def _norm_edges(top: float) -> np.ndarray:
+    """A public grid: 0, then geometric edges (4 per octave) up to ``top``;
+    the last bin holds everything at or above ``top``."""
+    return np.concatenate([[0.0], top * 2.0 ** ((np.arange(1, _GRID_BINS + 1)
+                                                 - _GRID_BINS) / 4.0)])
+
+
+def quantum(radius: float) -> int:
+    """The quantization g for a clipping radius (a power of 2, from the radius only)."""
+    return int(2 ** max(0, math.floor(math.log2(QUANTUM_UNITS / radius))))
+
+
+def moments_sensitivity(radius: float, space: "DesignSpace", offsets: np.ndarray,
+                        scales: np.ndarray) -> tuple[int, int, int, int]:
+    """``(g, A, w_s, Delta)``: the quantum, the bound A on ``||k||_1``, the
+    weight of the sums and the L1 sensitivity of the released integer vector;
+    the count's weight is ``w_s * g``.
+
+    A row's quantized coordinates satisfy ``|k_j| <= B_j = g (1 + |offset_j|)
+    / scale_j + 1/2`` (the clamped range), ``||k||_1 <= g R + q/2`` (the
+    ball) and, within a group of exclusive dummies, one ``k_j`` at most is
+    not 0.  So ``||k||_1 <= A = min(g R + q/2, sum of B_j (the largest of
+    each group))`` and the released products, a subset of ``{k_i k_j, i <=
+    j}``, sum in absolute value to at most ``(A**2 + Q) / 2`` with ``Q`` the
+    largest ``||k||_2**2`` under these constraints (fill the largest B_j
+    first).  Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.
+    Depends on public inputs and on the released radius, offsets and scales.
+    """
+    g = quantum(radius)
+    bound = g * (1.0 + np.abs(offsets)) / scales + 0.5
+    units = list(bound)
+    in_group = np.zeros(space.q, bool)
+    for group in space.exclusive:
+        in_group[list(group)] = True
+    units = [b for b, grouped in zip(bound, in_group) if not grouped]
+    units += [max(bound[list(group)]) for group in space.exclusive]
+    A = min(radius * g + space.q / 2.0, float(np.sum(units)))
+    left, Q = A, 0.0
+    for b in sorted(units, reverse=True):
+        take = min(b, left)
+        Q += take * take
+        left -= take
+        if left <= 0:
+            break
+    F = (A * A + Q) / 2.0
+    A_int = math.ceil(A * (1 + 1e-12))
+    w_s = max(1, round(A_int * SUM_WEIGHT))
+    w_n = w_s * g
+    delta = max(2.0 * (w_s * A + F), w_n + w_s * A + F)
+    return g, A_int, w_s, math.ceil(delta * (1 + 1e-12)) + 1
+
+
+def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    idx = np.searchsorted(edges, values, side="right") - 1
+    return np.bincount(idx, minlength=edges.size)
+
+
+def _location_scale(noisy: np.ndarray, edges: np.ndarray) -> tuple[float, float]:
+    """Median and half the 5%-95% range of a coordinate, read from its noisy
+    histogram on ``edges`` (left edges of equal bins over [-1, 1]);
+    post-processing.  The scale is at least one bin."""
+    width = edges[1] - edges[0]
+    counts = np.maximum(noisy.astype(float), 0.0)
+    total = counts.sum()
+    if not total > 0:
+        return 0.0, 1.0
+    cum = np.cumsum(counts) / total
+
+    def quantile(p):
+        k = int(np.searchsorted(cum, p))
+        k = min(k, edges.size - 1)
+        before = cum[k - 1] if k else 0.0
+        inside = (p - before) / max(cum[k] - before, 1e-12)
+        return edges[k] + width * min(max(inside, 0.0), 1.0)
+
+    lo, mid, hi = quantile(SCALE_TAIL), quantile(0.5), quantile(1.0 - SCALE_TAIL)
+    return float(mid), float(max((hi - lo) / 2.0, width))
+
+
+def _tail_edge(noisy: np.ndarray, edges: np.ndarray, allowed: float) -> float:
+    """The smallest edge (above 0) whose noisy count of values at or above it
+    is at most ``allowed`` (post-processing of a noisy histogram)."""
+    tail = np.cumsum(noisy[::-1])[::-1]
+    ok = np.flatnonzero(tail[1:] <= allowed) + 1
+    return float(edges[ok[0] if ok.size else edges.size - 1])
+
+
+def _unit_epsilon(epsilon: float, sensitivity_half: float) -> float:
+    """The ``epsilon`` argument of :func:`~dpmodels.exact.discrete_laplace`
+    (scale ``2/epsilon``) that makes a vector of L1 sensitivity
+    ``2 * sensitivity_half`` epsilon-DP, rounded down (never above the budget)."""
+    return float(np.nextafter(epsilon / sensitivity_half, 0.0))
+
+
+class _RowPasses:
+    """Iterates over the scaled rows u of the complete rows, chunk by chunk;
+    keeps them in memory when they are small enough."""
+
+    def __init__(self, space: DesignSpace, published: pd.DataFrame, valid: np.ndarray,
+                 chunk_rows: int):
+        self.space, self.published, self.valid, self.chunk_rows = space, published, valid, chunk_rows
+        self.cache = [] if valid.sum() * space.q <= _CACHE_VALUES else None
+        self.done = False
+
+    def __call__(self, chunk: int | None = None):
+        if self.done and self.cache is not None:
+            yield from _rechunk(self.cache, chunk or self.chunk_rows)
+            return
+        for a, b in _chunks(len(self.published), min(chunk or self.chunk_rows, self.chunk_rows)):
+            rows = self.valid[a:b]
+            if not rows.any():
+                continue
+            U = _scaled_rows(self.space, self.published.iloc[a:b][rows])
+            if self.cache is not None and not self.done:
+                self.cache.append(U)
+            yield U
+        self.done = True
+
+
+def _rechunk(parts, size: int):
+    for part in parts:
+        for a in range(0, part.shape[0], size):
+            yield part[a:a + size]
+
+
+def release_moments(
+    data,
+    *,
+    formula: str,
+    epsilon: float,
+    bounds=None,
+    levels=None,
+    n: int | None = None,
+    random_state=None,
+    accountant: Accountant | None = None,
+    missing: str = "drop",
+    namespace: Mapping[str, object] | None = None,
+    domain_check=None,
+    chunk_rows: int = 1 << 18,
+) -> PrivateMoments:
+    """Release epsilon-DP moments of ``formula``'s design (see the module notes).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, mapping of str to array-like, or polars.DataFrame
+        Raw rows, read once, never modified.
+    formula : str
+        A patsy formula with a numeric response.
+    epsilon : float
+        Privacy parameter (> 0); ``inf`` releases exact moments (NOT private).
+    bounds, levels :
+        Public domain, as for :func:`dpmodels.release`.
+    n : int, optional
+        The public number of rows (default: rows handed in).
+    random_state : None, int or Generator
+        None draws from the OS's secure entropy.
+    accountant : Accountant, optional
+    missing : {"drop", "raise"}
+    namespace : mapping, optional
+        Names the formula may use besides columns.
+    domain_check : callable, optional
+        Called with the public domain before anything is read.
+    chunk_rows : int
+        Rows per chunk of the pass (memory only).
+
+    Returns
+    -------
+    PrivateMoments
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.uniform(0, 1, 5000)})
+    >>> df["y"] = 1 + 2 * df["x"] + rng.normal(0, 0.1, 5000)
+    >>> mom = release_moments(df, formula="y ~ x", epsilon=1.0,
+    ...                       bounds={"x": (0, 1), "y": (-1, 4)}, random_state=0)
+    >>> mom.space.exog_names
+    ('Intercept', 'x')
+    >>> round(mom.count / 5000, 1)
+    1.0
+    """
+    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
+    from .validation import check_release_arguments
+
+    check_release_arguments(
+        data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+        bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
+        accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
+        domain_check=domain_check)
+    epsilon = _check_epsilon(epsilon)
+    if source_for(data) is not None:
+        _to_pandas(data)  # raises for engines that count out of memory
+    if type(data).__module__.startswith("polars"):
+        data = _to_pandas(data)
+    cols = _columns_of(data)
+    if namespace is None:
+        namespace = caller_namespace(1)
+    fv = formula_variables(formula, cols, namespace)
+    names = fv.names
+    check_used_columns(data, names)
+    n_rows = _nrows(data)
+    if n is None:
+        check_row_count(None, n_rows)
+        n_public, n_source = n_rows, "rows handed in"
+    else:
+        n_public, n_source = int(n), "declared by the caller"
+        check_row_count(n, n_rows)
+    dtypes = {nm: _dtype_of(data, nm) for nm in names}
+    check_dtypes(dtypes)
+    domain = build_domain(names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
+                          bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
+                          scales=dict(fv.scales))
+    if domain_check is not None:
+        domain_check(domain)
+    space = design_space(formula, domain, namespace)
+    private = math.isfinite(epsilon)
+    eps_s = epsilon * SCALE_SHARE if private else math.inf
+    eps_r = epsilon * RADIUS_SHARE if private else math.inf
+    eps_m = epsilon - eps_s - eps_r if private else math.inf
+    if private and (min(eps_s, eps_r, eps_m) < MIN_EPSILON or _unit_epsilon(
+            eps_m, moments_sensitivity(1.0, space, np.ones(space.q),
+                                       np.full(space.q, 1.0 / _LOCATION_BINS))[3] / 2.0)
+            < MIN_EPSILON):
+        raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
+                            f"{MIN_EPSILON:g})")
+    if accountant is not None:
+        accountant.check(epsilon, f"moments of {list(names)}")
+    if not private:
+        warnings.warn(
+            "epsilon=inf: the moments are EXACT and NOT differentially private. Use them only "
+            "to check results against the non-private fit.",
+            NotPrivateWarning, stacklevel=user_stacklevel())
+
+    # ---- the passes over the raw rows (all checks happen in the first) -----------------
+    published, valid = _published_frame(_to_pandas(data), domain, missing)
+    rows_of = _RowPasses(space, published, valid, chunk_rows)
+    loc_edges, loc_counts = location_counts(rows_of, space)
+
+    budget = "no accountant"
+    if accountant is not None:
+        accountant.spend(epsilon, f"moments of {list(names)}")
+        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
+                  f"{accountant.total_epsilon:g} spent")
+    bits = random_source(random_state)
+    q, free = space.q, ~space.dummy
+
+    if not private:
+        stats = exact_statistics(rows_of, space, np.zeros(q), np.ones(q), math.inf, chunk_rows)
+        count, sums, second = stats.decode(stats.vector)
+        radius, clipped, noise_var = math.inf, 0.0, (0.0, 0.0, 0.0)
+        offsets, scales = np.zeros(q), np.ones(q)
+        mechanism, split = "none (exact moments)", ()
+    else:
+        # part 1: a centre and a scale per coordinate (q_free histograms, one count per
+        # row in each: L1 sensitivity 2 q_free)
+        noisy = loc_counts + discrete_laplace(
+            bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
+        ).reshape(loc_counts.shape)
+        offsets, scales = locations_from(noisy, loc_edges, space)
+        # part 2: the radius (one histogram of the rows' norms: L1 sensitivity 2)
+        norm_edges, counts = norm_counts(rows_of, space, offsets, scales)
+        noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
+        allowed = max(clip_fraction(n_public, epsilon, _clip_dimension(space)) * n_public, 1.0)
+        radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
+        clipped = float(noisy_norms[norm_edges >= radius].sum())
+        # part 3: the moments of the clipped, quantized rows
+        stats = exact_statistics(rows_of, space, offsets, scales, radius, chunk_rows)
+        eps_unit = _unit_epsilon(eps_m, stats.delta / 2.0)
+        noisy_vector = [t + int(z) for t, z in zip(
+            stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
+        count, sums, second = stats.decode(noisy_vector)
+        noise_var = stats.noise_var(eps_unit)
+        mechanism = ("noisy moments of the design (rows centred and scaled privately, clipped "
+                     "to an L1 ball of private radius, quantized), exact discrete Laplace")
+        split = ((f"centres and scales (histograms of each u_j, L1 sensitivity "
+                  f"{2 * int(free.sum())})", eps_s),
+                 ("radius (norm histogram, L1 sensitivity 2)", eps_r),
+                 (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)",
+                  eps_m))
+    report = MomentsReport(
+        epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
+        n_source=n_source, variables=tuple((a.name, _describe(a)) for a in domain.axes),
+        columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=clipped,
+        noisy_rows=count, seeded=bits.seeded, budget=budget)
+    return PrivateMoments(space, float(count), np.asarray(sums, float), second, noise_var,
+                          radius, offsets, scales, report)
+
+
+# ---- the stages (each a function of the rows and of public or released inputs) ----------
+
+
+def location_counts(rows_of, space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
+    """Exact histogram of each non-dummy coordinate u_j on equal bins over
+    [-1, 1] (left edges), one row per coordinate."""
+    edges = np.linspace(-1.0, 1.0, _LOCATION_BINS + 1)[:-1]
+    free = np.flatnonzero(~space.dummy)
+    counts = np.zeros((free.size, edges.size), np.int64)
+    for U in rows_of():
+        for j, col in enumerate(free):
+            counts[j] += _histogram(U[:, col], edges)
+    return edges, counts
+
+
+def locations_from(noisy: np.ndarray, edges: np.ndarray, space: DesignSpace):
+    """Offsets and scales of every coordinate from the noisy location
+    histograms (post-processing); 0 and 1 for the dummies."""
+    offsets, scales = np.zeros(space.q), np.ones(space.q)
+    free = ~space.dummy
+    if free.any():
+        located = np.array([_location_scale(h, edges) for h in noisy])
+        offsets[free], scales[free] = located[:, 0], located[:, 1]
+    return offsets, scales
+
+
+def norm_counts(rows_of, space: DesignSpace, offsets, scales):
+    """Exact histogram of the rows' L1 norms ``||(u - offsets) / scales||_1`` on
+    a public geometric grid below the largest possible norm."""
+    edges = _norm_edges(float(np.sum((1.0 + np.abs(offsets)) / scales)))
+    counts = np.zeros(edges.size, np.int64)
+    for U in rows_of():
+        counts += _histogram(np.abs((U - offsets) / scales).sum(axis=1), edges)
+    return edges, counts
+
+
+@dataclass(frozen=True)
+class IntegerStatistics:
+    """The exact integer vector of part 3, before noise, and how to read it.
+
+    ``vector`` = ``(w_n N, w_s sum k, sum k_i k_j for the released pairs)``
+    (Python integers; ``k = round(v g)``).  ``delta`` is its replace-one L1
+    sensitivity (:func:`moments_sensitivity`).  Without quantization
+    (``g = 0``, not private) the vector holds the exact float moments.
+    """
+
+    space: DesignSpace
+    g: int
+    w_s: int
+    delta: int
+    vector: tuple
+
+    @property
+    def w_n(self) -> int:
+        return self.w_s * self.g
+
+    def decode(self, vector) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(count, sums, second)`` in units of v from a (noisy) vector."""
+        q = self.space.q
+        i, j = self.space.released_pairs
+        if self.g:
+            count = vector[0] / self.w_n
+            sums = np.array([v / (self.w_s * self.g) for v in vector[1:1 + q]])
+            upper = np.array([v / self.g**2 for v in vector[1 + q:]])
+        else:
+            count, sums, upper = float(vector[0]), np.array(vector[1:1 + q]), np.array(
+                vector[1 + q:])
+        second = np.zeros((q, q))
+        second[i, j] = upper
+        second = second + np.triu(second, 1).T
+        d = np.flatnonzero(self.space.dummy)
+        second[d, d] = sums[d]  # v**2 = v for a 0/1 column
+        return float(count), sums.astype(float), second
+
+    def noise_var(self, eps_unit: float) -> tuple[float, float, float]:
+        """Variance of the noise on count, on each sum and on each product, in v units."""
+        rate = math.exp(-eps_unit / 2.0)
+        var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
+        return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
+
+
+def clipped_rows(U: np.ndarray, offsets, scales, radius: float) -> np.ndarray:
+    """The rows v: ``(u - offsets) / scales`` shrunk into the L1 ball of ``radius``."""
+    V = (U - offsets) / scales
+    if math.isfinite(radius):
+        norm = np.abs(V).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            V *= np.where(norm > radius, radius / norm, 1.0)[:, None]
+    return V
+
+
+def exact_statistics(rows_of, space: DesignSpace, offsets, scales, radius: float,
+                     chunk_rows: int = 1 << 18) -> IntegerStatistics:
+    """Part 3 before noise: the exact integer statistics of the clipped,
+    quantized rows (or, for ``radius = inf``, the exact float moments of the
+    scaled rows: not private)."""
+    q = space.q
+    i, j = space.released_pairs
+    if not math.isfinite(radius):
+        n, s, m = 0, np.zeros(q), np.zeros((q, q))
+        for U in rows_of():
+            V = clipped_rows(U, offsets, scales, radius)
+            n, s, m = n + V.shape[0], s + V.sum(axis=0), m + V.T @ V
+        return IntegerStatistics(space, 0, 1, 0, (float(n),) + tuple(s) + tuple(m[i, j]))
+    g, A, w_s, delta = moments_sensitivity(radius, space, offsets, scales)
+    chunk = max(1, min(chunk_rows, (2**53 - 1) // (A * A)))  # float64 partial sums exact
+    n, s, m = 0, [0] * q, [0] * i.size
+    for U in rows_of(chunk):
+        K = np.rint(clipped_rows(U, offsets, scales, radius) * g)
+        n += K.shape[0]
+        s = [a + int(b) for a, b in zip(s, K.sum(axis=0))]
+        m = [a + int(b) for a, b in zip(m, (K.T @ K)[i, j])]
+    vector = (w_s * g * n,) + tuple(w_s * v for v in s) + tuple(m)
+    return IntegerStatistics(space, g, w_s, delta, vector)
