@@ -733,6 +733,9 @@ class DPInference:
     #: (:mod:`dpmodels.information`): infinite SE, z = 0, p = 1, interval (-inf, inf).
     uninformative: np.ndarray | None = None
 
+    #: What the standard errors measure, for the summary's notes.
+    se_description = "replicates' spread"
+
     @property
     def n_ok(self) -> int:
         return int(self.replicates.shape[0])
@@ -850,7 +853,7 @@ class DPInference:
         lines = [
             f"Covariance type dp: parametric bootstrap of the release (post-processing), "
             f"B = {self.n_boot} replicates ({self.simulation}); standard errors are the "
-            "replicates' spread, intervals are " + self.describe_interval()
+            f"{self.se_description}, intervals are " + self.describe_interval()
             + "; z statistics and p-values use the same center and SE.",
         ]
         none = np.flatnonzero(self._no_information())

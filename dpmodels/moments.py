@@ -189,6 +189,9 @@ class DesignSpace:
     def scaled(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Rows of ``[X y]`` (design units) -> clamped, scaled coordinates u."""
         Z = np.column_stack([X[:, ~self.constant], y])
+        # a per-row map onto the public ranges: a value a transform left undefined
+        # (off the grid the ranges were read on) goes to the column's centre
+        Z = np.where(np.isnan(Z), self.centre, Z)
         np.clip(Z, self.lo, self.hi, out=Z)
         Z -= self.centre
         Z /= self.half
@@ -267,13 +270,20 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object]) 
                     "(e.g. I((x - 50) / 10))")
     grid = _grid_frame(formula, domain)
     env = patsy.EvalEnvironment([dict(namespace)])
-    y_dm, X_dm = patsy.dmatrices(formula, grid, eval_env=env, NA_action="raise")
+    try:
+        with np.errstate(all="ignore"):
+            y_dm, X_dm = patsy.dmatrices(formula, grid, eval_env=env, NA_action="raise")
+    except patsy.PatsyError as exc:
+        raise DPModelsError(
+            f"the formula gives non-finite design values inside the declared bounds ({exc}); "
+            "use bounds where every transform is finite (e.g. np.log(x) needs a lower "
+            "bound above 0)") from None
     if y_dm.shape[1] != 1:
         raise DPModelsError(
             f"method='moments' needs a numeric response; {formula.split('~')[0].strip()!r} "
             f"gives {y_dm.shape[1]} columns")
     X, y = np.asarray(X_dm, float), np.asarray(y_dm, float)[:, 0]
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):  # e.g. np.log(0)
         raise DPModelsError(
             "the formula gives non-finite design values inside the declared bounds (e.g. "
             "np.log(x) with a lower bound of 0): use bounds where every transform is finite")
@@ -404,8 +414,14 @@ def _published_frame(data: pd.DataFrame, domain: Domain, missing: str):
     return pd.DataFrame(cols, index=pd.RangeIndex(len(data))), ~bad
 
 
+#: Missing values were removed before the design is built; a NaN a transform makes
+#: is mapped to the column's centre by DesignSpace.scaled (no per-element NA scan).
+_NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])
+
+
 def _scaled_rows(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
-    y, X = patsy.build_design_matrices(list(space.infos), frame, NA_action="raise")
+    with np.errstate(all="ignore"):
+        y, X = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
     return space.scaled(np.asarray(X, float), np.asarray(y, float)[:, 0])
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,7 @@ from scipy import stats
 
 from ..errors import DPModelsError, ReleaseWarning
 from ..formula import user_stacklevel
-from ..inference import DEFAULT_INTERVAL, DPInference, attach_dp_inference
+from ..inference import DPInference, attach_dp_inference
 from ..moments import DesignSpace, PrivateMoments, release_moments
 from ..randomness import make_rng
 from .base import dp_options
@@ -47,6 +48,8 @@ from .linear import FreqWLS
 
 __all__ = ["DPMomentsOLS", "ols_from_moments", "noise_floor"]
 
+#: Default interval: centred on the estimate, as every test (see MomentsInference).
+MOMENTS_INTERVAL = "normal"
 #: Default bootstrap replicates: each costs a q x q solve, so B is large.
 MOMENTS_N_BOOT = 1000
 #: A design column is information-free when its noisy mass (sum, or sum of
@@ -141,6 +144,27 @@ def _points(space: DesignSpace, count: float, mu: np.ndarray, C: np.ndarray):
     return X, pts[:, -1], np.full(2 * q, count / (2 * q))
 
 
+class MomentsInference(DPInference):
+    """The bootstrap of a moments release, with one centre for everything:
+    the estimate.  The covariance is the replicates' mean squared deviation
+    from the estimate (their spread plus the bootstrap bias, outer product),
+    so ``bse``, ``conf_int`` ("normal", the default), ``tvalues``, ``pvalues``,
+    ``t_test``, ``wald_test`` and ``f_test`` agree and carry the estimator's
+    bias (the eigenvalue floor at small epsilon) as uncertainty."""
+
+    se_description = ("replicates' root mean squared deviation from the estimate (spread and "
+                      "bias)")
+
+    @cached_property
+    def cov(self) -> np.ndarray:
+        cov = np.array(super().cov, dtype=float)
+        bias = np.nan_to_num(self.bias)
+        informative = np.isfinite(np.diag(cov))
+        cov[np.ix_(informative, informative)] += np.outer(bias, bias)[
+            np.ix_(informative, informative)]
+        return cov
+
+
 class DPMomentsOLS:
     """Differentially private OLS from noisy moments of the design.
 
@@ -190,7 +214,9 @@ class DPMomentsOLS:
         random_state : None, int or Generator
             Makes the bootstrap reproducible.
         cov_kwds : dict, optional
-            ``n_boot``, ``random_state``, ``interval``.
+            ``n_boot``, ``random_state``, ``interval`` ("normal", the default:
+            centred on the estimate like ``t_test``; or "bc-normal", "basic",
+            "percentile").
 
         Examples
         --------
@@ -205,7 +231,8 @@ class DPMomentsOLS:
         >>> [round(v) for v in res.params]
         [1, 1, 0, 0, 2]
         """
-        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds)
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds,
+                                default_interval=MOMENTS_INTERVAL)
         if n_boot is None and "n_boot" not in (cov_kwds or {}):
             opts["n_boot"] = MOMENTS_N_BOOT
         mom = self.release
@@ -221,6 +248,7 @@ class DPMomentsOLS:
         exog = pd.DataFrame(X, columns=list(space.exog_names))
         endog = pd.Series(y, name=space.endog_name)
         model = FreqWLS(endog, exog, weights=w)
+        model.nobs = float(mom.count)  # the weights sum to it up to rounding
         model.formula = self.formula
         model.data.model_spec = space.infos[1]
         res = model.fit()
@@ -284,9 +312,9 @@ class DPMomentsOLS:
         reps = estimate(mom, count, sums, second, floor)
         ok = np.all(np.isfinite(reps), axis=1)
         uninformative = self._uninformative()
-        return DPInference(
+        return MomentsInference(
             params=params, replicates=reps[ok], n_boot=B, n_failed=int((~ok).sum()),
-            interval=opts["interval"] or DEFAULT_INTERVAL,
+            interval=opts["interval"],
             simulation="Gaussian population with the released mean and covariance, "
                        "Wishart scatter, the release's noise on every entry",
             seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,

@@ -1,0 +1,233 @@
+"""The noisy-moments release and dp_ols on it (dpmodels.moments,
+dpmodels.models.moments_ols, dpmodels.methods).
+
+Exactness at epsilon = inf, the noise law of the released entries, the
+estimator's bootstrap coverage on a small fast version of the validity
+benchmark, the information diagnostic, the choice of method="auto", and
+the refusals.  The privacy audit and the neighbour property test of the
+mechanism are in tests/test_moments_privacy.py.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+
+import dpmodels as dpm
+from dpmodels.errors import DPModelsError, NotPrivateWarning, ReleaseWarning
+from dpmodels.methods import choose_ols_method
+from dpmodels.moments import PrivateMoments, _RowPasses, _published_frame, exact_statistics
+from dpmodels.models.moments_ols import DPMomentsOLS
+
+BOUNDS = {"x1": (1.0, 10.0), "x2": (-4.0, 4.0), "y": (-20.0, 20.0)}
+LEVELS = {"g": ["a", "b", "c"]}
+
+
+def _frame(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"x1": rng.uniform(1, 10, n), "x2": rng.normal(size=n).clip(-4, 4),
+                       "g": rng.choice(["a", "b", "c"], n)})
+    df["y"] = 1 + 0.5 * df["x1"] - df["x2"] + (df["g"] == "b") + rng.normal(size=n)
+    return df
+
+
+def _exact(formula, df, **kw):
+    with pytest.warns(NotPrivateWarning):
+        return dpm.dp_ols(formula, df, epsilon=float("inf"), bounds=BOUNDS, levels=LEVELS,
+                          method="moments", **kw)
+
+
+@pytest.mark.parametrize("formula", [
+    "y ~ x1 + x2 + C(g)",
+    "y ~ x2 * C(g) + np.log(x1)",
+    "y ~ x1 + x2 - 1",
+    "y ~ x1:x2 + I(x2**2)",
+])
+def test_infinite_epsilon_reproduces_statsmodels(formula):
+    df = _frame()
+    res = _exact(formula, df).fit(cov_type="naive")
+    ref = smf.ols(formula, df).fit()
+    assert list(res.params.index) == list(ref.params.index)
+    np.testing.assert_allclose(res.params, ref.params, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(res.bse, ref.bse, rtol=1e-9)
+    assert res.nobs == ref.nobs
+    assert math.isclose(res.rsquared, ref.rsquared, rel_tol=1e-9)
+    np.testing.assert_allclose(res.predict(df.iloc[:5]), ref.predict(df.iloc[:5]), rtol=1e-9)
+
+
+def test_the_caller_frame_is_not_modified():
+    df = _frame()
+    before = df.copy()
+    dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+               method="moments", random_state=0)
+    pd.testing.assert_frame_equal(df, before)
+
+
+def _noise_z(seed: int, df, formula="y ~ x1 + x2 + C(g)"):
+    """Released minus exact entries (same offsets, scales and radius), in units
+    of the stated noise standard deviation."""
+    mom = dpm.dp_ols(formula, df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                     method="moments", random_state=seed).release
+    published, valid = _published_frame(df, mom.space.domain, "drop")
+    stats = exact_statistics(_RowPasses(mom.space, published, valid, 1 << 16), mom.space,
+                             mom.offsets, mom.scales, mom.radius)
+    count, sums, second = stats.decode(stats.vector)
+    sd = np.sqrt(mom.noise_var)
+    i, j = mom.space.released_pairs
+    z = np.concatenate([[(mom.count - count) / sd[0]], (mom.sums - sums) / sd[1],
+                        (mom.second[i, j] - second[i, j]) / sd[2]])
+    return z
+
+
+def test_released_entries_carry_the_stated_noise_law():
+    """Each entry's noise is discrete Laplace of the stated variance, centred:
+    over 150 releases the standardized noise has mean 0 (4 standard errors)
+    and variance 1 (the sample variance of Laplace draws has relative sd
+    sqrt((kurtosis - 1) / R) = sqrt(5 / 150) = 0.18: tolerance 4 of those)."""
+    df = _frame(n=300)
+    Z = np.array([_noise_z(seed, df) for seed in range(150)])
+    R = Z.shape[0]
+    assert np.all(np.abs(Z.mean(axis=0)) < 4.0 / math.sqrt(R))
+    assert np.all(np.abs(Z.var(axis=0) - 1.0) < 4.0 * math.sqrt(5.0 / R))
+    # and the entries are independent: the pooled correlations are near 0
+    C = np.corrcoef(Z, rowvar=False)
+    off = C[~np.eye(C.shape[0], dtype=bool)]
+    assert np.all(np.abs(off) < 4.0 / math.sqrt(R) + 0.05)
+
+
+def test_bootstrap_covers_population_coefficients():
+    """A small version of benchmarks/validity.py: 5 normal covariates (one with
+    slope 0), n = 20,000, epsilon = 1, 40 data sets.  For a 95% interval the
+    coverage over 40 sets has sd 0.034; each coefficient must reach 0.85
+    (3 sd below 0.95), and the null slope is significant at most 5 times
+    (P(X >= 6) < 0.05 for Binomial(40, 0.05))."""
+    beta = np.array([1.0, -0.5, 0.75, 0.25, 0.0])
+    truth = np.r_[1.0, beta]
+    cols = [f"x{j}" for j in range(5)]
+    bounds = {c: (-4.0, 4.0) for c in cols} | {"y": (-15.0, 17.0)}
+    formula = "y ~ " + " + ".join(cols)
+    covered, null_sig = np.zeros(6), 0
+    for r in range(40):
+        rng = np.random.default_rng(500 + r)
+        X = rng.normal(size=(20_000, 5)).clip(-4, 4)
+        df = pd.DataFrame(X, columns=cols)
+        df["y"] = 1 + X @ beta + rng.normal(size=20_000)
+        res = dpm.dp_ols(formula, df, epsilon=1.0, bounds=bounds, random_state=r).fit(
+            random_state=r, n_boot=300)
+        ci = np.asarray(res.conf_int())
+        covered += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
+        null_sig += res.pvalues.iloc[-1] < 0.05
+    assert np.all(covered / 40 >= 0.85), covered / 40
+    assert null_sig <= 5
+
+
+def test_one_centre_for_every_test():
+    df = _frame(n=20_000)
+    res = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                     method="moments", random_state=1).fit(random_state=1)
+    ci = np.asarray(res.conf_int())
+    tt = res.t_test("x1 = 0")
+    np.testing.assert_allclose(np.asarray(tt.conf_int())[0], ci[list(res.params.index).index("x1")])
+    np.testing.assert_allclose(res.tvalues, res.params / res.bse)
+    assert np.all(np.sign(res.tvalues) == np.sign(res.params))
+    assert "noisy moments" in str(res.summary())
+
+
+def test_a_declared_level_with_no_rows_is_flagged():
+    df = _frame(n=20_000)
+    levels = {"g": ["a", "b", "c", "empty"]}
+    with pytest.warns(ReleaseWarning, match=r"C\(g\)\[T.empty\]"):
+        res = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=levels,
+                         method="moments", random_state=0).fit(random_state=0)
+    assert np.isinf(res.bse["C(g)[T.empty]"])
+    assert res.pvalues["C(g)[T.empty]"] == 1.0
+    assert np.isfinite(res.bse["x1"]) and res.pvalues["x1"] < 1e-3
+
+
+def test_auto_chooses_from_public_inputs_only():
+    df = _frame(n=50)
+    shuffled = df.sample(frac=1.0, random_state=3).assign(y=lambda d: -d["y"])
+    many = {"g": [f"l{i}" for i in range(12)]}
+    for data in (df, shuffled):
+        assert choose_ols_method("auto", "y ~ x1 + x2 + C(g)", data, bounds=BOUNDS,
+                                 levels=LEVELS, namespace={"np": np}) == "moments"
+        assert choose_ols_method("auto", "y ~ x1 + C(g)", data, bounds=BOUNDS, levels=many,
+                                 namespace={}) == "histogram"
+        assert choose_ols_method("auto", "y ~ x1 + x2 + C(g)", data, bounds=BOUNDS,
+                                 levels=LEVELS, bins=10, namespace={}) == "histogram"
+
+
+def test_default_dp_ols_reports_the_mechanism_and_the_split():
+    df = _frame(n=3000)
+    model = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=0.7, bounds=BOUNDS, levels=LEVELS,
+                       random_state=0)
+    assert isinstance(model, DPMomentsOLS)
+    report = model.privacy
+    assert math.isclose(sum(e for _, e in report.split), 0.7, rel_tol=1e-12)
+    text = str(model.fit(random_state=0).summary())
+    assert "epsilon part" in text and "noisy moments" in text
+
+
+def test_a_moments_release_is_reused_without_new_budget():
+    df = _frame(n=3000)
+    acc = dpm.Accountant(1.0)
+    model = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                       method="moments", random_state=0, accountant=acc)
+    assert acc.spent == 1.0
+    again = dpm.dp_ols("y ~ x1 + x2 + C(g)", model.release)
+    assert isinstance(again.release, PrivateMoments) and again.budget_spent == 0.0
+    np.testing.assert_allclose(again.fit(cov_type="naive").params,
+                               model.fit(cov_type="naive").params)
+    with pytest.raises(DPModelsError, match="answers its own formula"):
+        dpm.dp_ols("y ~ x1 + C(g)", model.release)
+    with pytest.raises(DPModelsError, match="histogram"):
+        dpm.dp_ols("y ~ x1 + x2 + C(g)", model.release, method="histogram")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"formula": "y ~ center(x1) + x2"}, "stateful transform center"),
+    ({"bins": 10}, "bins"),
+    ({"threshold": "zero"}, "threshold"),
+    ({"representatives": "midpoint"}, "representatives"),
+    ({"bounds": {"x1": (1, 10), "y": (-20, 20)}}, "x2"),
+    ({"levels": {"g": ["a", "b"]}}, "g"),
+    ({"formula": "y ~ np.log(x2) + x1"}, "non-finite"),
+])
+def test_bad_inputs_are_refused_before_any_budget(kwargs, match):
+    df = _frame(n=200)
+    acc = dpm.Accountant(5.0)
+    args = {"formula": "y ~ x1 + x2 + C(g)", "bounds": BOUNDS, "levels": LEVELS} | kwargs
+    formula = args.pop("formula")
+    with pytest.raises(DPModelsError, match=match):
+        dpm.dp_ols(formula, df, epsilon=1.0, method="moments", accountant=acc, **args)
+    assert acc.spent == 0.0
+
+
+def test_engine_data_needs_the_histogram():
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(_frame(n=200), npartitions=2)
+    assert choose_ols_method("auto", "y ~ x1 + x2 + C(g)", ddf, bounds=BOUNDS,
+                             levels=LEVELS, namespace={}) == "histogram"
+    with pytest.raises(DPModelsError, match="in-memory"):
+        dpm.dp_ols("y ~ x1 + x2 + C(g)", ddf, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                   method="moments")
+
+
+def test_missing_values_are_dropped_and_counted_by_the_noisy_count():
+    df = _frame(n=4000)
+    df.loc[:99, "x2"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        res = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=float("inf"), bounds=BOUNDS,
+                         levels=LEVELS, method="moments").fit(cov_type="naive")
+    ref = smf.ols("y ~ x1 + x2 + C(g)", df).fit()
+    assert res.nobs == 3900
+    np.testing.assert_allclose(res.params, ref.params, rtol=1e-9)
+    with pytest.raises(dpm.MissingValueError):
+        dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                   method="moments", missing="raise")
