@@ -9,6 +9,7 @@ method         release                                    models
 =============  =========================================  ====================================
 "histogram"    :func:`dpmodels.release` (Lei 2011)        all dp_* models
 "moments"      :func:`dpmodels.moments.release_moments`   dp_ols
+"newton"       :func:`dpmodels.newton.release_newton`     dp_logit
 =============  =========================================  ====================================
 """
 
@@ -19,10 +20,12 @@ from collections.abc import Mapping
 from .errors import DPModelsError
 from .validation import check_choice
 
-__all__ = ["OLS_METHODS", "choose_ols_method", "HISTOGRAM_MAX_CONTINUOUS",
+__all__ = ["OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
+           "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS"]
 
 OLS_METHODS = ("auto", "histogram", "moments")
+LOGIT_METHODS = ("auto", "histogram", "newton")
 #: "auto" keeps the histogram for OLS when the formula has at most this many
 #: continuous variables (response included) and its factors have at least
 #: HISTOGRAM_MIN_CELLS level combinations: there the factors carry the model,
@@ -30,6 +33,12 @@ OLS_METHODS = ("auto", "histogram", "moments")
 #: (benchmarks/peers.py, docs/accuracy.md).  Everywhere else, the moments.
 HISTOGRAM_MAX_CONTINUOUS = 3
 HISTOGRAM_MIN_CELLS = 8
+#: "auto" takes dp_logit's Newton steps from this many continuous covariates.
+NEWTON_MIN_CONTINUOUS = 3
+#: ... and with fewer continuous covariates (and few level combinations) from
+#: this n * epsilon (benchmarks/peers.py --logit: 2 covariates, n = 1e5: the
+#: histogram is better at epsilon 0.1 and 0.3, the Newton steps at 1 and 3).
+NEWTON_MIN_N_EPSILON = 50_000
 #: Options that only a histogram release takes: giving one asks for it.
 HISTOGRAM_OPTIONS = ("threshold_A", "max_spurious_cells", "representatives")
 
@@ -76,6 +85,11 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
                       namespace: Mapping | None = None) -> str:
     """Resolve dp_ols' ``method`` to "histogram" or "moments".
 
+    "auto" takes the histogram when the factors carry the model (at most
+    ``HISTOGRAM_MAX_CONTINUOUS`` continuous variables and at least
+    ``HISTOGRAM_MIN_CELLS`` level combinations), when histogram options are
+    given, or for an engine's data frame; the moments otherwise.
+
     Examples
     --------
     >>> import pandas as pd
@@ -87,26 +101,75 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
     >>> choose_ols_method("auto", "y ~ a + C(c)", df, bounds=b, levels=lv, namespace={})
     'histogram'
     """
-    from .engines import source_for
     from .moments import PrivateMoments
+
+    return _choose(method, OLS_METHODS, "moments", PrivateMoments, formula, data, bounds,
+                   levels, bins, threshold, options, namespace,
+                   lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
+                                         and cells >= HISTOGRAM_MIN_CELLS))
+
+
+def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=None,
+                        bins="auto", threshold="enhanced", options: Mapping | None = None,
+                        namespace: Mapping | None = None, n: int | None = None,
+                        epsilon: float | None = None) -> str:
+    """Resolve dp_logit's ``method`` to "histogram" or "newton".
+
+    "auto" takes the Newton steps from ``NEWTON_MIN_CONTINUOUS`` continuous
+    covariates on (the histogram's grid is then too coarse), and with fewer
+    when the factors have fewer than ``HISTOGRAM_MIN_CELLS`` level
+    combinations and ``n * epsilon >= NEWTON_MIN_N_EPSILON`` (the public n:
+    declared, or the rows handed in); unless histogram options are given or
+    the data are an engine's frame.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0], "a": [0.0], "b": [0.0], "c": [0.0]})
+    >>> b = {v: (0, 1) for v in "abc"}
+    >>> choose_logit_method("auto", "y ~ a", df, bounds=b, levels={"y": [0, 1]}, namespace={})
+    'histogram'
+    >>> choose_logit_method("auto", "y ~ a + b + c", df, bounds=b, levels={"y": [0, 1]},
+    ...                     namespace={})
+    'newton'
+    """
+    from .newton import PrivateNewton
+
+    def prefers_newton(d: int, cells: int) -> bool:
+        if d >= NEWTON_MIN_CONTINUOUS:
+            return True
+        try:
+            rows = int(n) if n is not None else len(data)
+            n_eps = rows * float(epsilon)
+        except (TypeError, ValueError):
+            return False
+        return d >= 1 and cells < HISTOGRAM_MIN_CELLS and n_eps >= NEWTON_MIN_N_EPSILON
+
+    return _choose(method, LOGIT_METHODS, "newton", PrivateNewton, formula, data, bounds,
+                   levels, bins, threshold, options, namespace, prefers_newton)
+
+
+def _choose(method, choices, other, other_release, formula, data, bounds, levels, bins,
+            threshold, options, namespace, prefers_other) -> str:
+    from .engines import source_for
     from .release import PrivateHistogram
 
-    method = check_choice("method", method, OLS_METHODS)
+    method = check_choice("method", method, choices)
     options = dict(options or {})
     hist_opts = [k for k in HISTOGRAM_OPTIONS if k in options]
     if not (isinstance(bins, str) and bins == "auto"):
         hist_opts.append("bins")
     if not (isinstance(threshold, str) and threshold == "enhanced"):
         hist_opts.append("threshold")
-    if isinstance(data, PrivateMoments):
+    if isinstance(data, other_release):
         if method == "histogram":
-            raise DPModelsError("data is a moments release: method='histogram' needs raw rows "
-                                "or a PrivateHistogram")
-        chosen = "moments"
+            raise DPModelsError(f"data is a {other} release: method='histogram' needs raw "
+                                "rows or a PrivateHistogram")
+        chosen = other
     elif isinstance(data, PrivateHistogram):
-        if method == "moments":
-            raise DPModelsError("data is a histogram release: method='moments' needs raw rows "
-                                "or a PrivateMoments")
+        if method == other:
+            raise DPModelsError(f"data is a histogram release: method={other!r} needs raw "
+                                f"rows or a {other_release.__name__}")
         chosen = "histogram"
     elif method != "auto":
         chosen = method
@@ -114,14 +177,10 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
         chosen = "histogram"
     else:
         shape = _shape(formula, data, bounds, levels, namespace or {})
-        if shape is None:
-            chosen = "histogram"  # its own checks name what is wrong
-        else:
-            d, cells = shape
-            factors_lead = d <= HISTOGRAM_MAX_CONTINUOUS and cells >= HISTOGRAM_MIN_CELLS
-            chosen = "histogram" if factors_lead else "moments"
-    if chosen == "moments" and hist_opts:
+        # (None: invalid formula or declarations; the histogram's checks say what is wrong)
+        chosen = other if shape is not None and prefers_other(*shape) else "histogram"
+    if chosen == other and hist_opts:
         raise DPModelsError(
-            f"{', '.join(hist_opts)} apply to the histogram release; the moments release "
+            f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen

@@ -186,9 +186,15 @@ class DesignSpace:
         """Coordinates that are 0/1 columns (kept unscaled)."""
         return (self.centre == 0) & (self.half == 1) & (self.lo == 0) & (self.hi == 1)
 
-    def scaled(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Rows of ``[X y]`` (design units) -> clamped, scaled coordinates u."""
-        Z = np.column_stack([X[:, ~self.constant], y])
+    @property
+    def has_response(self) -> bool:
+        """True when the last coordinate is the response."""
+        return self.infos[0] is not None
+
+    def scaled(self, X: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+        """Rows of ``[X y]`` (design units; ``X`` alone for a space without
+        response) -> clamped, scaled coordinates u."""
+        Z = np.column_stack([X[:, ~self.constant], y]) if y is not None else X[:, ~self.constant]
         # a per-row map onto the public ranges: a value a transform left undefined
         # (off the grid the ranges were read on) goes to the column's centre
         Z = np.where(np.isnan(Z), self.centre, Z)
@@ -251,8 +257,13 @@ def _grid_frame(formula: str, domain: Domain) -> pd.DataFrame:
     return grid
 
 
-def design_space(formula: str, domain: Domain, namespace: Mapping[str, object]) -> DesignSpace:
+def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], *,
+                 response: bool = True) -> DesignSpace:
     """The public :class:`DesignSpace` of ``formula`` over ``domain``.
+
+    With ``response=False`` only the right-hand side is built (the caller
+    codes the response itself, e.g. a binary one): the coordinates are then
+    the non-constant columns of X alone.
 
     Raises :class:`~dpmodels.errors.DPModelsError` for a formula this
     mechanism cannot serve (a stateful transform, a response with more than
@@ -272,7 +283,12 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object]) 
     env = patsy.EvalEnvironment([dict(namespace)])
     try:
         with np.errstate(all="ignore"):
-            y_dm, X_dm = patsy.dmatrices(formula, grid, eval_env=env, NA_action="raise")
+            if response:
+                y_dm, X_dm = patsy.dmatrices(formula, grid, eval_env=env, NA_action="raise")
+            else:
+                X_dm = patsy.dmatrix(patsy.ModelDesc([], desc.rhs_termlist), grid,
+                                     eval_env=env, NA_action="raise")
+                y_dm = np.zeros((len(grid), 1))
     except patsy.PatsyError as exc:
         raise DPModelsError(
             f"the formula gives non-finite design values inside the declared bounds ({exc}); "
@@ -289,9 +305,11 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object]) 
             "np.log(x) with a lower bound of 0): use bounds where every transform is finite")
     xmin, xmax = X.min(axis=0), X.max(axis=0)
     constant = xmin == xmax
-    cols = np.column_stack([X[:, ~constant], y])
+    cols = np.column_stack([X[:, ~constant], y]) if response else X[:, ~constant]
+    if cols.shape[1] == 0:
+        raise DPModelsError("the formula's design has no non-constant column")
     lo, hi = cols.min(axis=0), cols.max(axis=0)
-    if hi[-1] == lo[-1]:
+    if response and hi[-1] == lo[-1]:
         raise DPModelsError("the response is constant over its declared domain")
     dummy = np.all((cols == 0) | (cols == 1), axis=0)
     centre = np.where(dummy, 0.0, (lo + hi) / 2.0)
@@ -310,10 +328,11 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object]) 
         exclusive=tuple(exclusive),
         formula=formula, domain=domain,
         exog_names=tuple(X_dm.design_info.column_names),
-        endog_name=str(y_dm.design_info.column_names[0]),
+        endog_name=(str(y_dm.design_info.column_names[0]) if response
+                    else formula.split("~", 1)[0].strip()),
         constant=constant, constant_values=np.where(constant, xmin, np.nan),
         lo=lo, hi=hi, centre=centre, half=half,
-        infos=(y_dm.design_info, X_dm.design_info))
+        infos=(y_dm.design_info if response else None, X_dm.design_info))
 
 
 @dataclass(frozen=True, eq=False)

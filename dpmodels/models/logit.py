@@ -22,7 +22,7 @@ from statsmodels.tools.sm_exceptions import (
 
 from ..domain import Axis, Domain, _level_index
 from ..errors import DomainError, DPModelsError
-from ..formula import FormulaVariables
+from ..formula import FormulaVariables, formula_variables
 from ..inference import refit_logit
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
@@ -311,8 +311,9 @@ def dp_logit(
     n: int | None = None,
     random_state=None,
     accountant=None,
+    method: str = "auto",
     **kwargs,
-) -> DPLogit:
+):
     """Differentially private logistic regression from a formula, as
     ``statsmodels.formula.api.logit``.
 
@@ -344,13 +345,20 @@ def dp_logit(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
+    method : {"auto", "histogram", "newton"}
+        "histogram": maximum likelihood on the perturbed joint histogram.
+        "newton": four Newton steps of the likelihood, each from noisy
+        sufficient statistics of the step (:mod:`dpmodels.newton`): every
+        covariate count, no binning.  "auto" (default) chooses from public
+        inputs only (:func:`dpmodels.methods.choose_logit_method`).
     **kwargs
-        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.
+        ``threshold_A``, ``missing``, ``max_spurious_cells``,
+        ``representatives``: see :func:`dpmodels.release` (histogram only,
+        except ``missing``).
 
     Returns
     -------
-    DPLogit
+    DPLogit or DPNewtonLogit
         Call ``.fit()`` for the results.
 
     Raises
@@ -403,8 +411,24 @@ def dp_logit(
     >>> res.privacy.epsilon, res.nobs == res.privacy.noisy_total
     (1.0, True)
     """
+    from ..methods import choose_logit_method
+    from .newton_logit import DPNewtonLogit
+
+    env = formula_env(kwargs)
+    chosen = choose_logit_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
+                                 threshold=threshold, options=kwargs, namespace=env, n=n,
+                                 epsilon=epsilon)
+    if chosen == "newton":
+        checker = object.__new__(DPLogit)  # the response checks of dp_logit, before anything
+        checker.formula = formula
+        return DPNewtonLogit(
+            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+            random_state=random_state, accountant=accountant,
+            missing=kwargs.pop("missing", "drop"), namespace=env,
+            domain_check=lambda domain: checker._check_domain(
+                domain, formula_variables(formula, domain.names, env)))
     return DPLogit(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=formula_env(kwargs), **kwargs,
+        eval_env=env, **kwargs,
     )

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 import numpy as np
@@ -44,8 +45,8 @@ from statsmodels.tools.sm_exceptions import ConvergenceWarning
 from statsmodels.tools.validation import string_like
 
 from ..errors import ReleaseWarning
-from ..formula import user_stacklevel
-from ..inference import DPInferenceResultsMixin
+from ..formula import formula_variables, user_stacklevel
+from ..inference import DPInference, DPInferenceResultsMixin, attach_dp_inference
 from ..summary import add_privacy_block, inference_notes
 from functools import partial
 
@@ -59,6 +60,12 @@ _BANDWIDTHS = {"hsheather": hall_sheather, "bofinger": bofinger, "chamberlain": 
 #: A residual within this relative distance of zero is an exact zero of the
 #: LP solution (an interpolated cell); see :meth:`FreqQuantReg.fit`, Notes.
 _ZERO_RTOL = 1e-9
+
+#: A coefficient is *unresolved* (fixed by the binning of the response, not
+#: estimated) when the fitted plane passes through points that all lie in one
+#: bin of the response, hold at least this share of the total count, and
+#: determine that coefficient; see :func:`_unresolved_coefficients`.
+_UNRESOLVED_SHARE = 0.05
 
 
 class FreqQuantReg(QuantReg):
@@ -227,9 +234,7 @@ class FreqQuantReg(QuantReg):
             # same fitted values, minimum norm: the solution in the row space of X, as
             # QuantReg's pinv-based iterations give
             params = pinv(self.wexog) @ (self.wexog @ params)
-        resid = endog - exog @ params
-        tol = _ZERO_RTOL * (np.abs(endog) + np.abs(exog) @ np.abs(params))
-        resid = np.where(np.abs(resid) <= tol, 0.0, resid)
+        resid = _exact_resid(endog, exog, params)
 
         cov, h, fhat0 = _quantreg_cov(
             resid, endog, exog, w, q, kernels[kernel_name], _BANDWIDTHS[bw_name], vcov
@@ -254,6 +259,11 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     privacy = None
     release = None
     objective = np.nan
+    #: Boolean mask over ``params`` of the coefficients the release's binning of
+    #: the response fixes rather than estimates (set by :meth:`DPQuantReg.fit`;
+    #: None when not checked), and the warning that names them.
+    unresolved = None
+    unresolved_message = None
 
     @cache_readonly
     def nobs(self):
@@ -277,6 +287,8 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
             "the total weight"
         notes = [f"Quantile q = {self.q:g}. Cells are weighted by their counts; nobs and degrees "
                  f"of freedom are those of {what}."]
+        if self.unresolved_message:
+            notes.append("WARNING: " + self.unresolved_message)
         notes += inference_notes(self)
         return add_privacy_block(smry, self.privacy, notes)
 
@@ -308,6 +320,71 @@ def _weighted_percentile(a: np.ndarray, w: np.ndarray, per: float) -> float:
     if lo == idx:
         return at(lo)
     return at(lo) * (lo + 1 - idx) + at(lo + 1) * (idx - lo)
+
+
+def _exact_resid(endog, exog, params) -> np.ndarray:
+    """``endog - exog @ params`` with the residuals of interpolated rows (within
+    :data:`_ZERO_RTOL` of zero, relative to the terms) set to exactly 0."""
+    resid = endog - exog @ params
+    tol = _ZERO_RTOL * (np.abs(endog) + np.abs(exog) @ np.abs(params))
+    return np.where(np.abs(resid) <= tol, 0.0, resid)
+
+
+def _unresolved_coefficients(exog, w, resid, groups, share: float = _UNRESOLVED_SHARE):
+    """Coefficients fixed by interpolated points of one group (one bin of the response).
+
+    A point with zero residual lies on the fitted plane.  When the points of
+    one group (e.g. the cells of one bin of a binned response) that lie on
+    the plane hold at least ``share`` of the total weight, the plane is held
+    there by them: every coefficient ``j`` whose unit vector is in the row
+    space of those points' design rows is *determined* by their responses --
+    that is, by where the representative points sit inside the bin -- and
+    not by how the counts are spread over the bins.  In the extreme case the
+    points all have one response ``c`` (one bin midpoint) and span the
+    design: the plane is flat, every slope is exactly 0 and the intercept is
+    ``c``.  A heavy group on the plane also means the same plane is the fit of
+    every quantile level within about ``share`` of ``q``.
+
+    Parameters
+    ----------
+    exog : ndarray (n, p)
+    w : ndarray (n,)
+        Non-negative weights.
+    resid : ndarray (n,)
+        Residuals, exactly 0 on the plane (:func:`_exact_resid`).
+    groups : ndarray (n,)
+        Group label of each row (the response bin).
+    share : float
+        Minimum share of the total weight of a group's points on the plane.
+
+    Returns
+    -------
+    mask : ndarray of bool (p,)
+        The unresolved coefficients.
+    found : list of (label, share, mask)
+        Each group that fixes some coefficient, heaviest first.
+    """
+    p = exog.shape[1]
+    mask = np.zeros(p, bool)
+    found = []
+    total = float(np.sum(w))
+    on = np.flatnonzero((resid == 0) & (w > 0))
+    if on.size == 0 or not total > 0:
+        return mask, found
+    labels, inv = np.unique(groups[on], return_inverse=True)
+    weight = np.bincount(inv, weights=w[on], minlength=labels.size)
+    for g in np.flatnonzero(weight >= share * total):
+        Xg = exog[on[inv == g]]
+        scale = np.max(np.abs(Xg), axis=0)  # e_j in the row space is scale-invariant
+        _, sv, vt = np.linalg.svd(Xg / np.where(scale > 0, scale, 1.0), full_matrices=False)
+        rank = int(np.sum(sv > max(Xg.shape) * np.finfo(float).eps * 1e3 * sv[0])) if sv[0] > 0 else 0
+        # e_j is in the row space iff its projection onto it has unit length
+        fixed = (1.0 - np.sum(vt[:rank] ** 2, axis=0) < 1e-8) & (scale > 0)
+        if fixed.any():
+            mask |= fixed
+            found.append((labels[g], float(weight[g] / total), fixed))
+    found.sort(key=lambda t: -t[1])
+    return mask, found
 
 
 def _solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
@@ -360,6 +437,49 @@ def _quantreg_cov(resid, endog, exog, w, q, kernel, bandwidth, vcov):
         else:
             cov = (1.0 / fhat0) ** 2 * q * (1 - q) * xtwx_inv
     return cov, h, fhat0
+
+
+_NO_INFORMATION_NOTE = "WARNING: the release carries no information about "
+
+
+@dataclass(frozen=True, eq=False)
+class _QuantRegDPInference(DPInference):
+    """:class:`~dpmodels.inference.DPInference` in which the coefficients the
+    response's binning fixes (``unresolved``) have, like those the release
+    carries no information about, an infinite standard error, z = 0, p = 1
+    and an unbounded interval: every bootstrap replicate is held on the same
+    bin, so the replicates' spread (about 0) says nothing about them.  The
+    summary explains them apart from the no-information ones."""
+
+    unresolved: np.ndarray | None = None
+    #: the release's own no-information mask (:meth:`DPModel._uninformative`)
+    no_information: np.ndarray | None = None
+
+    @classmethod
+    def wrap(cls, inference: DPInference, unresolved: np.ndarray) -> "_QuantRegDPInference":
+        own = inference.uninformative
+        merged = np.asarray(unresolved, bool).copy()
+        if own is not None:
+            merged |= np.asarray(own, bool)
+        kw = {f.name: getattr(inference, f.name) for f in fields(DPInference) if f.init}
+        kw["uninformative"] = merged
+        return cls(**kw, unresolved=np.asarray(unresolved, bool), no_information=own)
+
+    def notes(self, names: Sequence[str] | None = None) -> list[str]:
+        lines = super().notes(names)
+        # the release's no-information line lists the unresolved coefficients too: say
+        # it for the release's own ones only (the unresolved ones have their own note)
+        base = {f.name: getattr(self, f.name) for f in fields(DPInference) if f.init}
+        base["uninformative"] = self.no_information
+        own = [ln for ln in DPInference(**base).notes(names)
+               if ln.startswith(_NO_INFORMATION_NOTE)]
+        out = []
+        for ln in lines:
+            if ln.startswith(_NO_INFORMATION_NOTE):
+                out.extend(own)
+            else:
+                out.append(ln)
+        return out
 
 
 class DPQuantReg(DPModel):
@@ -427,10 +547,75 @@ class DPQuantReg(DPModel):
         res = model.fit(q=q, vcov=vcov, kernel=kernel, bandwidth=bandwidth, **kwargs)
         res._results.privacy = self.privacy
         res._results.release = self.release
+        unresolved, message = self._unresolved(res, q)
+        res._results.unresolved = unresolved
+        res._results.unresolved_message = message
+        if message:
+            warnings.warn(message, ReleaseWarning, stacklevel=user_stacklevel())
         if kind == "dp":
-            self._dp_inference(res, partial(refit_quantreg, q=q), np.asarray(res.params), opts,
-                               label=f"DP QuantReg (q={q:g}) bootstrap")
+            inference = self._dp_inference(res, partial(refit_quantreg, q=q),
+                                           np.asarray(res.params), opts,
+                                           label=f"DP QuantReg (q={q:g}) bootstrap")
+            if unresolved is not None and unresolved.any():
+                attach_dp_inference(res, _QuantRegDPInference.wrap(inference, unresolved))
         return res
+
+    def _response_bins(self, model: FreqQuantReg):
+        """``(axis, codes)``: the response's axis and the bin of each of the
+        model's rows, when the formula's response reads exactly one variable
+        and it is continuous (binned); else None.  A discrete response's ties
+        are the data's own, not the release's."""
+        try:
+            response = formula_variables(self.formula, self.release.domain.names,
+                                         self.namespace).response
+        except Exception:  # pragma: no cover - the formula was read at construction
+            return None
+        if len(response) != 1:
+            return None
+        axis = self.release.domain.axis(response[0])
+        if axis.kind != "continuous":
+            return None
+        values = self.cells[response[0]]
+        labels = getattr(model.data, "row_labels", None)
+        if labels is not None:
+            values = values.loc[labels]
+        if len(values) != model.exog.shape[0]:  # pragma: no cover - rows do not line up
+            return None
+        return axis, axis.codes(values.to_numpy())[0]
+
+    def _unresolved(self, res, q: float) -> tuple[np.ndarray | None, str | None]:
+        """The coefficients the response's binning fixes (see
+        :func:`_unresolved_coefficients`) and the warning naming them."""
+        model = res.model
+        found = self._response_bins(model)
+        if found is None:
+            return None, None
+        axis, codes = found
+        params = np.asarray(res.params, dtype=float)
+        resid = _exact_resid(model.endog, model.exog, params)
+        mask, groups = _unresolved_coefficients(model.exog, model.weights, resid, codes)
+        if not mask.any():
+            return mask, None
+        names = [str(nm) for nm in model.exog_names]
+        flagged = [nm for nm, m in zip(names, mask) if m]
+        code, share, _ = groups[0]
+        lo, hi = axis.to_values(axis.edges[[int(code), int(code) + 1]])
+        on = (resid == 0) & (model.weights > 0) & (codes == code)
+        ys = model.endog[on]
+        where = (f"every one at {model.endog_names} = {ys[0]:.6g}" if np.ptp(ys) == 0 else
+                 f"{model.endog_names} from {ys.min():.6g} to {ys.max():.6g}")
+        slopes = [j for j, nm in enumerate(names) if mask[j] and nm != "Intercept"]
+        flat = " (every slope among them is 0)" if slopes and np.all(params[slopes] == 0) else ""
+        message = (
+            f"DP QuantReg (q={q:g}): {', '.join(flagged)} are fixed by the binning of "
+            f"{axis.name}, not estimated: the fitted plane passes through released cells that "
+            f"hold {share:.1%} of the noisy total and all lie in one bin of {axis.name}, "
+            f"[{lo:.6g}, {hi:.6g}] ({where}), so these coefficients are set by where the "
+            f"cells' representative points sit inside that bin{flat}. The release cannot "
+            "resolve them: treat them as undetermined (with cov_type='dp' their standard "
+            f"errors are infinite). Use more bins for {axis.name}, fewer variables or a larger "
+            "epsilon.")
+        return mask, message
 
     def fit_many(self, qs: Iterable[float], **kwargs) -> dict[float, RegressionResultsWrapper]:
         """Fit several quantiles from the one release (no extra budget).

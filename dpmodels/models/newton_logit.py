@@ -1,0 +1,226 @@
+"""dp_logit by noisy Newton steps (:mod:`dpmodels.newton`): the estimate, a
+statsmodels ``Logit`` results object, and the parametric bootstrap of the
+last step for its standard errors.
+
+Results
+-------
+The estimate is the release's last Newton iterate mapped to the design's
+columns.  It is handed to statsmodels as the maximum-likelihood fit of
+``2q`` weighted points that carry the released mean and covariance of the
+design (from the first step's information) with responses
+``p = 1/(1 + exp(-x'b))`` at the estimate: their score is 0 there, so
+statsmodels' Newton solver returns the estimate itself and every method
+(``predict``, ``conf_int``, ``t_test``, ``summary``) works.  The
+log-likelihood is not released: ``llf``, ``llnull``, ``prsquared`` and
+``llr_pvalue`` are NaN.
+
+Standard errors (cov_type "dp")
+-------------------------------
+A parametric bootstrap of the last step: ``b* = b_start + (H + E*)^-1 (H (b
+- b_start) + xi* + e*)`` with ``xi* ~ N(0, H)`` the score's sampling law at
+the estimate and ``E*``, ``e*`` noise of the release's law on the
+information and the score; the replicates' mean squared deviation from the
+estimate is the covariance (:class:`~dpmodels.models.moments_ols.MomentsInference`:
+one centre for every test).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from statsmodels.discrete.discrete_model import BinaryResultsWrapper
+
+from ..errors import DPModelsError, ReleaseWarning
+from ..formula import user_stacklevel
+from ..inference import attach_dp_inference
+from ..newton import PrivateNewton, _floored, release_newton
+from ..randomness import make_rng
+from .base import dp_options
+from .discrete import FreqLogit, FreqLogitResults
+from .moments_ols import INFO_SDS, MOMENTS_INTERVAL, MOMENTS_N_BOOT, MomentsInference
+
+__all__ = ["DPNewtonLogit", "NewtonLogitResults"]
+
+
+class NewtonLogitResults(FreqLogitResults):
+    """Logit results of a noisy-Newton release: the likelihood is not released."""
+
+    source = "newton"
+
+    @property
+    def llf(self):
+        return np.nan
+
+    @property
+    def llnull(self):
+        return np.nan
+
+    @property
+    def llr(self):
+        return np.nan
+
+    @property
+    def llr_pvalue(self):
+        return np.nan
+
+    @property
+    def prsquared(self):
+        return np.nan
+
+    @property
+    def aic(self):
+        return np.nan
+
+    @property
+    def bic(self):
+        return np.nan
+
+
+class DPNewtonLogit:
+    """Differentially private logistic regression by noisy Newton steps.
+
+    Built by :func:`dpmodels.dp_logit` with ``method="newton"`` (or when
+    ``method="auto"`` chooses it); see :mod:`dpmodels.newton`.
+    """
+
+    _name = "DP Logit (Newton)"
+    method = "newton"
+
+    def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
+                 random_state=None, accountant=None, missing="drop", namespace=None,
+                 domain_check=None):
+        self.formula = formula
+        if isinstance(data, PrivateNewton):
+            if data.space.formula != formula:
+                raise DPModelsError(
+                    f"this release was made for {data.space.formula!r}; a Newton release "
+                    f"answers its own formula only (got {formula!r})")
+            self.release, self.budget_spent = data, 0.0
+        else:
+            self.release = release_newton(
+                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+                random_state=random_state, accountant=accountant, missing=missing,
+                namespace=namespace, domain_check=domain_check)
+            self.budget_spent = self.release.report.epsilon
+
+    @property
+    def privacy(self):
+        return self.release.report
+
+    def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
+            cov_kwds: dict | None = None):
+        """The released estimate as statsmodels ``Logit`` results (with
+        ``.privacy``; ``.dp_inference`` under cov_type "dp").
+
+        Parameters
+        ----------
+        cov_type : {"dp", "naive"}
+            "dp" (default): parametric bootstrap of the last Newton step.
+            "naive": the inverse information of the representative points
+            (ignores the privacy noise).
+        n_boot : int, optional
+            Bootstrap replicates (default 1000).
+        random_state : None, int or Generator
+        cov_kwds : dict, optional
+            ``n_boot``, ``random_state``, ``interval``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(50_000, 3)).clip(-4, 4)
+        >>> eta = 0.5 + X @ [1.0, -1.0, 0.5]
+        >>> df = pd.DataFrame(X, columns=["a", "b", "c"])
+        >>> df["y"] = (rng.random(50_000) < 1 / (1 + np.exp(-eta))).astype(int)
+        >>> res = dpm.dp_logit("y ~ a + b + c", df, epsilon=1.0, levels={"y": [0, 1]},
+        ...                    bounds={v: (-4, 4) for v in "abc"}, method="newton",
+        ...                    random_state=0).fit(random_state=0)
+        >>> [round(float(v), 1) for v in res.params]
+        [0.5, 1.0, -1.0, 0.5]
+        """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds,
+                                default_interval=MOMENTS_INTERVAL)
+        if n_boot is None and "n_boot" not in (cov_kwds or {}):
+            opts["n_boot"] = MOMENTS_N_BOOT
+        rel = self.release
+        space = rel.space
+        params = rel.design_params(rel.beta)
+        count, mean, cov = rel.moments
+        lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
+        L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
+        q = mean.size
+        pts = np.concatenate([mean + math.sqrt(q) * L.T, mean - math.sqrt(q) * L.T])
+        X = np.empty((2 * q, space.constant.size))
+        X[:, ~space.constant] = rel.centre + rel.half * pts
+        X[:, space.constant] = 1.0
+        y = 1.0 / (1.0 + np.exp(-(X @ params)))
+        exog = pd.DataFrame(X, columns=list(space.exog_names))
+        model = FreqLogit(pd.Series(y, name=space.endog_name), exog,
+                          weights=np.full(2 * q, count / (2 * q)))
+        model.formula = self.formula
+        model.data.model_spec = space.infos[1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fitted = model.fit(start_params=params, method="newton", maxiter=50, disp=0)
+            except np.linalg.LinAlgError:  # flat likelihood at the points: keep the estimate
+                fitted = model.fit(start_params=params, method="bfgs", maxiter=0, disp=0)
+        inner = NewtonLogitResults(model, fitted._results)
+        inner.privacy, inner.release = rel.report, rel
+        res = BinaryResultsWrapper(inner)
+        if kind == "dp":
+            attach_dp_inference(res, self._bootstrap(np.asarray(params), opts))
+        return res
+
+    def _uninformative(self) -> np.ndarray:
+        rel, space = self.release, self.release.space
+        sd_h = math.sqrt(rel.noise_var[0])
+        diag = np.diag(rel.information)[1:]
+        flags = np.zeros(space.constant.size, bool)
+        flags[np.flatnonzero(~space.constant)] = diag < INFO_SDS * sd_h
+        if flags.any():
+            names = [nm for nm, f in zip(space.exog_names, flags) if f]
+            warnings.warn(
+                f"the release carries no information about {', '.join(names)}: the noisy "
+                "information behind them is within the noise. Their standard errors are set to "
+                "infinity (p = 1, unbounded intervals); use a larger epsilon or fewer levels",
+                ReleaseWarning, stacklevel=user_stacklevel())
+        return flags
+
+    def _bootstrap(self, params: np.ndarray, opts: dict) -> MomentsInference:
+        t0 = time.perf_counter()
+        rel = self.release
+        B = int(opts["n_boot"])
+        rng = make_rng(opts["random_state"])
+        k = rel.beta.size
+        var_h, var_s = rel.noise_var
+        floor = 2.0 * math.sqrt(k) * math.sqrt(var_h)
+        H = _floored(rel.information, max(floor, 1e-12))
+        # the last step's score at its start, had the estimate been the truth
+        target_score = H @ (rel.beta - rel.start)
+        xi = rng.standard_normal((B, k)) @ np.linalg.cholesky(H).T
+        e = rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k))
+        E = np.triu(rng.laplace(0.0, math.sqrt(var_h / 2.0), (B, k, k)))
+        Hb = H + E + np.swapaxes(np.triu(E, 1), -1, -2)
+        from ..newton import newton_update
+
+        beta = newton_update(np.broadcast_to(rel.start, (B, k)), Hb, target_score + xi + e,
+                             floor)
+        reps = rel.design_params(beta)
+        ok = np.all(np.isfinite(reps), axis=1)
+        uninformative = self._uninformative()
+        return MomentsInference(
+            params=params, replicates=reps[ok], n_boot=B, n_failed=int((~ok).sum()),
+            interval=opts["interval"],
+            simulation="the last Newton step: the score's sampling law at the estimate and "
+                       "the release's noise on the information and the score",
+            seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
+            target=params, uninformative=uninformative if uninformative.any() else None)
+
+    def __repr__(self) -> str:
+        return (f"DPNewtonLogit({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
+                f"q={self.release.space.q})")

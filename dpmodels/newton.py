@@ -1,0 +1,437 @@
+"""The noisy-Newton release: a private logistic regression by a few Newton
+steps, each from noisy sufficient statistics of the current step.
+
+A binary response has no finite sufficient statistics, but one Newton step
+of the log-likelihood from a point b needs only two sums over the rows:
+the information ``H(b) = sum p(1-p) x x'`` and the score ``g(b) = sum (y -
+p) x``, with ``p = 1/(1 + exp(-x'b))``.  Both are bounded per row once the
+rows are, so each step can be released with exact discrete Laplace noise,
+and the next step starts from the released update (Huang et al. 2018's
+approximate sufficient statistics are the first step from 0; the following
+steps remove the Taylor approximation's bias).
+
+Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
+------------------------------------------------------------------
+1. **Public design space** of the right-hand side
+   (:func:`dpmodels.moments.design_space` with ``response=False``): design
+   columns, their public ranges; rows clamped to them, scaled to ``u``.  The
+   response is coded 1 for its last declared level (as ``dp_logit``).
+2. **Centres and scales (10% of epsilon)** and **radius (5%)**, exactly as
+   the moments release (:mod:`dpmodels.moments`): ``v = (u - c) / s`` shrunk
+   into the L1 ball of radius R; the intercept coordinate is 1, so
+   ``x~ = (1, v)`` has ``||x~||_1 <= 1 + R``.
+3. **Newton steps (the rest, split 10% / 10% / 20% / 60% over four steps).**
+   From ``b_0 = 0``, step t quantizes ``k = round(x~ g)``, the weight
+   ``a = round(4 p(1-p) G)`` in ``[0, G]`` and the residual ``e = round((y - p)
+   G)`` in ``[-G, G]`` (``G = 2**8``), and releases the integer vector
+   ``(sum a k_i k_j  (i <= j), w_g sum e k)``.  Per row its L1 norm is at most
+   ``G F + w_g G A`` with A the bound on ``||k||_1`` and F the bound on
+   ``sum_{i<=j} |k_i k_j|`` of :func:`dpmodels.moments.moments_sensitivity`;
+   replace-one: ``Delta = 2 (G F + w_g G A)`` (a row with a missing value
+   contributes nothing).  Noise: exact discrete Laplace of scale
+   ``Delta / epsilon_t``.  The update ``b_t = b_{t-1} + H^-1 g`` (H's
+   eigenvalues floored at the noise's operator norm, the step's L1 length
+   capped at 10 in scaled units) is post-processing.
+
+Only the last step's statistics are published with the release (with its
+noise law, for the bootstrap); the earlier steps' are consumed by the
+iteration.  The parts of epsilon add up to epsilon (PRIVACY.md rule 8).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import patsy
+
+from .accountant import Accountant
+from .domain import build_domain
+from .engines import source_for
+from .errors import DomainError, DPModelsError
+from .exact import MIN_EPSILON, discrete_laplace
+from .formula import caller_namespace, formula_variables
+from .moments import (
+    RADIUS_SHARE,
+    SCALE_SHARE,
+    DesignSpace,
+    _chunks,
+    _clip_dimension,
+    _describe,
+    _published_frame,
+    _tail_edge,
+    _to_pandas,
+    _unit_epsilon,
+    clip_fraction,
+    clipped_rows,
+    design_space,
+    location_counts,
+    locations_from,
+    norm_counts,
+)
+from .randomness import random_source
+from .report import MomentsReport
+from .validation import check_dtypes, check_row_count, check_used_columns
+
+__all__ = ["PrivateNewton", "release_newton", "STEP_SHARES"]
+
+#: How the Newton steps share their part of epsilon: the first steps only need
+#: to come close (from b = 0, three steps are not enough at 8 covariates); the
+#: last decides the estimate's noise (benchmarks/peers.py --logit).
+STEP_SHARES = (0.1, 0.1, 0.2, 0.6)
+#: The logit clips less than least squares (a clipped row keeps its response, so
+#: clipping attenuates the slopes): this times the moments' clip fraction.
+CLIP_SCALE = 1.0
+#: Levels of the quantized weights p(1-p) and residuals y - p.
+LEVELS = 2**8
+#: Quantization: the radius sits at about this many units (products of k stay
+#: below 2**28, times LEVELS 2**36: float64 sums of 2**16 rows are exact).
+NEWTON_UNITS = 2**14
+#: Largest L1 length of one Newton step, in scaled units (a guard against a
+#: noise-swamped first step; the public bound of a sensible logit slope).
+MAX_STEP = 10.0
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateNewton:
+    """A private logistic regression released as noisy Newton steps.
+
+    Attributes
+    ----------
+    space : DesignSpace
+        The right-hand side's public design (no response coordinate).
+    beta : ndarray, (q + 1,)
+        The estimate in scaled coordinates ``(1, v)``.
+    information, score : ndarray
+        The last step's noisy information ``H`` ((q+1, q+1)) and score, at
+        ``start`` (the previous step's estimate).
+    start : ndarray
+    noise_var : tuple of float
+        Variance of the noise on each entry of ``H`` and of the score.
+    moments : tuple
+        ``(count, mean, cov)`` of v read from the first step's information
+        (taken at b = 0, where every weight is 1/4).
+    offsets, scales : ndarray
+    radius : float
+    report : MomentsReport
+    """
+
+    space: DesignSpace
+    beta: np.ndarray
+    information: np.ndarray
+    score: np.ndarray
+    start: np.ndarray
+    noise_var: tuple
+    moments: tuple
+    offsets: np.ndarray
+    scales: np.ndarray
+    radius: float
+    report: MomentsReport
+
+    @property
+    def privacy(self) -> MomentsReport:
+        return self.report
+
+    @property
+    def centre(self) -> np.ndarray:
+        return self.space.centre + self.space.half * self.offsets
+
+    @property
+    def half(self) -> np.ndarray:
+        return self.space.half * self.scales
+
+    def design_params(self, beta: np.ndarray) -> np.ndarray:
+        """Coefficients on the design's columns from scaled ones (batched)."""
+        beta = np.asarray(beta, float)
+        out = np.empty(beta.shape[:-1] + (self.space.constant.size,))
+        slopes = beta[..., 1:] / self.half
+        out[..., ~self.space.constant] = slopes
+        out[..., self.space.constant] = (beta[..., 0] - slopes @ self.centre)[..., None]
+        return out
+
+    def __repr__(self) -> str:
+        return (f"PrivateNewton({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
+                f"q={self.space.q}, radius={self.radius:.3g})")
+
+
+# ---- rows ------------------------------------------------------------------------------
+
+
+class _Rows:
+    """Scaled design rows u and the 0/1 response of the complete rows, chunk
+    by chunk (kept in memory when small)."""
+
+    def __init__(self, space: DesignSpace, published: pd.DataFrame, y: np.ndarray,
+                 valid: np.ndarray, chunk_rows: int):
+        self.space, self.published, self.y, self.valid = space, published, y, valid
+        self.chunk_rows = chunk_rows
+        self.cache = [] if valid.sum() * space.q <= 30_000_000 else None
+        self.done = False
+
+    def pairs(self, chunk: int | None = None):
+        size = min(chunk or self.chunk_rows, self.chunk_rows)
+        if self.done and self.cache is not None:
+            for U, y in self.cache:
+                for a in range(0, U.shape[0], size):
+                    yield U[a:a + size], y[a:a + size]
+            return
+        for a, b in _chunks(len(self.published), self.chunk_rows):
+            rows = self.valid[a:b]
+            if not rows.any():
+                continue
+            with np.errstate(all="ignore"):
+                (X,) = patsy.build_design_matrices(
+                    [self.space.infos[1]], self.published.iloc[a:b][rows],
+                    NA_action=patsy.NAAction(on_NA="raise", NA_types=[]))
+            U = self.space.scaled(np.asarray(X, float))
+            y = self.y[a:b][rows]
+            if self.cache is not None and not self.done:
+                self.cache.append((U, y))
+            for c in range(0, U.shape[0], size):
+                yield U[c:c + size], y[c:c + size]
+        self.done = True
+
+    def __call__(self, chunk: int | None = None):
+        for U, _ in self.pairs(chunk):
+            yield U
+
+
+def _quantum(radius: float) -> int:
+    return int(2 ** max(0, math.floor(math.log2(NEWTON_UNITS / (1.0 + radius)))))
+
+
+def _step_statistics(rows: _Rows, space: DesignSpace, offsets, scales, radius, b):
+    """Exact integer statistics of one Newton step at ``b`` and their scale
+    (quantum g, sum weight w_g, sensitivity Delta)."""
+    q = space.q
+    g = _quantum(radius)
+    F, A = _newton_bound(radius, space, offsets, scales, g)
+    w_g = max(1, round(A))
+    delta = math.ceil(2.0 * (LEVELS * F + w_g * LEVELS * A) * (1 + 1e-12)) + 1
+    iu = np.triu_indices(q + 1)
+    chunk = max(1, (2**53 - 1) // int(LEVELS * (A * A + 1)))
+    h, s = [0] * iu[0].size, [0] * (q + 1)
+    for U, y in rows.pairs(chunk):
+        V = clipped_rows(U, offsets, scales, radius)
+        Xt = np.column_stack([np.ones(V.shape[0]), V])
+        p = 1.0 / (1.0 + np.exp(-(Xt @ b)))
+        a = np.rint(4.0 * p * (1.0 - p) * LEVELS)
+        e = np.rint((y - p) * LEVELS)
+        K = np.rint(Xt * g)
+        hh = (K.T @ (a[:, None] * K))[iu]
+        ss = K.T @ e
+        h = [x + int(v) for x, v in zip(h, hh)]
+        s = [x + int(v) for x, v in zip(s, ss)]
+    return h, [w_g * x for x in s], g, w_g, delta
+
+
+def _newton_bound(radius: float, space: DesignSpace, offsets, scales, g: int):
+    """(F, A) for the rows ``k = round((1, v) g)``: A bounds ``||k||_1`` and F
+    bounds ``sum_{i<=j} |k_i k_j|`` (see :func:`dpmodels.moments.moments_sensitivity`,
+    whose argument is repeated here with the intercept's unit g added)."""
+    bound = g * (1.0 + np.abs(offsets)) / scales + 0.5
+    in_group = np.zeros(space.q, bool)
+    for group in space.exclusive:
+        in_group[list(group)] = True
+    units = [b for b, grouped in zip(bound, in_group) if not grouped]
+    units += [max(bound[list(group)]) for group in space.exclusive]
+    A = g + min(radius * g + space.q / 2.0, float(np.sum(units)))
+    left, Q = A, 0.0
+    for b in sorted(units + [float(g)], reverse=True):
+        take = min(b, left)
+        Q += take * take
+        left -= take
+        if left <= 0:
+            break
+    return (A * A + Q) / 2.0, math.ceil(A * (1 + 1e-12))
+
+
+def _decode(h, s, g, w_g, q):
+    iu = np.triu_indices(q + 1)
+    H = np.zeros((q + 1, q + 1))
+    H[iu] = np.array(h, float) / (4.0 * LEVELS * g * g)
+    H = H + np.triu(H, 1).T
+    score = np.array(s, float) / (w_g * LEVELS * g)
+    return H, score
+
+
+def _floored(H: np.ndarray, floor: float) -> np.ndarray:
+    H = (H + np.swapaxes(H, -1, -2)) / 2.0
+    lam, V = np.linalg.eigh(H)
+    return (V * np.maximum(lam, floor)[..., None, :]) @ np.swapaxes(V, -1, -2)
+
+
+def newton_update(b, H, score, floor):
+    """``b + H^-1 score`` with H floored and the step's L1 length capped (batched)."""
+    step = np.linalg.solve(_floored(H, floor), score[..., None])[..., 0]
+    length = np.abs(step).sum(axis=-1, keepdims=True)
+    return b + step * np.minimum(1.0, MAX_STEP / np.maximum(length, 1e-300))
+
+
+def _binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
+    codes, missing, undeclared = axis.codes(values)
+    if undeclared.any():
+        from .histogram import undeclared_error
+
+        raise undeclared_error(axis.name, pd.unique(np.asarray(values)[undeclared])[:5])
+    levels = axis.levels
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating))
+                  and not isinstance(v, (bool, np.bool_)) for v in levels)
+    one = levels.index(1) if numeric else len(levels) - 1
+    return (codes == one).astype(float), missing
+
+
+def release_newton(
+    data,
+    *,
+    formula: str,
+    epsilon: float,
+    bounds=None,
+    levels=None,
+    n: int | None = None,
+    random_state=None,
+    accountant: Accountant | None = None,
+    missing: str = "drop",
+    namespace: Mapping[str, object] | None = None,
+    domain_check=None,
+    chunk_rows: int = 1 << 16,
+) -> PrivateNewton:
+    """Release an epsilon-DP logistic regression by noisy Newton steps (see
+    the module notes).
+
+    Parameters are those of :func:`dpmodels.moments.release_moments`; the
+    formula's left-hand side is one variable with two declared levels (or
+    0/1, or bool); 1 is its last declared level.
+
+    Returns
+    -------
+    PrivateNewton
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=20_000).clip(-4, 4)
+    >>> df = pd.DataFrame({"x": x, "y": (rng.random(20_000) < 1 / (1 + np.exp(-x))).astype(int)})
+    >>> rel = release_newton(df, formula="y ~ x", epsilon=1.0, bounds={"x": (-4, 4)},
+    ...                      levels={"y": [0, 1]}, random_state=0)
+    >>> [round(float(b), 1) + 0.0 for b in rel.design_params(rel.beta)]
+    [0.0, 1.0]
+    """
+    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
+    from .validation import check_release_arguments
+
+    check_release_arguments(
+        data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+        bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
+        accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
+        domain_check=domain_check)
+    epsilon = _check_epsilon(epsilon)
+    if source_for(data) is not None:
+        _to_pandas(data)  # raises for engines that count out of memory
+    if type(data).__module__.startswith("polars"):
+        data = _to_pandas(data)
+    cols = _columns_of(data)
+    if namespace is None:
+        namespace = caller_namespace(1)
+    fv = formula_variables(formula, cols, namespace)
+    names = fv.names
+    check_used_columns(data, names)
+    n_rows = _nrows(data)
+    if n is None:
+        check_row_count(None, n_rows)
+        n_public, n_source = n_rows, "rows handed in"
+    else:
+        n_public, n_source = int(n), "declared by the caller"
+        check_row_count(n, n_rows)
+    dtypes = {nm: _dtype_of(data, nm) for nm in names}
+    check_dtypes(dtypes)
+    domain = build_domain(names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
+                          bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
+                          scales=dict(fv.scales))
+    if domain_check is not None:
+        domain_check(domain)
+    response = fv.response[0] if len(fv.response) == 1 else None
+    if response is None or domain.axis(response).kind != "discrete":
+        raise DomainError("method='newton' needs a binary response with declared levels")
+    space = design_space(formula, domain, namespace, response=False)
+    if not (space.constant.sum() == 1 and np.all(space.constant_values[space.constant] == 1)):
+        raise DPModelsError(
+            "method='newton' needs a formula with an intercept (the scaled rows are centred); "
+            "use method='histogram' for a model without one")
+    private = math.isfinite(epsilon)
+    if not private:
+        raise DPModelsError("method='newton' is a private mechanism; for an exact fit use "
+                            "method='histogram' with epsilon=inf")
+    eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
+    eps_steps = [(epsilon - eps_s - eps_r) * share for share in STEP_SHARES]
+    if min([eps_s, eps_r] + eps_steps) < MIN_EPSILON:
+        raise DPModelsError(f"epsilon={epsilon!r} is too small to split")
+    if accountant is not None:
+        accountant.check(epsilon, f"Newton steps of {list(names)}")
+
+    # ---- the rows: every check happens in the first pass ------------------------------
+    frame = _to_pandas(data)
+    published, valid = _published_frame(frame, domain, missing)
+    y, y_missing = _binary_response(domain.axis(response), frame[response])
+    valid &= ~y_missing
+    rows = _Rows(space, published, y, valid, chunk_rows)
+    loc_edges, loc_counts = location_counts(rows, space)
+
+    budget = "no accountant"
+    if accountant is not None:
+        accountant.spend(epsilon, f"Newton steps of {list(names)}")
+        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
+                  f"{accountant.total_epsilon:g} spent")
+    bits = random_source(random_state)
+    q, free = space.q, ~space.dummy
+    noisy = loc_counts + discrete_laplace(
+        bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
+    ).reshape(loc_counts.shape)
+    offsets, scales = locations_from(noisy, loc_edges, space)
+    norm_edges, counts = norm_counts(rows, space, offsets, scales)
+    noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
+    allowed = max(CLIP_SCALE * clip_fraction(n_public, epsilon, _clip_dimension(space) + 1)
+                  * n_public, 1.0)
+    radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
+    clipped = float(noisy_norms[norm_edges >= radius].sum())
+
+    b = np.zeros(q + 1)
+    split = [(f"centres and scales (histograms of each u_j, L1 sensitivity "
+              f"{2 * int(free.sum())})", eps_s),
+             ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
+    moments = None
+    for t, eps_t in enumerate(eps_steps):
+        h, s, g, w_g, delta = _step_statistics(rows, space, offsets, scales, radius, b)
+        eps_unit = _unit_epsilon(eps_t, delta / 2.0)
+        z = discrete_laplace(bits, eps_unit, len(h) + len(s))
+        h = [x + int(e) for x, e in zip(h, z[:len(h)])]
+        s = [x + int(e) for x, e in zip(s, z[len(h):])]
+        H, score = _decode(h, s, g, w_g, q)
+        rate = math.exp(-eps_unit / 2.0)
+        var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
+        noise_var = (var / (4.0 * LEVELS * g * g) ** 2, var / (w_g * LEVELS * g) ** 2)
+        floor = 2.0 * math.sqrt(q + 1) * math.sqrt(noise_var[0])
+        if t == 0:  # at b = 0 every weight is 1/4: H = (1/4) sum (1, v)(1, v)'
+            count = max(4.0 * H[0, 0], 1.0)
+            mean = 4.0 * H[0, 1:] / count
+            cov = 4.0 * H[1:, 1:] / count - np.outer(mean, mean)
+            moments = (count, mean, cov)
+        start = b
+        b = newton_update(b, H, score, floor)
+        split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
+                      f"1/({LEVELS} {g}**2))", eps_t))
+    report = MomentsReport(
+        epsilon=epsilon, private=True,
+        mechanism=("logistic regression by noisy Newton steps (rows centred and scaled "
+                   "privately, clipped to an L1 ball of private radius, quantized; exact "
+                   "discrete Laplace on each step's information and score)"),
+        split=tuple(split), n=n_public, n_source=n_source,
+        variables=tuple((a.name, _describe(a)) for a in domain.axes),
+        columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
+        noisy_rows=moments[0], seeded=bits.seeded, budget=budget)
+    return PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
+                         radius, report)
