@@ -319,10 +319,18 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
     exclusive = []
     info = X_dm.design_info
     for term, sl in info.term_slices.items():
-        if term.factors and all(info.factor_infos[f].type == "categorical" for f in term.factors):
-            idx = [int(coordinate[c]) for c in range(sl.start, sl.stop)
+        if not (term.factors and all(info.factor_infos[f].type == "categorical"
+                                     for f in term.factors)):
+            continue
+        start = sl.start
+        for sub in info.term_codings[term]:  # patsy codes a term as sub-terms, one after
+            cols_ = range(start, start + sub.num_columns)  # the other; each is one-hot
+            start += sub.num_columns
+            idx = [int(coordinate[c]) for c in cols_
                    if coordinate[c] >= 0 and dummy[coordinate[c]]]
-            if len(idx) > 1:
+            # kept only if the public grid (every level combination of the term's
+            # variables) confirms that a row has at most one of them
+            if len(idx) > 1 and np.all(cols[:, idx].sum(axis=1) <= 1):
                 exclusive.append(tuple(idx))
     return DesignSpace(
         exclusive=tuple(exclusive),
@@ -639,7 +647,7 @@ def release_moments(
     >>> round(mom.count / 5000, 1)
     1.0
     """
-    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
+    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows, _unreadable_values_error
     from .validation import check_release_arguments
 
     check_release_arguments(
@@ -692,7 +700,10 @@ def release_moments(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the passes over the raw rows (all checks happen in the first) -----------------
-    published, valid = _published_frame(_to_pandas(data), domain, missing)
+    try:
+        published, valid = _published_frame(_to_pandas(data), domain, missing)
+    except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
+        raise _unreadable_values_error(data, domain) from None
     rows_of = _RowPasses(space, published, valid, chunk_rows)
     loc_edges, loc_counts = location_counts(rows_of, space)
 

@@ -321,7 +321,7 @@ def release_newton(
     >>> [round(float(b), 1) + 0.0 for b in rel.design_params(rel.beta)]
     [0.0, 1.0]
     """
-    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
+    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows, _unreadable_values_error
     from .validation import check_release_arguments
 
     check_release_arguments(
@@ -375,8 +375,11 @@ def release_newton(
 
     # ---- the rows: every check happens in the first pass ------------------------------
     frame = _to_pandas(data)
-    published, valid = _published_frame(frame, domain, missing)
-    y, y_missing = _binary_response(domain.axis(response), frame[response])
+    try:
+        published, valid = _published_frame(frame, domain, missing)
+        y, y_missing = _binary_response(domain.axis(response), frame[response])
+    except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
+        raise _unreadable_values_error(data, domain) from None
     valid &= ~y_missing
     rows = _Rows(space, published, y, valid, chunk_rows)
     loc_edges, loc_counts = location_counts(rows, space)

@@ -16,6 +16,12 @@ expanded data, without expanding it:
 Quantile regression needs non-negative weights (the check loss is not convex
 otherwise), so signed releases (``threshold=None``) are refused before
 anything is released.
+
+A quantile of a binned response is only known to within a bin: when the
+fitted plane is held by released cells of one response bin (e.g. flat
+through the middle bin's midpoint), :meth:`DPQuantReg.fit` names the
+coefficients that bin fixes and does not report a precision for them; see
+its Notes.
 """
 
 from __future__ import annotations
@@ -406,7 +412,9 @@ def _solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
     params = -np.asarray(res.eqlin.marginals) * y_scale / x_scale
     primal = _check_loss(y - X @ params, wp, q)
     dual = float(-res.fun) * y_scale * wp.max()
-    if abs(primal - dual) > 1e-8 * max(abs(primal), abs(dual), np.finfo(float).tiny):
+    # relative to the objective, or to the data's scale when the fit interpolates every
+    # cell (objective 0, e.g. a response whose released cells all share one bin)
+    if abs(primal - dual) > 1e-8 * max(abs(primal), abs(dual), 1e-6 * y_scale * wp.sum()):
         warnings.warn(
             f"quantile regression LP: duality gap {primal - dual:.3g} (objective {primal:.6g}); "
             "the estimate may be inaccurate", ConvergenceWarning, stacklevel=user_stacklevel(),
@@ -535,6 +543,25 @@ class DPQuantReg(DPModel):
         Returns
         -------
         RegressionResultsWrapper
+            With ``unresolved``: a boolean mask over ``params`` of the
+            coefficients the binning of the response fixes rather than
+            estimates (None when the response is not one binned variable).
+
+        Notes
+        -----
+        On a coarsely binned response many released cells share one response
+        value (a bin midpoint, or nearly: every spurious cell sits on its
+        midpoint), and the exact minimizer of the check loss can be a plane
+        through a large share of them -- e.g. flat, with every slope exactly
+        0, when the quantile falls inside the middle bin.  That is the right
+        answer for the cells but says nothing about the coefficients it
+        fixes: when the cells on the fitted plane that lie in one bin of the
+        response hold at least 5% of the noisy total and determine some
+        coefficients, those are named in a
+        :class:`~dpmodels.errors.ReleaseWarning` and in the summary, and
+        under cov_type "dp" their standard errors are infinite (every
+        bootstrap replicate is held on the same bin, so the replicates'
+        spread does not measure them).
         """
         # the bootstrap's bias estimate of an LP vertex on a binned response is
         # unreliable: plain normal intervals (docs/inference.md, coverage table)
@@ -565,11 +592,8 @@ class DPQuantReg(DPModel):
         model's rows, when the formula's response reads exactly one variable
         and it is continuous (binned); else None.  A discrete response's ties
         are the data's own, not the release's."""
-        try:
-            response = formula_variables(self.formula, self.release.domain.names,
-                                         self.namespace).response
-        except Exception:  # pragma: no cover - the formula was read at construction
-            return None
+        response = formula_variables(self.formula, self.release.domain.names,
+                                     self.namespace).response
         if len(response) != 1:
             return None
         axis = self.release.domain.axis(response[0])
