@@ -57,6 +57,10 @@ MOMENTS_N_BOOT = 1000
 INFO_SDS = 3.0
 #: The eigenvalue floor in units of the noise matrix's typical operator norm.
 FLOOR_FACTOR = 1.0
+#: The floor of the "bare" estimate the floor's shift is measured against.
+FLOOR_TINY = 1e-12
+#: Weight of the floor's shift in the replicates (see DPMomentsOLS._bootstrap).
+FLOOR_BIAS_WEIGHT = 1.0
 
 
 def noise_floor(moments: PrivateMoments) -> float:
@@ -260,6 +264,14 @@ class DPMomentsOLS:
             attach_dp_inference(res, inference)
         return res
 
+    def _floor_shift(self, params: np.ndarray, floor: float) -> np.ndarray:
+        """The estimate with a floor at the rounding level minus the estimate: how far
+        the noise floor moved it (0 where it does not bind)."""
+        mom = self.release
+        bare = estimate(mom, mom.count, mom.sums, mom.second, FLOOR_TINY)
+        shift = params - bare
+        return np.where(np.isfinite(shift), shift, 0.0)
+
     # ---- inference -------------------------------------------------------------------------
     def _uninformative(self) -> np.ndarray:
         """Design columns whose noisy mass is within INFO_SDS noise sds of nothing."""
@@ -310,6 +322,10 @@ class DPMomentsOLS:
             E[:, i, j] = rng.laplace(0.0, math.sqrt(var_m / 2.0), (B, i.size))
             second = second + E + np.swapaxes(np.triu(E, 1), -1, -2)
         reps = estimate(mom, count, sums, second, floor)
+        # the floor's own pull on the estimate is a bias the bootstrap population (built
+        # from the floored estimate) cannot see: carry it as uncertainty, |shift| wider
+        reps = reps + FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) * rng.choice(
+            [-1.0, 1.0], size=(reps.shape[0], 1))
         ok = np.all(np.isfinite(reps), axis=1)
         uninformative = self._uninformative()
         return MomentsInference(
