@@ -16,8 +16,10 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 from scipy import stats
 from statsmodels.regression.quantile_regression import QuantReg, hall_sheather, kernels
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 import dpmodels as dpm
+from dpmodels.errors import ReleaseWarning
 from dpmodels.models.quantreg import DPQuantReg, FreqQuantReg, dp_quantreg
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS, MIXED_BOUNDS, MIXED_LEVELS
@@ -328,3 +330,88 @@ def test_signed_counts_refused_before_any_noise(mixed_frame):
         dp_quantreg("y ~ x + C(g)", signed)
     # OLS still accepts signed counts
     assert np.isfinite(dpm.dp_ols("y ~ x + C(g)", signed).fit().params).all()
+
+
+# ---- a coarsely binned response: coefficients fixed by one bin are flagged ------------
+
+COARSE_X = ["x1", "x2", "x3", "x4"]
+COARSE_FORMULA = "y ~ " + " + ".join(COARSE_X)
+COARSE_BETA = np.array([1.0, -0.5, 0.75, 0.25])
+COARSE_BOUNDS = {"y": (-15.0, 17.0)} | {x: (-4.0, 4.0) for x in COARSE_X}
+
+
+def _coarse_frame(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4)).clip(-4, 4)
+    df = pd.DataFrame(X, columns=COARSE_X)
+    df["y"] = 1 + X @ COARSE_BETA + rng.normal(size=n)
+    return df
+
+
+@pytest.mark.filterwarnings("ignore:the sparsity estimate:RuntimeWarning")
+@pytest.mark.parametrize("bins, epsilon, n", [(3, 1.0, 5_000), (5, 3.0, 20_000)])
+def test_coefficients_fixed_by_one_response_bin_are_flagged(bins, epsilon, n):
+    """Regression (benchmark: 8 covariates, n = 1e5, bins="auto" giving 3 or 5 bins): the
+    median plane came out flat -- intercept 1, every slope 0 -- with no warning and
+    bootstrap standard errors of about 1e-4.  With an odd number of bins the middle bin of
+    y is centred on 1, the centre of its bounds and the median of y; with more than 3
+    continuous variables every cell is one point, and the spurious cells sit on their bin
+    midpoints, so a large share of the count has y exactly 1 (or within a small shift of
+    it), spread over every x.  The flat plane through those cells is the exact minimizer
+    of the check loss on the released cells -- not a solver failure -- but it says nothing
+    about the slopes, and the fit must say so."""
+    df = _coarse_frame(n)
+    model = dp_quantreg(COARSE_FORMULA, df, epsilon=epsilon, bounds=COARSE_BOUNDS, bins=bins,
+                        random_state=0)
+    assert model.representer.method == "sheppard"  # the benchmark's points (> 3 continuous)
+    names = "Intercept, x1, x2, x3, x4"
+    with pytest.warns(ReleaseWarning, match=f"{names} are fixed by the binning of y") as rec:
+        res = model.fit(q=0.5, cov_type="naive")
+    assert not [w for w in rec if issubclass(w.category, ConvergenceWarning)]
+    # the symptom: a flat plane inside the middle bin of y
+    lo, hi = np.linspace(-15.0, 17.0, bins + 1)[[bins // 2, bins // 2 + 1]]
+    assert lo < res.params["Intercept"] < hi
+    assert np.all(np.abs(res.params[COARSE_X]) < 0.01)
+    # ... which the released cells prefer to the true plane: the data, not the solver
+    X, y, w = res.model.exog, res.model.endog, res.model.weights
+    truth = np.concatenate([[1.0], COARSE_BETA])
+    assert res.objective <= _check_loss(y - X @ truth, 0.5, w)
+    assert res.unresolved.tolist() == [True] * 5
+    assert "fixed by the binning of y" in str(res.summary())
+
+    # cov_type="dp": every replicate is held on the same bin, so the bootstrap spread is
+    # about 0; the flagged coefficients get infinite standard errors instead
+    with pytest.warns(ReleaseWarning, match="fixed by the binning of y"):
+        dp = model.fit(q=0.5, n_boot=20, random_state=1)
+    assert np.all(np.isinf(dp.bse))
+    assert np.all(dp.pvalues == 1.0)
+    ci = dp.conf_int()
+    assert np.all(np.isneginf(ci[0])) and np.all(np.isposinf(ci[1]))
+    text = str(dp.summary())
+    assert "fixed by the binning of y" in text
+    assert "carries no information" not in text  # not the spurious-cells reason
+
+    # the remedy the warning names: more bins for y resolve the slopes
+    finer = dp_quantreg(COARSE_FORMULA, df, epsilon=epsilon, bounds=COARSE_BOUNDS,
+                        bins={"y": 30} | {x: 3 for x in COARSE_X}, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReleaseWarning)
+        fine = finer.fit(q=0.5, cov_type="naive")
+    assert not fine.unresolved.any()
+    assert np.all(np.sign(fine.params[COARSE_X]) == np.sign(COARSE_BETA))
+    assert fine.params["x1"] > 0.5
+
+
+def test_constant_response_has_no_duality_gap_warning():
+    # every row on the fitted plane: objective 0, where a purely relative duality-gap
+    # test flagged rounding (~1e-14) as a possibly inaccurate estimate
+    rng = np.random.default_rng(0)
+    X = sm.add_constant(rng.normal(size=(30, 2)))
+    y = np.full(30, 1.7)
+    for _ in range(10):
+        w = rng.integers(1, 50, size=30)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)  # sparsity undefined: no spread
+            res = FreqQuantReg(y, X, weights=w).fit(q=0.3)
+        np.testing.assert_allclose(res.params, [1.7, 0.0, 0.0], atol=1e-12)
