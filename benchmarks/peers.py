@@ -554,9 +554,12 @@ def _make_fitter(suite: str, method: str, problem: Problem, names) -> Callable:
             kw["method"] = method[method.index("[") + 1:-1]
         return lambda eps, seed: _aligned(_dp_call(
             dpmodels.dp_ols, problem, eps, seed, {"cov_type": "naive"}, **kw), names)
-    if method == "dp_logit":
+    if method.startswith("dp_logit"):
+        kw = {}
+        if "[" in method:
+            kw["method"] = method[method.index("[") + 1:-1]
         return lambda eps, seed: _aligned(_dp_call(
-            dpmodels.dp_logit, problem, eps, seed, {"cov_type": "naive"}), names)
+            dpmodels.dp_logit, problem, eps, seed, {"cov_type": "naive"}, **kw), names)
     if method in ("dpl_c1", "dpl_c100"):
         m = DiffprivlibLogit(problem, 1.0 if method == "dpl_c1" else 100.0)
         return lambda eps, seed: _aligned(m.fit(eps, seed), names)
@@ -899,7 +902,8 @@ def main(argv=None) -> int:
     if args.quick:
         check_continuous_ssp()
     side_eps = [1.0] if args.quick else args.eps
-    logit_methods = ["dp_logit", "dpl_c1", "dpl_c100", "ass"]
+    logit_methods = ["dp_logit", "dpl_c1", "dpl_c100", "ass", "dp_logit[histogram]",
+                     "dp_logit[newton]"]
     tasks = []
     if not args.no_ols:
         tasks += [("ols", ds, eps, args.methods, seeds) for ds in args.datasets for eps in args.eps]

@@ -447,7 +447,7 @@ def test_bootstrap_with_refitted_representatives_matches_all_refits(housing_smal
         return pd.DataFrame({"y": y, "x": x, "g": g})
 
     df = lin(np.random.default_rng(11), 2000)
-    model = dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, random_state=3,
+    model = dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, random_state=3, method="histogram",
                        bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, levels={"g": ["a", "b", "c"]})
     se = {r: model.fit(random_state=0, n_boot=160, cov_kwds={"n_refit": r}).bse["x"]
           for r in (0, 40, 160)}
