@@ -16,13 +16,38 @@ method         release                                    models
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
 from .errors import DPModelsError
 from .validation import check_choice
 
-__all__ = ["OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
+__all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
            "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS"]
+
+@runtime_checkable
+class Release(Protocol):
+    """What every release offers: its privacy report (``report``, also
+    ``privacy``), public and carried by every result fitted on it.  A release
+    is a frozen value made once from raw rows; everything computed from it is
+    post-processing.  :class:`~dpmodels.release.PrivateHistogram` answers any
+    formula over its variables; :class:`~dpmodels.moments.PrivateMoments` and
+    :class:`~dpmodels.newton.PrivateNewton` answer the formula they were made
+    for (``release.space.formula``)."""
+
+    @property
+    def report(self): ...
+
+    @property
+    def privacy(self): ...
+
+
+#: The releases by method name: (module, release function, release type).
+RELEASES = {
+    "histogram": ("dpmodels.release", "release", "PrivateHistogram"),
+    "moments": ("dpmodels.moments", "release_moments", "PrivateMoments"),
+    "newton": ("dpmodels.newton", "release_newton", "PrivateNewton"),
+}
 
 OLS_METHODS = ("auto", "histogram", "moments")
 LOGIT_METHODS = ("auto", "histogram", "newton")

@@ -604,6 +604,58 @@ def _rechunk(parts, size: int):
             yield part[a:a + size]
 
 
+@dataclass(frozen=True, eq=False)
+class PublicInputs:
+    """What a release decides before it reads a value: the checked arguments,
+    the formula's variables, the public domain and the public n."""
+
+    data: object
+    epsilon: float
+    fv: object
+    domain: Domain
+    n: int
+    n_source: str
+
+
+def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_state, accountant,
+                  missing, namespace: Mapping[str, object], domain_check) -> PublicInputs:
+    """Every check of a moments-type release (:func:`release_moments`,
+    :func:`dpmodels.newton.release_newton`) that needs no value of the data:
+    arguments, columns, dtypes (a schema), the public n, the domain (and the
+    caller's ``domain_check``).  Raises before any budget or noise."""
+    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
+    from .validation import check_release_arguments
+
+    check_release_arguments(
+        data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+        bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
+        accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
+        domain_check=domain_check)
+    epsilon = _check_epsilon(epsilon)
+    if source_for(data) is not None:
+        _to_pandas(data)  # raises for engines that count out of memory
+    if type(data).__module__.startswith("polars"):
+        data = _to_pandas(data)
+    cols = _columns_of(data)
+    fv = formula_variables(formula, cols, namespace)
+    check_used_columns(data, fv.names)
+    n_rows = _nrows(data)
+    if n is None:
+        check_row_count(None, n_rows)
+        n_public, n_source = n_rows, "rows handed in"
+    else:
+        n_public, n_source = int(n), "declared by the caller"
+        check_row_count(n, n_rows)
+    dtypes = {nm: _dtype_of(data, nm) for nm in fv.names}
+    check_dtypes(dtypes)
+    domain = build_domain(fv.names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
+                          bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
+                          scales=dict(fv.scales))
+    if domain_check is not None:
+        domain_check(domain)
+    return PublicInputs(data, epsilon, fv, domain, n_public, n_source)
+
+
 def release_moments(
     data,
     *,
@@ -661,39 +713,15 @@ def release_moments(
     >>> round(mom.count / 5000, 1)
     1.0
     """
-    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows, _unreadable_values_error
-    from .validation import check_release_arguments
+    from .release import _unreadable_values_error
 
-    check_release_arguments(
-        data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
-        bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
-        accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
-        domain_check=domain_check)
-    epsilon = _check_epsilon(epsilon)
-    if source_for(data) is not None:
-        _to_pandas(data)  # raises for engines that count out of memory
-    if type(data).__module__.startswith("polars"):
-        data = _to_pandas(data)
-    cols = _columns_of(data)
     if namespace is None:
         namespace = caller_namespace(1)
-    fv = formula_variables(formula, cols, namespace)
-    names = fv.names
-    check_used_columns(data, names)
-    n_rows = _nrows(data)
-    if n is None:
-        check_row_count(None, n_rows)
-        n_public, n_source = n_rows, "rows handed in"
-    else:
-        n_public, n_source = int(n), "declared by the caller"
-        check_row_count(n, n_rows)
-    dtypes = {nm: _dtype_of(data, nm) for nm in names}
-    check_dtypes(dtypes)
-    domain = build_domain(names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
-                          bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
-                          scales=dict(fv.scales))
-    if domain_check is not None:
-        domain_check(domain)
+    pub = public_inputs(data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+                        n=n, random_state=random_state, accountant=accountant,
+                        missing=missing, namespace=namespace, domain_check=domain_check)
+    data, epsilon, domain, names = pub.data, pub.epsilon, pub.domain, pub.fv.names
+    n_public, n_source = pub.n, pub.n_source
     space = design_space(formula, domain, namespace)
     private = math.isfinite(epsilon)
     eps_s = epsilon * SCALE_SHARE if private else math.inf

@@ -49,11 +49,9 @@ import pandas as pd
 import patsy
 
 from .accountant import Accountant
-from .domain import build_domain
-from .engines import source_for
 from .errors import DomainError, DPModelsError
 from .exact import MIN_EPSILON, discrete_laplace
-from .formula import caller_namespace, formula_variables
+from .formula import caller_namespace
 from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
@@ -71,10 +69,10 @@ from .moments import (
     location_counts,
     locations_from,
     norm_counts,
+    public_inputs,
 )
 from .randomness import random_source
 from .report import MomentsReport
-from .validation import check_dtypes, check_row_count, check_used_columns
 
 __all__ = ["PrivateNewton", "release_newton", "STEP_SHARES"]
 
@@ -321,39 +319,15 @@ def release_newton(
     >>> [round(float(b), 1) + 0.0 for b in rel.design_params(rel.beta)]
     [0.0, 1.0]
     """
-    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows, _unreadable_values_error
-    from .validation import check_release_arguments
+    from .release import _unreadable_values_error
 
-    check_release_arguments(
-        data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
-        bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
-        accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
-        domain_check=domain_check)
-    epsilon = _check_epsilon(epsilon)
-    if source_for(data) is not None:
-        _to_pandas(data)  # raises for engines that count out of memory
-    if type(data).__module__.startswith("polars"):
-        data = _to_pandas(data)
-    cols = _columns_of(data)
     if namespace is None:
         namespace = caller_namespace(1)
-    fv = formula_variables(formula, cols, namespace)
-    names = fv.names
-    check_used_columns(data, names)
-    n_rows = _nrows(data)
-    if n is None:
-        check_row_count(None, n_rows)
-        n_public, n_source = n_rows, "rows handed in"
-    else:
-        n_public, n_source = int(n), "declared by the caller"
-        check_row_count(n, n_rows)
-    dtypes = {nm: _dtype_of(data, nm) for nm in names}
-    check_dtypes(dtypes)
-    domain = build_domain(names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
-                          bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
-                          scales=dict(fv.scales))
-    if domain_check is not None:
-        domain_check(domain)
+    pub = public_inputs(data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+                        n=n, random_state=random_state, accountant=accountant,
+                        missing=missing, namespace=namespace, domain_check=domain_check)
+    data, epsilon, domain, fv = pub.data, pub.epsilon, pub.domain, pub.fv
+    names, n_public, n_source = fv.names, pub.n, pub.n_source
     response = fv.response[0] if len(fv.response) == 1 else None
     if response is None or domain.axis(response).kind != "discrete":
         raise DomainError("method='newton' needs a binary response with declared levels")

@@ -148,6 +148,17 @@ def _points(space: DesignSpace, count: float, mu: np.ndarray, C: np.ndarray):
     return X, pts[:, -1], np.full(2 * q, count / (2 * q))
 
 
+def warn_uninformative(names, flags: np.ndarray) -> None:
+    """The ReleaseWarning naming the coefficients the release says nothing about."""
+    if flags.any():
+        shown = [nm for nm, f in zip(names, flags) if f]
+        warnings.warn(
+            f"the release carries no information about {', '.join(shown)}: the noisy "
+            "mass behind them is within the noise. Their standard errors are set to "
+            "infinity (p = 1, unbounded intervals); use a larger epsilon or fewer levels",
+            ReleaseWarning, stacklevel=user_stacklevel())
+
+
 class MomentsInference(DPInference):
     """The bootstrap of a moments release, with one centre for everything:
     the estimate.  The covariance is the replicates' mean squared deviation
@@ -159,6 +170,16 @@ class MomentsInference(DPInference):
     se_description = ("replicates' root mean squared deviation from the estimate (spread and "
                       "bias)")
 
+    @classmethod
+    def of(cls, params, reps, opts: dict, t0: float, uninformative: np.ndarray,
+           simulation: str) -> "MomentsInference":
+        """From the replicates (rows with a non-finite value count as failed)."""
+        ok = np.all(np.isfinite(reps), axis=1)
+        return cls(params=params, replicates=reps[ok], n_boot=int(opts["n_boot"]),
+                   n_failed=int((~ok).sum()), interval=opts["interval"], simulation=simulation,
+                   seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
+                   target=params, uninformative=uninformative if uninformative.any() else None)
+
     @cached_property
     def cov(self) -> np.ndarray:
         cov = np.array(super().cov, dtype=float)
@@ -169,7 +190,45 @@ class MomentsInference(DPInference):
         return cov
 
 
-class DPMomentsOLS:
+class FormulaReleaseModel:
+    """Base of the models fitted on a release that answers one formula (the
+    moments and the Newton steps): the release is made from raw rows, or
+    taken as given (no budget spent) when it was made for the same formula.
+    Subclasses set ``_release_type`` and ``_release_fn`` and implement ``fit``."""
+
+    _name = "DP model"
+    method = ""
+    _release_type: type = object
+    _release_fn = None
+
+    def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
+                 random_state=None, accountant=None, missing="drop", namespace=None,
+                 domain_check=None):
+        self.formula = formula
+        if isinstance(data, self._release_type):
+            if data.space.formula != formula:
+                raise DPModelsError(
+                    f"this release was made for {data.space.formula!r}; a {self.method} "
+                    f"release answers its own formula only (got {formula!r})")
+            self.release, self.budget_spent = data, 0.0
+        else:
+            self.release = type(self)._release_fn(
+                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+                random_state=random_state, accountant=accountant, missing=missing,
+                namespace=namespace, domain_check=domain_check)
+            self.budget_spent = self.release.report.epsilon
+
+    @property
+    def privacy(self):
+        """The privacy report of the release."""
+        return self.release.report
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.formula!r}, "
+                f"epsilon={self.release.report.epsilon:g}, q={self.release.space.q})")
+
+
+class DPMomentsOLS(FormulaReleaseModel):
     """Differentially private OLS from noisy moments of the design.
 
     Built by :func:`dpmodels.dp_ols` when ``method="moments"`` (or when
@@ -179,28 +238,8 @@ class DPMomentsOLS:
 
     _name = "DP OLS (moments)"
     method = "moments"
-
-    def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None,
-                 n=None, random_state=None, accountant=None, missing="drop",
-                 eval_env=0, namespace=None):
-        self.formula = formula
-        if isinstance(data, PrivateMoments):
-            if data.space.formula != formula:
-                raise DPModelsError(
-                    f"these moments were released for {data.space.formula!r}; a moments "
-                    f"release answers its own formula only (got {formula!r})")
-            self.release = data
-            self.budget_spent = 0.0
-        else:
-            self.release = release_moments(
-                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-                random_state=random_state, accountant=accountant, missing=missing,
-                namespace=namespace)
-            self.budget_spent = self.release.report.epsilon
-
-    @property
-    def privacy(self):
-        return self.release.report
+    _release_type = PrivateMoments
+    _release_fn = staticmethod(release_moments)
 
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None):
@@ -286,13 +325,7 @@ class DPMomentsOLS:
         weak = np.where(dummy[:-1], mom.sums[:-1] < INFO_SDS * sd_s,
                         spread[:-1] < INFO_SDS * sd_m)
         flags[np.flatnonzero(~space.constant)] = weak
-        if flags.any():
-            names = [nm for nm, f in zip(space.exog_names, flags) if f]
-            warnings.warn(
-                f"the release carries no information about {', '.join(names)}: the noisy "
-                "mass behind them is within the noise. Their standard errors are set to "
-                "infinity (p = 1, unbounded intervals); use a larger epsilon or fewer levels",
-                ReleaseWarning, stacklevel=user_stacklevel())
+        warn_uninformative(space.exog_names, flags)
         return flags
 
     def _bootstrap(self, params: np.ndarray, floor: float, opts: dict) -> DPInference:
@@ -326,16 +359,8 @@ class DPMomentsOLS:
         # from the floored estimate) cannot see: carry it as uncertainty, |shift| wider
         reps = reps + FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) * rng.choice(
             [-1.0, 1.0], size=(reps.shape[0], 1))
-        ok = np.all(np.isfinite(reps), axis=1)
-        uninformative = self._uninformative()
-        return MomentsInference(
-            params=params, replicates=reps[ok], n_boot=B, n_failed=int((~ok).sum()),
-            interval=opts["interval"],
-            simulation="Gaussian population with the released mean and covariance, "
-                       "Wishart scatter, the release's noise on every entry",
-            seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
-            target=params, uninformative=uninformative if uninformative.any() else None)
+        return MomentsInference.of(
+            params, reps, opts, t0, self._uninformative(),
+            "Gaussian population with the released mean and covariance, Wishart scatter, "
+            "the release's noise on every entry")
 
-    def __repr__(self) -> str:
-        return (f"DPMomentsOLS({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
-                f"q={self.release.space.q})")

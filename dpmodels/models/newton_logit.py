@@ -34,14 +34,19 @@ import numpy as np
 import pandas as pd
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
-from ..errors import DPModelsError, ReleaseWarning
-from ..formula import user_stacklevel
 from ..inference import attach_dp_inference
-from ..newton import PrivateNewton, _floored, release_newton
+from ..newton import PrivateNewton, _floored, newton_update, release_newton
 from ..randomness import make_rng
 from .base import dp_options
 from .discrete import FreqLogit, FreqLogitResults
-from .moments_ols import INFO_SDS, MOMENTS_INTERVAL, MOMENTS_N_BOOT, MomentsInference
+from .moments_ols import (
+    INFO_SDS,
+    FormulaReleaseModel,
+    MOMENTS_INTERVAL,
+    MOMENTS_N_BOOT,
+    MomentsInference,
+    warn_uninformative,
+)
 
 __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
 
@@ -80,7 +85,7 @@ class NewtonLogitResults(FreqLogitResults):
         return np.nan
 
 
-class DPNewtonLogit:
+class DPNewtonLogit(FormulaReleaseModel):
     """Differentially private logistic regression by noisy Newton steps.
 
     Built by :func:`dpmodels.dp_logit` with ``method="newton"`` (or when
@@ -89,27 +94,8 @@ class DPNewtonLogit:
 
     _name = "DP Logit (Newton)"
     method = "newton"
-
-    def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
-                 random_state=None, accountant=None, missing="drop", namespace=None,
-                 domain_check=None):
-        self.formula = formula
-        if isinstance(data, PrivateNewton):
-            if data.space.formula != formula:
-                raise DPModelsError(
-                    f"this release was made for {data.space.formula!r}; a Newton release "
-                    f"answers its own formula only (got {formula!r})")
-            self.release, self.budget_spent = data, 0.0
-        else:
-            self.release = release_newton(
-                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-                random_state=random_state, accountant=accountant, missing=missing,
-                namespace=namespace, domain_check=domain_check)
-            self.budget_spent = self.release.report.epsilon
-
-    @property
-    def privacy(self):
-        return self.release.report
+    _release_type = PrivateNewton
+    _release_fn = staticmethod(release_newton)
 
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None):
@@ -182,13 +168,7 @@ class DPNewtonLogit:
         diag = np.diag(rel.information)[1:]
         flags = np.zeros(space.constant.size, bool)
         flags[np.flatnonzero(~space.constant)] = diag < INFO_SDS * sd_h
-        if flags.any():
-            names = [nm for nm, f in zip(space.exog_names, flags) if f]
-            warnings.warn(
-                f"the release carries no information about {', '.join(names)}: the noisy "
-                "information behind them is within the noise. Their standard errors are set to "
-                "infinity (p = 1, unbounded intervals); use a larger epsilon or fewer levels",
-                ReleaseWarning, stacklevel=user_stacklevel())
+        warn_uninformative(space.exog_names, flags)
         return flags
 
     def _bootstrap(self, params: np.ndarray, opts: dict) -> MomentsInference:
@@ -206,21 +186,10 @@ class DPNewtonLogit:
         e = rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k))
         E = np.triu(rng.laplace(0.0, math.sqrt(var_h / 2.0), (B, k, k)))
         Hb = H + E + np.swapaxes(np.triu(E, 1), -1, -2)
-        from ..newton import newton_update
-
         beta = newton_update(np.broadcast_to(rel.start, (B, k)), Hb, target_score + xi + e,
                              floor)
-        reps = rel.design_params(beta)
-        ok = np.all(np.isfinite(reps), axis=1)
-        uninformative = self._uninformative()
-        return MomentsInference(
-            params=params, replicates=reps[ok], n_boot=B, n_failed=int((~ok).sum()),
-            interval=opts["interval"],
-            simulation="the last Newton step: the score's sampling law at the estimate and "
-                       "the release's noise on the information and the score",
-            seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
-            target=params, uninformative=uninformative if uninformative.any() else None)
+        return MomentsInference.of(
+            params, rel.design_params(beta), opts, t0, self._uninformative(),
+            "the last Newton step: the score's sampling law at the estimate and the "
+            "release's noise on the information and the score")
 
-    def __repr__(self) -> str:
-        return (f"DPNewtonLogit({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
-                f"q={self.release.space.q})")
