@@ -30,8 +30,12 @@ from .errors import (
     UnknownVariableError,
 )
 from .models import DPMNLogit, DPLogit, DPOLS, DPQuantReg, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
+from .models.moments_ols import DPMomentsOLS
+from .models.newton_logit import DPNewtonLogit
+from .moments import PrivateMoments, release_moments
+from .newton import PrivateNewton, release_newton
 from .release import PrivateHistogram, release
-from .report import PrivacyReport
+from .report import MomentsReport, PrivacyReport
 
 __version__ = "0.1.0"
 
@@ -44,9 +48,16 @@ __all__ = [
     "DPLogit",
     "DPQuantReg",
     "DPMNLogit",
+    "DPMomentsOLS",
+    "DPNewtonLogit",
     "release",
+    "release_moments",
+    "release_newton",
     "PrivateHistogram",
+    "PrivateMoments",
+    "PrivateNewton",
     "PrivacyReport",
+    "MomentsReport",
     "Accountant",
     "Axis",
     "Domain",
