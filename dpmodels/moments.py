@@ -20,7 +20,7 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    non-dummy coordinate, 32 equal bins over [-1, 1], discrete Laplace noise of
    scale ``2 q_free / epsilon_s`` on every bin (a row adds one count to each
    of the q_free histograms: L1 sensitivity ``2 q_free``).  Post-processing
-   reads each coordinate's median (offset c_j) and half its 5%-95% range
+   reads each coordinate's mean (offset c_j) and half its 5%-95% range
    (scale s_j, at least one bin); dummies keep c = 0, s = 1.
 3. **Radius (epsilon_r = 5%).**  A histogram of the rows' L1 norms
    ``||(u - c) / s||_1`` on a public geometric grid (4 bins per octave below
@@ -204,6 +204,17 @@ class DesignSpace:
     def has_response(self) -> bool:
         """True when the last coordinate is the response."""
         return self.infos[0] is not None
+
+    @property
+    def in_norm(self) -> np.ndarray:
+        """Coordinates in the clipped L1 norm: all of them.  (Leaving the
+        response out would make the shrinking factor depend on the covariates
+        only, unbiased for least squares, but the response's clamped range
+        then enters the sensitivity whole: 1.5-3x the error on skewed, mixed
+        and wide-bounded responses in benchmarks/peers.py.  The clipping bias
+        is instead carried into the intervals, see
+        :mod:`dpmodels.models.moments_ols`.)"""
+        return np.ones(self.q, bool)
 
     def scaled(self, X: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
         """Rows of ``[X y]`` (design units; ``X`` alone for a space without
@@ -498,24 +509,26 @@ def moments_sensitivity(radius: float, space: "DesignSpace", offsets: np.ndarray
     the count's weight is ``w_s * g``.
 
     A row's quantized coordinates satisfy ``|k_j| <= B_j = g (1 + |offset_j|)
-    / scale_j + 1/2`` (the clamped range), ``||k||_1 <= g R + q/2`` (the
-    ball) and, within a group of exclusive dummies, one ``k_j`` at most is
-    not 0.  So ``||k||_1 <= A = min(g R + q/2, sum of B_j (the largest of
-    each group))`` and the released products, a subset of ``{k_i k_j, i <=
-    j}``, sum in absolute value to at most ``(A**2 + Q) / 2`` with ``Q`` the
-    largest ``||k||_2**2`` under these constraints (fill the largest B_j
-    first).  Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.
-    Depends on public inputs and on the released radius, offsets and scales.
+    / scale_j + 1/2`` (the clamped range), ``||k_x||_1 <= g R + q_x/2`` over
+    the covariates (the ball; the response is not in it) and, within a group
+    of exclusive dummies, one ``k_j`` at most is not 0.  So ``||k_x||_1 <=
+    A_x = min(g R + q_x/2, sum of the covariates' B_j (the largest of each
+    group))``, ``||k||_1 <= A = A_x + B_y``, and the released products, a
+    subset of ``{k_i k_j, i <= j}``, sum in absolute value to at most
+    ``F = (A**2 + Q) / 2`` with ``Q = Q_x + B_y**2``, ``Q_x`` the largest
+    ``||k_x||_2**2`` under these constraints (fill the largest B_j first).
+    Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.  Depends on
+    public inputs and on the released radius, offsets and scales.
     """
     g = quantum(radius)
     bound = g * (1.0 + np.abs(offsets)) / scales + 0.5
-    units = list(bound)
+    in_norm = space.in_norm
     in_group = np.zeros(space.q, bool)
     for group in space.exclusive:
         in_group[list(group)] = True
-    units = [b for b, grouped in zip(bound, in_group) if not grouped]
+    units = [b for b, grouped, x in zip(bound, in_group, in_norm) if x and not grouped]
     units += [max(bound[list(group)]) for group in space.exclusive]
-    A = min(radius * g + space.q / 2.0, float(np.sum(units)))
+    A = min(radius * g + int(in_norm.sum()) / 2.0, float(np.sum(units)))
     left, Q = A, 0.0
     for b in sorted(units, reverse=True):
         take = min(b, left)
@@ -523,6 +536,9 @@ def moments_sensitivity(radius: float, space: "DesignSpace", offsets: np.ndarray
         left -= take
         if left <= 0:
             break
+    outside = bound[~in_norm]  # the response: bounded by its range alone
+    A += float(np.sum(outside))
+    Q += float(np.sum(outside**2))
     F = (A * A + Q) / 2.0
     A_int = math.ceil(A * (1 + 1e-12))
     w_s = max(1, round(A_int * SUM_WEIGHT))
@@ -537,9 +553,13 @@ def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def _location_scale(noisy: np.ndarray, edges: np.ndarray) -> tuple[float, float]:
-    """Median and half the 5%-95% range of a coordinate, read from its noisy
-    histogram on ``edges`` (left edges of equal bins over [-1, 1]);
-    post-processing.  The scale is at least one bin."""
+    """Mean and half the 5%-95% range of a coordinate, read from its noisy
+    histogram on ``edges`` (left edges of equal bins over [-1, 1]; negative
+    noisy counts read as 0); post-processing.  The scale is at least one bin.
+    The centre is the mean, not the median: the least-squares plane passes
+    through the mean point, so rows shrunk toward it stay near the plane and
+    the clipping does not move the intercept (benchmarks/validity.py,
+    logskew: the median put the centre off the plane)."""
     width = edges[1] - edges[0]
     counts = np.maximum(noisy.astype(float), 0.0)
     total = counts.sum()
@@ -554,8 +574,9 @@ def _location_scale(noisy: np.ndarray, edges: np.ndarray) -> tuple[float, float]
         inside = (p - before) / max(cum[k] - before, 1e-12)
         return edges[k] + width * min(max(inside, 0.0), 1.0)
 
-    lo, mid, hi = quantile(SCALE_TAIL), quantile(0.5), quantile(1.0 - SCALE_TAIL)
-    return float(mid), float(max((hi - lo) / 2.0, width))
+    lo, hi = quantile(SCALE_TAIL), quantile(1.0 - SCALE_TAIL)
+    mean = float(np.dot(counts, edges + width / 2.0) / total)
+    return mean, float(max((hi - lo) / 2.0, width))
 
 
 def _tail_edge(noisy: np.ndarray, edges: np.ndarray, allowed: float) -> float:
@@ -826,12 +847,14 @@ def locations_from(noisy: np.ndarray, edges: np.ndarray, space: DesignSpace):
 
 
 def norm_counts(rows_of, space: DesignSpace, offsets, scales):
-    """Exact histogram of the rows' L1 norms ``||(u - offsets) / scales||_1`` on
-    a public geometric grid below the largest possible norm."""
-    edges = _norm_edges(float(np.sum((1.0 + np.abs(offsets)) / scales)))
+    """Exact histogram of the rows' covariate L1 norms ``||(u - offsets) /
+    scales||_1`` (over :attr:`DesignSpace.in_norm`) on a public geometric grid
+    below the largest possible norm."""
+    m = space.in_norm
+    edges = _norm_edges(float(np.sum((1.0 + np.abs(offsets[m])) / scales[m])))
     counts = np.zeros(edges.size, np.int64)
     for U in rows_of():
-        counts += _histogram(np.abs((U - offsets) / scales).sum(axis=1), edges)
+        counts += _histogram(np.abs((U[:, m] - offsets[m]) / scales[m]).sum(axis=1), edges)
     return edges, counts
 
 
@@ -880,11 +903,14 @@ class IntegerStatistics:
         return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
 
 
-def clipped_rows(U: np.ndarray, offsets, scales, radius: float) -> np.ndarray:
-    """The rows v: ``(u - offsets) / scales`` shrunk into the L1 ball of ``radius``."""
+def clipped_rows(U: np.ndarray, offsets, scales, radius: float,
+                 in_norm: np.ndarray | None = None) -> np.ndarray:
+    """The rows v: ``(u - offsets) / scales``, each shrunk (response included)
+    by the factor that brings its covariates (``in_norm``, default all
+    coordinates) into the L1 ball of ``radius``."""
     V = (U - offsets) / scales
     if math.isfinite(radius):
-        norm = np.abs(V).sum(axis=1)
+        norm = np.abs(V if in_norm is None else V[:, in_norm]).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             V *= np.where(norm > radius, radius / norm, 1.0)[:, None]
     return V
@@ -900,14 +926,14 @@ def exact_statistics(rows_of, space: DesignSpace, offsets, scales, radius: float
     if not math.isfinite(radius):
         n, s, m = 0, np.zeros(q), np.zeros((q, q))
         for U in rows_of():
-            V = clipped_rows(U, offsets, scales, radius)
+            V = clipped_rows(U, offsets, scales, radius, space.in_norm)
             n, s, m = n + V.shape[0], s + V.sum(axis=0), m + V.T @ V
         return IntegerStatistics(space, 0, 1, 0, (float(n),) + tuple(s) + tuple(m[i, j]))
     g, A, w_s, delta = moments_sensitivity(radius, space, offsets, scales)
     chunk = max(1, min(chunk_rows, (2**53 - 1) // (A * A)))  # float64 partial sums exact
     n, s, m = 0, [0] * q, [0] * i.size
     for U in rows_of(chunk):
-        K = np.rint(clipped_rows(U, offsets, scales, radius) * g)
+        K = np.rint(clipped_rows(U, offsets, scales, radius, space.in_norm) * g)
         n += K.shape[0]
         s = [a + int(b) for a, b in zip(s, K.sum(axis=0))]
         m = [a + int(b) for a, b in zip(m, (K.T @ K)[i, j])]

@@ -240,15 +240,17 @@ class _FreqResults(DPInferenceResultsMixin):
             ("LL-Null:", [f"{self.llnull:#8.5g}"]),
             ("LLR p-value:", [f"{self.llr_pvalue:#6.4g}"]),
         ]
+        newton = getattr(self, "source", "cells") == "newton"
         if title is None:
             title = (("DP " if self.privacy is not None else "") + self._model_label
-                     + " Regression Results (frequency-weighted cells)")
+                     + " Regression Results "
+                     + ("(noisy Newton steps)" if newton else "(frequency-weighted cells)"))
         smry = Summary()
         yname, yname_list = self._get_endog_name(yname, yname_list)
         smry.add_table_2cols(self, gleft=top_left, gright=top_right, yname=yname, xname=xname,
                              title=title)
         smry.add_table_params(self, yname=yname_list, xname=xname, alpha=alpha, use_t=self.use_t)
-        notes = list(getattr(self, "_separation_etext", []))
+        notes = [] if newton else list(getattr(self, "_separation_etext", []))
         if self.separation:
             notes.append(
                 "Separation: the likelihood keeps increasing along a direction involving "
@@ -257,7 +259,10 @@ class _FreqResults(DPInferenceResultsMixin):
             )
         if self.response_coding:
             notes.append(f"Response coding: {self.response_coding}.")
-        if self.privacy is None:
+        if newton:
+            notes.append("Fitted by noisy Newton steps of the likelihood: nobs is the noisy "
+                         "number of rows; the log-likelihood is not released (n/a).")
+        elif self.privacy is None:
             notes.append("Rows weighted by their frequencies: nobs and degrees of freedom are "
                          "those of the expanded data.")
         else:

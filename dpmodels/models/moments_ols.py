@@ -61,6 +61,10 @@ FLOOR_FACTOR = 1.0
 FLOOR_TINY = 1e-12
 #: Weight of the floor's shift in the replicates (see DPMomentsOLS._bootstrap).
 FLOOR_BIAS_WEIGHT = 1.0
+#: Gaussian rows on which the clipping's shift of the estimate is measured, and
+#: the largest factor it is scaled up by (DPMomentsOLS._clip_shift).
+CLIP_SIM_ROWS = 20_000
+CLIP_SCALE_MAX = 10.0
 
 
 def noise_floor(moments: PrivateMoments) -> float:
@@ -303,6 +307,33 @@ class DPMomentsOLS(FormulaReleaseModel):
             attach_dp_inference(res, inference)
         return res
 
+    def _clip_shift(self, mu_v: np.ndarray, C_v: np.ndarray, rng) -> np.ndarray:
+        """How far shrinking the rows into the L1 ball moves the estimate, on
+        CLIP_SIM_ROWS Gaussian rows of the released mean and covariance
+        (post-processing).  That population is already shrunk, so it is clipped
+        less often than the data were: the shift is scaled by the ratio of the
+        release's noisy clipped fraction to the simulated one (at most
+        CLIP_SCALE_MAX)."""
+        mom, space = self.release, self.release.space
+        if not math.isfinite(mom.radius):
+            return np.zeros(space.constant.size)
+        Z = mu_v + rng.standard_normal((CLIP_SIM_ROWS, space.q)) @ np.linalg.cholesky(C_v).T
+        norm = np.abs(Z[:, space.in_norm]).sum(axis=1)
+        clipped = norm > mom.radius
+        if not clipped.any():
+            return np.zeros(space.constant.size)
+        V = Z * np.where(clipped, mom.radius / norm, 1.0)[:, None]
+
+        def fit(rows):
+            m = rows.mean(axis=0)
+            mu, C = _design_moments(mom, m, np.cov(rows, rowvar=False, bias=True))
+            return ols_from_moments(space, mu, C)
+
+        actual = max(mom.report.clipped_rows, 0.0) / max(mom.count, 1.0)
+        scale = min(CLIP_SCALE_MAX, max(1.0, actual / clipped.mean()))
+        shift = scale * (fit(V) - fit(Z))
+        return np.where(np.isfinite(shift), shift, 0.0)
+
     def _floor_shift(self, params: np.ndarray, floor: float) -> np.ndarray:
         """The estimate with a floor at the rounding level minus the estimate: how far
         the noise floor moved it (0 where it does not bind)."""
@@ -357,8 +388,9 @@ class DPMomentsOLS(FormulaReleaseModel):
         reps = estimate(mom, count, sums, second, floor)
         # the floor's own pull on the estimate is a bias the bootstrap population (built
         # from the floored estimate) cannot see: carry it as uncertainty, |shift| wider
-        reps = reps + FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) * rng.choice(
-            [-1.0, 1.0], size=(reps.shape[0], 1))
+        shift = FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) + self._clip_shift(
+            mu_v, C_v, rng)
+        reps = reps + shift * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
         return MomentsInference.of(
             params, reps, opts, t0, self._uninformative(),
             "Gaussian population with the released mean and covariance, Wishart scatter, "
