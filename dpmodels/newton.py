@@ -115,6 +115,8 @@ class PrivateNewton:
     offsets, scales : ndarray
     radius : float
     report : MomentsReport
+    step_noise : tuple of (float, float)
+        The noise variances (information entry, score entry) of every step.
     """
 
     space: DesignSpace
@@ -128,6 +130,7 @@ class PrivateNewton:
     scales: np.ndarray
     radius: float
     report: MomentsReport
+    step_noise: tuple = ()
 
     @property
     def privacy(self) -> MomentsReport:
@@ -380,7 +383,7 @@ def release_newton(
     split = [(f"centres and scales (histograms of each u_j, L1 sensitivity "
               f"{2 * int(free.sum())})", eps_s),
              ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
-    moments = None
+    moments, step_noise = None, []
     for t, eps_t in enumerate(eps_steps):
         h, s, g, w_g, delta = _step_statistics(rows, space, offsets, scales, radius, b)
         eps_unit = _unit_epsilon(eps_t, delta / 2.0)
@@ -397,6 +400,7 @@ def release_newton(
             mean = 4.0 * H[0, 1:] / count
             cov = 4.0 * H[1:, 1:] / count - np.outer(mean, mean)
             moments = (count, mean, cov)
+        step_noise.append(noise_var)
         start = b
         b = newton_update(b, H, score, floor)
         split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
@@ -411,4 +415,4 @@ def release_newton(
         columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget)
     return PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
-                         radius, report)
+                         radius, report, tuple(step_noise))
