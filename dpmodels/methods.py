@@ -72,11 +72,14 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
     """(continuous variables, level combinations of the discrete ones) of the
     formula, from the declarations and the schema only (None: the formula or
     the declarations are invalid; the release reports why)."""
+    from .engines import source_for
     from .formula import formula_variables
     from .release import _columns_of, _dtype_of
 
+    source = source_for(data)
     try:
-        fv = formula_variables(formula, _columns_of(data), namespace)
+        cols = source.columns() if source is not None else _columns_of(data)
+        fv = formula_variables(formula, cols, namespace)
     except Exception:
         return None
     bounds = dict(bounds) if isinstance(bounds, Mapping) else {}
@@ -89,7 +92,8 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
             spec = levels[v]
             if isinstance(spec, str):  # "dtype": the declared Categorical's categories
                 try:
-                    spec = list(getattr(_dtype_of(data, v), "categories", []))
+                    dtype = source.dtypes([v])[v] if source is not None else _dtype_of(data, v)
+                    spec = list(getattr(dtype, "categories", []))
                 except Exception:
                     return None
             try:
@@ -98,7 +102,7 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
                 return None
         else:
             try:
-                dtype = _dtype_of(data, v)
+                dtype = (source.dtypes([v])[v] if source is not None else _dtype_of(data, v))
             except Exception:
                 return None
             cells *= 2 if str(dtype) == "bool" else 1
@@ -198,8 +202,9 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"
     elif method != "auto":
         chosen = method
-    elif hist_opts or source_for(data) is not None:
-        chosen = "histogram"
+    elif hist_opts or (source_for(data) is not None
+                       and not (other == "moments" and source_for(data).engine == "dask")):
+        chosen = "histogram"  # (the moments also read a Dask DataFrame, partition by partition)
     else:
         shape = _shape(formula, data, bounds, levels, namespace or {})
         # (None: invalid formula or declarations; the histogram's checks say what is wrong)

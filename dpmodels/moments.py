@@ -439,8 +439,8 @@ def _to_pandas(data) -> pd.DataFrame:
         return to_pandas()
     raise DPModelsError(
         f"method='moments' reads in-memory data (pandas, a mapping of arrays, a Polars "
-        f"DataFrame); got {type(data).__name__}: use method='histogram', which counts "
-        "inside the engine")
+        f"DataFrame) or a Dask DataFrame; got {type(data).__name__}: use "
+        "method='histogram', which counts inside the engine")
 
 
 def _published_frame(data: pd.DataFrame, domain: Domain, missing: str):
@@ -625,6 +625,69 @@ def _rechunk(parts, size: int):
             yield part[a:a + size]
 
 
+class _Passes:
+    """Runs a stage over the rows where they live.  In memory: one
+    :class:`_RowPasses` (scaled rows kept between the stages when small).  A
+    Dask DataFrame: the stage runs on every partition (a pandas frame) in the
+    workers, and only its small result (histogram counts, the integer
+    statistics as Python integers) comes back and is summed."""
+
+    def __init__(self, data, space: DesignSpace, domain: Domain, missing: str, chunk_rows: int):
+        self.data, self.space, self.domain = data, space, domain
+        self.missing, self.chunk_rows = missing, chunk_rows
+        self.dask = _is_dask(data)
+        self.rows_of = None if self.dask else self._rows(_to_pandas(data))
+
+    def _rows(self, frame: pd.DataFrame) -> "_RowPasses":
+        from .release import _unreadable_values_error
+
+        try:
+            published, valid = _published_frame(frame, self.domain, self.missing)
+        except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
+            raise _unreadable_values_error(frame, self.domain) from None
+        return _RowPasses(self.space, published, valid, self.chunk_rows)
+
+    def _partition(self, stage, frame: pd.DataFrame):
+        return stage(self._rows(frame.reset_index(drop=True)))
+
+    def run(self, stage):
+        """``stage(rows_of)`` over all rows; results (tuples of arrays or of
+        Python numbers) are summed over the partitions."""
+        if not self.dask:
+            return stage(self.rows_of)
+        import dask
+
+        names = list(self.domain.names)
+        parts = [dask.delayed(self._partition)(stage, p)
+                 for p in self.data[names].to_delayed()]
+        results = dask.compute(*parts)
+        return tuple(_add(*col) for col in zip(*results)) if isinstance(results[0], tuple) \
+            else _add(*results)
+
+    def statistics(self, offsets, scales, radius) -> "IntegerStatistics":
+        """Part 3's exact statistics (summed over partitions)."""
+        parts = self.run(lambda rows_of: (exact_statistics(
+            rows_of, self.space, offsets, scales, radius, self.chunk_rows),))
+        return parts[0]
+
+
+def _add(*values):
+    """Sum partition results: arrays, tuples of Python numbers, or statistics."""
+    first = values[0]
+    if isinstance(first, IntegerStatistics):
+        vector = tuple(sum(col) for col in zip(*(v.vector for v in values)))
+        return IntegerStatistics(first.space, first.g, first.w_s, first.delta, vector)
+    if isinstance(first, np.ndarray):
+        if first.dtype.kind == "f" or first.dtype.kind == "i":
+            return np.sum(values, axis=0) if len(values) > 1 else first
+    return first if len(values) == 1 else sum(values[1:], first)
+
+
+def _is_dask(data) -> bool:
+    source = source_for(data)
+    return source is not None and source.engine == "dask"
+
+
 @dataclass(frozen=True, eq=False)
 class PublicInputs:
     """What a release decides before it reads a value: the checked arguments,
@@ -653,21 +716,25 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
         accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
         domain_check=domain_check)
     epsilon = _check_epsilon(epsilon)
-    if source_for(data) is not None:
+    source = source_for(data)
+    if source is not None and source.engine != "dask":
         _to_pandas(data)  # raises for engines that count out of memory
     if type(data).__module__.startswith("polars"):
-        data = _to_pandas(data)
-    cols = _columns_of(data)
+        data, source = _to_pandas(data), None
+    cols = source.columns() if source is not None else _columns_of(data)
     fv = formula_variables(formula, cols, namespace)
-    check_used_columns(data, fv.names)
-    n_rows = _nrows(data)
+    if source is None:
+        check_used_columns(data, fv.names)
     if n is None:
+        n_rows = source.nrows() if source is not None else _nrows(data)
         check_row_count(None, n_rows)
         n_public, n_source = n_rows, "rows handed in"
     else:
         n_public, n_source = int(n), "declared by the caller"
-        check_row_count(n, n_rows)
-    dtypes = {nm: _dtype_of(data, nm) for nm in fv.names}
+        if source is None:
+            check_row_count(n, _nrows(data))
+    dtypes = (source.dtypes(fv.names) if source is not None
+              else {nm: _dtype_of(data, nm) for nm in fv.names})
     check_dtypes(dtypes)
     domain = build_domain(fv.names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
                           bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
@@ -734,8 +801,6 @@ def release_moments(
     >>> round(mom.count / 5000, 1)
     1.0
     """
-    from .release import _unreadable_values_error
-
     if namespace is None:
         namespace = caller_namespace(1)
     pub = public_inputs(data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
@@ -763,12 +828,9 @@ def release_moments(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the passes over the raw rows (all checks happen in the first) -----------------
-    try:
-        published, valid = _published_frame(_to_pandas(data), domain, missing)
-    except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
-        raise _unreadable_values_error(data, domain) from None
-    rows_of = _RowPasses(space, published, valid, chunk_rows)
-    loc_edges, loc_counts = location_counts(rows_of, space)
+    passes = _Passes(data, space, domain, missing, chunk_rows)
+    loc_edges = location_edges()
+    loc_counts = passes.run(lambda rows_of: location_counts(rows_of, space)[1])
 
     budget = "no accountant"
     if accountant is not None:
@@ -779,7 +841,7 @@ def release_moments(
     q, free = space.q, ~space.dummy
 
     if not private:
-        stats = exact_statistics(rows_of, space, np.zeros(q), np.ones(q), math.inf, chunk_rows)
+        stats = passes.statistics(np.zeros(q), np.ones(q), math.inf)
         count, sums, second = stats.decode(stats.vector)
         radius, clipped, noise_var = math.inf, 0.0, (0.0, 0.0, 0.0)
         offsets, scales = np.zeros(q), np.ones(q)
@@ -792,13 +854,14 @@ def release_moments(
         ).reshape(loc_counts.shape)
         offsets, scales = locations_from(noisy, loc_edges, space)
         # part 2: the radius (one histogram of the rows' norms: L1 sensitivity 2)
-        norm_edges, counts = norm_counts(rows_of, space, offsets, scales)
+        norm_edges = norm_edges_for(space, offsets, scales)
+        counts = passes.run(lambda rows_of: norm_counts(rows_of, space, offsets, scales)[1])
         noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
         allowed = max(clip_fraction(n_public, epsilon, _clip_dimension(space)) * n_public, 1.0)
         radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
         clipped = float(noisy_norms[norm_edges >= radius].sum())
         # part 3: the moments of the clipped, quantized rows
-        stats = exact_statistics(rows_of, space, offsets, scales, radius, chunk_rows)
+        stats = passes.statistics(offsets, scales, radius)
         eps_unit = _unit_epsilon(eps_m, stats.delta / 2.0)
         noisy_vector = [t + int(z) for t, z in zip(
             stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
@@ -823,10 +886,21 @@ def release_moments(
 # ---- the stages (each a function of the rows and of public or released inputs) ----------
 
 
+def location_edges() -> np.ndarray:
+    """Left edges of the location histograms: equal bins over [-1, 1]."""
+    return np.linspace(-1.0, 1.0, _LOCATION_BINS + 1)[:-1]
+
+
+def norm_edges_for(space: DesignSpace, offsets, scales) -> np.ndarray:
+    """The public grid of the norm histogram, from the released centres and scales."""
+    m = space.in_norm
+    return _norm_edges(float(np.sum((1.0 + np.abs(offsets[m])) / scales[m])))
+
+
 def location_counts(rows_of, space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
     """Exact histogram of each non-dummy coordinate u_j on equal bins over
     [-1, 1] (left edges), one row per coordinate."""
-    edges = np.linspace(-1.0, 1.0, _LOCATION_BINS + 1)[:-1]
+    edges = location_edges()
     free = np.flatnonzero(~space.dummy)
     counts = np.zeros((free.size, edges.size), np.int64)
     for U in rows_of():
@@ -851,7 +925,7 @@ def norm_counts(rows_of, space: DesignSpace, offsets, scales):
     scales||_1`` (over :attr:`DesignSpace.in_norm`) on a public geometric grid
     below the largest possible norm."""
     m = space.in_norm
-    edges = _norm_edges(float(np.sum((1.0 + np.abs(offsets[m])) / scales[m])))
+    edges = norm_edges_for(space, offsets, scales)
     counts = np.zeros(edges.size, np.int64)
     for U in rows_of():
         counts += _histogram(np.abs((U[:, m] - offsets[m]) / scales[m]).sum(axis=1), edges)

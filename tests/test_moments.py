@@ -208,13 +208,36 @@ def test_bad_inputs_are_refused_before_any_budget(kwargs, match):
     assert acc.spent == 0.0
 
 
-def test_engine_data_needs_the_histogram():
+def test_a_dask_frame_gives_the_pandas_release():
+    """The moments of a Dask DataFrame are computed partition by partition in
+    the workers; the summed integer statistics, hence the release with one
+    seed, are those of the same rows in pandas."""
     dd = pytest.importorskip("dask.dataframe")
-    ddf = dd.from_pandas(_frame(n=200), npartitions=2)
+    df = _frame(n=3000)
+    df.loc[5, "x1"] = np.nan
+    ddf = dd.from_pandas(df, npartitions=3)
     assert choose_ols_method("auto", "y ~ x1 + x2 + C(g)", ddf, bounds=BOUNDS,
+                             levels=LEVELS, namespace={}) == "moments"
+    a = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                   random_state=4).release
+    b = dpm.dp_ols("y ~ x1 + x2 + C(g)", ddf, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                   random_state=4).release
+    assert a.count == b.count and a.radius == b.radius
+    np.testing.assert_array_equal(a.sums, b.sums)
+    np.testing.assert_array_equal(a.second, b.second)
+    assert a.report.n == b.report.n == 3000
+    with pytest.raises(dpm.UndeclaredLevelError):
+        dpm.dp_ols("y ~ x1 + x2 + C(g)", ddf, epsilon=1.0, bounds=BOUNDS,
+                   levels={"g": ["a", "b"]}, method="moments")
+
+
+def test_engines_other_than_dask_need_the_histogram():
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.from_df(_frame(n=200))
+    assert choose_ols_method("auto", "y ~ x1 + x2 + C(g)", rel, bounds=BOUNDS,
                              levels=LEVELS, namespace={}) == "histogram"
     with pytest.raises(DPModelsError, match="in-memory"):
-        dpm.dp_ols("y ~ x1 + x2 + C(g)", ddf, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+        dpm.dp_ols("y ~ x1 + x2 + C(g)", rel, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
                    method="moments")
 
 

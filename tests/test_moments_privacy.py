@@ -604,7 +604,8 @@ REFUSALS = {
     "undeclared factor": (lambda df: df, dict(levels={}), DPModelsError),
     "center()": (lambda df: df, dict(formula="y ~ center(x) + C(g)"), DPModelsError),
     "standardize()": (lambda df: df, dict(formula="y ~ standardize(x)"), DPModelsError),
-    "dask frame": (_dask, {}, DPModelsError),
+    "dask frame, undeclared level": (
+        lambda df: _dask(df.assign(g=df.g.where(df.index != 7, "zzz"))), {}, DPModelsError),
     "duckdb relation": (_duckdb, {}, DPModelsError),
     "bins": (lambda df: df, dict(bins=5), DPModelsError),
     "threshold": (lambda df: df, dict(threshold=1), DPModelsError),
