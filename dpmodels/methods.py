@@ -202,9 +202,8 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"
     elif method != "auto":
         chosen = method
-    elif hist_opts or (source_for(data) is not None
-                       and not (other == "moments" and source_for(data).engine == "dask")):
-        chosen = "histogram"  # (the moments also read a Dask DataFrame, partition by partition)
+    elif hist_opts or (source_for(data) is not None and source_for(data).engine != "dask"):
+        chosen = "histogram"  # (the moments and Newton releases read Dask partition-wise)
     else:
         shape = _shape(formula, data, bounds, levels, namespace or {})
         # (None: invalid formula or declarations; the histogram's checks say what is wrong)

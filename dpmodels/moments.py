@@ -632,23 +632,28 @@ class _Passes:
     workers, and only its small result (histogram counts, the integer
     statistics as Python integers) comes back and is summed."""
 
-    def __init__(self, data, space: DesignSpace, domain: Domain, missing: str, chunk_rows: int):
+    def __init__(self, data, space: DesignSpace, domain: Domain, missing: str, chunk_rows: int,
+                 rows=None):
         self.data, self.space, self.domain = data, space, domain
         self.missing, self.chunk_rows = missing, chunk_rows
+        self.make_rows = rows or self._rows  # frame -> the rows a stage iterates
         self.dask = _is_dask(data)
-        self.rows_of = None if self.dask else self._rows(_to_pandas(data))
+        self.rows_of = None if self.dask else self._checked(_to_pandas(data))
 
-    def _rows(self, frame: pd.DataFrame) -> "_RowPasses":
+    def _checked(self, frame: pd.DataFrame):
         from .release import _unreadable_values_error
 
         try:
-            published, valid = _published_frame(frame, self.domain, self.missing)
+            return self.make_rows(frame)
         except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
             raise _unreadable_values_error(frame, self.domain) from None
+
+    def _rows(self, frame: pd.DataFrame) -> "_RowPasses":
+        published, valid = _published_frame(frame, self.domain, self.missing)
         return _RowPasses(self.space, published, valid, self.chunk_rows)
 
     def _partition(self, stage, frame: pd.DataFrame):
-        return stage(self._rows(frame.reset_index(drop=True)))
+        return stage(self._checked(frame.reset_index(drop=True)))
 
     def run(self, stage):
         """``stage(rows_of)`` over all rows; results (tuples of arrays or of
@@ -677,9 +682,8 @@ def _add(*values):
     if isinstance(first, IntegerStatistics):
         vector = tuple(sum(col) for col in zip(*(v.vector for v in values)))
         return IntegerStatistics(first.space, first.g, first.w_s, first.delta, vector)
-    if isinstance(first, np.ndarray):
-        if first.dtype.kind == "f" or first.dtype.kind == "i":
-            return np.sum(values, axis=0) if len(values) > 1 else first
+    if isinstance(first, np.ndarray):  # counts; object arrays of Python integers stay exact
+        return np.sum(np.stack(values), axis=0) if len(values) > 1 else first
     return first if len(values) == 1 else sum(values[1:], first)
 
 

@@ -66,8 +66,11 @@ from .moments import (
     clip_fraction,
     clipped_rows,
     design_space,
+    _Passes,
     location_counts,
+    location_edges,
     locations_from,
+    norm_edges_for,
     norm_counts,
     public_inputs,
 )
@@ -208,10 +211,8 @@ def _step_statistics(rows: _Rows, space: DesignSpace, offsets, scales, radius, b
     """Exact integer statistics of one Newton step at ``b`` and their scale
     (quantum g, sum weight w_g, sensitivity Delta)."""
     q = space.q
-    g = _quantum(radius)
-    F, A = _newton_bound(radius, space, offsets, scales, g)
-    w_g = max(1, round(A))
-    delta = math.ceil(2.0 * (LEVELS * F + w_g * LEVELS * A) * (1 + 1e-12)) + 1
+    g, w_g, delta = _step_scale(radius, space, offsets, scales)
+    _, A = _newton_bound(radius, space, offsets, scales, g)
     iu = np.triu_indices(q + 1)
     chunk = max(1, (2**53 - 1) // int(LEVELS * (A * A + 1)))
     h, s = [0] * iu[0].size, [0] * (q + 1)
@@ -226,7 +227,17 @@ def _step_statistics(rows: _Rows, space: DesignSpace, offsets, scales, radius, b
         ss = K.T @ e
         h = [x + int(v) for x, v in zip(h, hh)]
         s = [x + int(v) for x, v in zip(s, ss)]
-    return h, [w_g * x for x in s], g, w_g, delta
+    return (np.array(h + [0], dtype=object)[:-1], np.array([w_g * x for x in s] + [0],
+                                                            dtype=object)[:-1], g, w_g, delta)
+
+
+def _step_scale(radius: float, space: DesignSpace, offsets, scales) -> tuple[int, int, int]:
+    """``(g, w_g, Delta)`` of a step: the quantum, the score's weight and the
+    replace-one L1 sensitivity ``2 (G F + w_g G A)`` (see the module notes)."""
+    g = _quantum(radius)
+    F, A = _newton_bound(radius, space, offsets, scales, g)
+    w_g = max(1, round(A))
+    return g, w_g, math.ceil(2.0 * (LEVELS * F + w_g * LEVELS * A) * (1 + 1e-12)) + 1
 
 
 def _newton_bound(radius: float, space: DesignSpace, offsets, scales, g: int):
@@ -322,8 +333,6 @@ def release_newton(
     >>> [round(float(b), 1) + 0.0 for b in rel.design_params(rel.beta)]
     [0.0, 1.0]
     """
-    from .release import _unreadable_values_error
-
     if namespace is None:
         namespace = caller_namespace(1)
     pub = public_inputs(data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
@@ -351,15 +360,14 @@ def release_newton(
         accountant.check(epsilon, f"Newton steps of {list(names)}")
 
     # ---- the rows: every check happens in the first pass ------------------------------
-    frame = _to_pandas(data)
-    try:
+    def make_rows(frame: pd.DataFrame) -> _Rows:
         published, valid = _published_frame(frame, domain, missing)
         y, y_missing = _binary_response(domain.axis(response), frame[response])
-    except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
-        raise _unreadable_values_error(data, domain) from None
-    valid &= ~y_missing
-    rows = _Rows(space, published, y, valid, chunk_rows)
-    loc_edges, loc_counts = location_counts(rows, space)
+        return _Rows(space, published, y, valid & ~y_missing, chunk_rows)
+
+    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
+    loc_edges = location_edges()
+    loc_counts = passes.run(lambda rows: location_counts(rows, space)[1])
 
     budget = "no accountant"
     if accountant is not None:
@@ -372,7 +380,8 @@ def release_newton(
         bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
     ).reshape(loc_counts.shape)
     offsets, scales = locations_from(noisy, loc_edges, space)
-    norm_edges, counts = norm_counts(rows, space, offsets, scales)
+    norm_edges = norm_edges_for(space, offsets, scales)
+    counts = passes.run(lambda rows: norm_counts(rows, space, offsets, scales)[1])
     noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
     allowed = max(CLIP_SCALE * clip_fraction(n_public, epsilon, _clip_dimension(space) + 1)
                   * n_public, 1.0)
@@ -385,11 +394,13 @@ def release_newton(
              ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
     moments, step_noise = None, []
     for t, eps_t in enumerate(eps_steps):
-        h, s, g, w_g, delta = _step_statistics(rows, space, offsets, scales, radius, b)
+        h, s = passes.run(lambda rows, b=b: _step_statistics(
+            rows, space, offsets, scales, radius, b)[:2])
+        g, w_g, delta = _step_scale(radius, space, offsets, scales)
         eps_unit = _unit_epsilon(eps_t, delta / 2.0)
         z = discrete_laplace(bits, eps_unit, len(h) + len(s))
-        h = [x + int(e) for x, e in zip(h, z[:len(h)])]
-        s = [x + int(e) for x, e in zip(s, z[len(h):])]
+        h = [int(x) + int(e) for x, e in zip(h, z[:len(h)])]
+        s = [int(x) + int(e) for x, e in zip(s, z[len(h):])]
         H, score = _decode(h, s, g, w_g, q)
         rate = math.exp(-eps_unit / 2.0)
         var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
