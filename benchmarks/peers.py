@@ -548,18 +548,12 @@ def _make_fitter(suite: str, method: str, problem: Problem, names) -> Callable:
     if method == "diffprivlib":
         m = DiffprivlibOLS(peers)
         return lambda eps, seed: m.fit(eps, seed % 2**32).reindex(peer_names).to_numpy(float)
-    if method.startswith("dpmodels"):
-        kw = {}
-        if "[" in method:
-            kw["method"] = method[method.index("[") + 1:-1]
+    if method.startswith(("dpmodels", "dp_logit")):
+        # "dpmodels[moments]" / "dp_logit[newton]": the default, or a named method
+        fn = dpmodels.dp_ols if method.startswith("dpmodels") else dpmodels.dp_logit
+        kw = {"method": method[method.index("[") + 1:-1]} if "[" in method else {}
         return lambda eps, seed: _aligned(_dp_call(
-            dpmodels.dp_ols, problem, eps, seed, {"cov_type": "naive"}, **kw), names)
-    if method.startswith("dp_logit"):
-        kw = {}
-        if "[" in method:
-            kw["method"] = method[method.index("[") + 1:-1]
-        return lambda eps, seed: _aligned(_dp_call(
-            dpmodels.dp_logit, problem, eps, seed, {"cov_type": "naive"}, **kw), names)
+            fn, problem, eps, seed, {"cov_type": "naive"}, **kw), names)
     if method in ("dpl_c1", "dpl_c100"):
         m = DiffprivlibLogit(problem, 1.0 if method == "dpl_c1" else 100.0)
         return lambda eps, seed: _aligned(m.fit(eps, seed), names)
