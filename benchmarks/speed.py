@@ -36,6 +36,11 @@ default smf.ols runs up to 1e7, smf.logit, smf.mnlogit and smf.quantreg up
 to 1e6 (``--quick``: smf.quantreg up to 1e5; ``--sm-max quantreg=1e5``);
 the other cells say "capped".
 
+A section times the default fits (bootstrap included) where ``method="auto"``
+takes the noisy moments (dp_ols) and the noisy Newton steps (dp_logit): 8
+normal covariates at each n up to 1e6, against smf.ols and smf.logit
+(``--no-many`` skips it).
+
 A last section fits ``dp_ols`` with ``threshold="auto"`` on a 2e9-cell
 domain (8 continuous variables at 10 bins and a 20-level factor) at
 ``--big-rows`` rows (default 1e6), after showing that the enhanced
@@ -126,6 +131,8 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default=None,
                    help="where the Parquet data set is written (default: a temp dir)")
     p.add_argument("--keep-data", action="store_true", help="keep the Parquet files")
+    p.add_argument("--no-many", action="store_true",
+                   help="skip the default fits on 8 covariates (moments / Newton releases)")
     p.add_argument("--big-rows", type=float, default=1e6,
                    help="rows of the 2e9-cell domain run (default 1e6; 0 skips)")
     p.add_argument("--blas-threads", default="1",
@@ -449,6 +456,46 @@ def run_big_domain(n: int, repeat: int) -> str:
     return "\n".join(lines)
 
 
+# ---- the releases method="auto" picks on many covariates -----------------------------
+
+
+def run_many_covariates(sizes, repeat: int) -> str:
+    """Default fits (noise-aware standard errors included) on 8 normal
+    covariates, where method="auto" picks the noisy moments (dp_ols) and the
+    noisy Newton steps (dp_logit), against statsmodels on the same rows."""
+    import statsmodels.formula.api as smf
+
+    p = 8
+    cols = [f"x{j}" for j in range(1, p + 1)]
+    formula = " + ".join(cols)
+    bounds = {c: (-4.0, 4.0) for c in cols} | {"y": (-30.0, 30.0)}
+    lines = [f"Many covariates: y ~ {formula} (x ~ N(0,1) clipped at +-4), epsilon = "
+             f"{EPSILON:g}, default fit() with its bootstrap; method='auto' takes the moments "
+             "(dp_ols) and the Newton steps (dp_logit)",
+             f"  {'n':>9} {'dp_ols':>9} {'smf.ols':>9} {'ratio':>7} {'dp_logit':>9} "
+             f"{'smf.logit':>9} {'ratio':>7}"]
+    for n in sizes:
+        if n > 1_000_000:
+            continue
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n, p)).clip(-4, 4)
+        df = pd.DataFrame(X, columns=cols)
+        df["y"] = 1 + X @ np.ones(p) + rng.normal(size=n)
+        df["z"] = (rng.random(n) < 1 / (1 + np.exp(-0.3 * X.sum(axis=1)))).astype(int)
+        ols = best_time(lambda: dpmodels.dp_ols(f"y ~ {formula}", df, epsilon=EPSILON,
+                                                bounds=bounds, random_state=0
+                                                ).fit(random_state=0), repeat)
+        sm_ols = best_time(lambda: smf.ols(f"y ~ {formula}", df).fit(), repeat)
+        logit = best_time(lambda: dpmodels.dp_logit(
+            f"z ~ {formula}", df, epsilon=EPSILON, bounds=bounds, levels={"z": [0, 1]},
+            random_state=0).fit(random_state=0), repeat)
+        sm_logit = best_time(lambda: smf.logit(f"z ~ {formula}", df).fit(disp=0), repeat)
+        lines.append(f"  {n:>9,} {fmt_s(ols):>9} {fmt_s(sm_ols):>9} "
+                     f"{ols / sm_ols:>6.2f}x {fmt_s(logit):>9} {fmt_s(sm_logit):>9} "
+                     f"{logit / sm_logit:>6.2f}x")
+    return "\n".join(lines)
+
+
 # ---- Dask on Parquet -----------------------------------------------------------------
 
 
@@ -608,6 +655,9 @@ def main(argv=None) -> int:
     if args.big_rows:
         print()
         print(run_big_domain(int(args.big_rows), args.repeat))
+    if not args.no_many:
+        print()
+        print(run_many_covariates(args.sizes, min(args.repeat, 3)))
     if args.dask_rows:
         print()
         print(run_dask(args))
