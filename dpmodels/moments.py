@@ -906,10 +906,14 @@ def location_counts(rows_of, space: DesignSpace) -> tuple[np.ndarray, np.ndarray
     [-1, 1] (left edges), one row per coordinate."""
     edges = location_edges()
     free = np.flatnonzero(~space.dummy)
-    counts = np.zeros((free.size, edges.size), np.int64)
+    k = edges.size
+    counts = np.zeros((free.size, k), np.int64)
+    offset = np.arange(free.size) * k
     for U in rows_of():
-        for j, col in enumerate(free):
-            counts[j] += _histogram(U[:, col], edges)
+        # equal bins: the bin of u is floor((u + 1) k / 2), the last one closed (u = 1)
+        codes = np.clip(np.floor((U[:, free] + 1.0) * (k / 2.0)), 0, k - 1).astype(np.int64)
+        counts += np.bincount((codes + offset).ravel(), minlength=free.size * k).reshape(
+            free.size, k)
     return edges, counts
 
 
