@@ -205,16 +205,6 @@ class DesignSpace:
         """True when the last coordinate is the response."""
         return self.infos[0] is not None
 
-    @property
-    def in_norm(self) -> np.ndarray:
-        """Coordinates in the clipped L1 norm: all of them.  (Leaving the
-        response out would make the shrinking factor depend on the covariates
-        only, unbiased for least squares, but the response's clamped range
-        then enters the sensitivity whole: 1.5-3x the error on skewed, mixed
-        and wide-bounded responses in benchmarks/peers.py.  The clipping bias
-        is instead carried into the intervals, see
-        :mod:`dpmodels.models.moments_ols`.)"""
-        return np.ones(self.q, bool)
 
     def scaled(self, X: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
         """Rows of ``[X y]`` (design units; ``X`` alone for a space without
@@ -473,6 +463,9 @@ _NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])
 
 def _scaled_rows(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
     with np.errstate(all="ignore"):
+        if not space.has_response:
+            (X,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
+            return space.scaled(np.asarray(X, float))
         y, X = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
     return space.scaled(np.asarray(X, float), np.asarray(y, float)[:, 0])
 
@@ -502,43 +495,56 @@ def quantum(radius: float) -> int:
     return int(2 ** max(0, math.floor(math.log2(QUANTUM_UNITS / radius))))
 
 
-def moments_sensitivity(radius: float, space: "DesignSpace", offsets: np.ndarray,
-                        scales: np.ndarray) -> tuple[int, int, int, int]:
-    """``(g, A, w_s, Delta)``: the quantum, the bound A on ``||k||_1``, the
-    weight of the sums and the L1 sensitivity of the released integer vector;
-    the count's weight is ``w_s * g``.
-
-    A row's quantized coordinates satisfy ``|k_j| <= B_j = g (1 + |offset_j|)
-    / scale_j + 1/2`` (the clamped range), ``||k_x||_1 <= g R + q_x/2`` over
-    the covariates (the ball; the response is not in it) and, within a group
-    of exclusive dummies, one ``k_j`` at most is not 0.  So ``||k_x||_1 <=
-    A_x = min(g R + q_x/2, sum of the covariates' B_j (the largest of each
-    group))``, ``||k||_1 <= A = A_x + B_y``, and the released products, a
-    subset of ``{k_i k_j, i <= j}``, sum in absolute value to at most
-    ``F = (A**2 + Q) / 2`` with ``Q = Q_x + B_y**2``, ``Q_x`` the largest
-    ``||k_x||_2**2`` under these constraints (fill the largest B_j first).
-    Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.  Depends on
-    public inputs and on the released radius, offsets and scales.
-    """
-    g = quantum(radius)
-    bound = g * (1.0 + np.abs(offsets)) / scales + 0.5
-    in_norm = space.in_norm
+def row_units(space: "DesignSpace", bound: np.ndarray) -> list[float]:
+    """The bounds ``B_j`` on a quantized row's coordinates, one per free
+    coordinate and one (the largest) per group of exclusive dummies, of which
+    a row has at most one non-zero."""
     in_group = np.zeros(space.q, bool)
     for group in space.exclusive:
         in_group[list(group)] = True
-    units = [b for b, grouped, x in zip(bound, in_group, in_norm) if x and not grouped]
-    units += [max(bound[list(group)]) for group in space.exclusive]
-    A = min(radius * g + int(in_norm.sum()) / 2.0, float(np.sum(units)))
-    left, Q = A, 0.0
+    return ([float(b) for b, grouped in zip(bound, in_group) if not grouped]
+            + [float(max(bound[list(group)])) for group in space.exclusive])
+
+
+def largest_squares(units, budget: float) -> float:
+    """The largest ``sum k_j**2`` with ``|k_j| <= units_j`` and ``sum |k_j| <=
+    budget``: fill the largest units first."""
+    left, Q = budget, 0.0
     for b in sorted(units, reverse=True):
         take = min(b, left)
         Q += take * take
         left -= take
         if left <= 0:
             break
-    outside = bound[~in_norm]  # the response: bounded by its range alone
-    A += float(np.sum(outside))
-    Q += float(np.sum(outside**2))
+    return Q
+
+
+def moments_sensitivity(radius: float, space: "DesignSpace", offsets: np.ndarray,
+                        scales: np.ndarray) -> tuple[int, int, int, int]:
+    """``(g, A, w_s, Delta)``: the quantum, the bound A on ``||k||_1``, the
+    weight of the sums and the L1 sensitivity of the released integer vector;
+    the count's weight is ``w_s * g``.
+
+    A row's quantized coordinates (response included) satisfy ``|k_j| <= B_j
+    = g (1 + |offset_j|) / scale_j + 1/2`` (the clamped range), ``||k||_1 <=
+    g R + q/2`` (the ball) and, within a group of exclusive dummies, one
+    ``k_j`` at most is not 0 (:func:`row_units`).  So ``||k||_1 <= A = min(g R
+    + q/2, sum of the units)``, and the released products, a subset of
+    ``{k_i k_j, i <= j}``, sum in absolute value to at most ``F = (A**2 + Q)
+    / 2`` with ``Q`` the largest ``||k||_2**2`` under these constraints
+    (:func:`largest_squares`).  (The response stays in the ball: leaving it
+    out would make the shrinking depend on the covariates only, unbiased for
+    least squares, but put its whole clamped range into the sensitivity:
+    1.5-3x the error on skewed, mixed and wide-bounded responses in
+    benchmarks/peers.py.  The clipping's pull is carried into the intervals
+    instead, see :mod:`dpmodels.models.moments_ols`.)
+    Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.  Depends on
+    public inputs and on the released radius, offsets and scales.
+    """
+    g = quantum(radius)
+    units = row_units(space, g * (1.0 + np.abs(offsets)) / scales + 0.5)
+    A = min(radius * g + space.q / 2.0, float(np.sum(units)))
+    Q = largest_squares(units, A)
     F = (A * A + Q) / 2.0
     A_int = math.ceil(A * (1 + 1e-12))
     w_s = max(1, round(A_int * SUM_WEIGHT))
@@ -595,34 +601,39 @@ def _unit_epsilon(epsilon: float, sensitivity_half: float) -> float:
 
 
 class _RowPasses:
-    """Iterates over the scaled rows u of the complete rows, chunk by chunk;
-    keeps them in memory when they are small enough."""
+    """Iterates over the scaled rows u of the complete rows, chunk by chunk,
+    with their 0/1 response ``y`` when one is given (:meth:`pairs`); keeps
+    them in memory when they are small enough."""
 
     def __init__(self, space: DesignSpace, published: pd.DataFrame, valid: np.ndarray,
-                 chunk_rows: int):
+                 chunk_rows: int, y: np.ndarray | None = None):
         self.space, self.published, self.valid, self.chunk_rows = space, published, valid, chunk_rows
+        self.y = y
         self.cache = [] if valid.sum() * space.q <= _CACHE_VALUES else None
         self.done = False
 
-    def __call__(self, chunk: int | None = None):
+    def pairs(self, chunk: int | None = None):
+        """``(U, y)`` chunks (``y`` None without a response)."""
+        size = min(chunk or self.chunk_rows, self.chunk_rows)
         if self.done and self.cache is not None:
-            yield from _rechunk(self.cache, chunk or self.chunk_rows)
+            for U, y in self.cache:
+                for a in range(0, U.shape[0], size):
+                    yield U[a:a + size], None if y is None else y[a:a + size]
             return
-        for a, b in _chunks(len(self.published), min(chunk or self.chunk_rows, self.chunk_rows)):
+        for a, b in _chunks(len(self.published), size):
             rows = self.valid[a:b]
             if not rows.any():
                 continue
             U = _scaled_rows(self.space, self.published.iloc[a:b][rows])
+            y = None if self.y is None else self.y[a:b][rows]
             if self.cache is not None and not self.done:
-                self.cache.append(U)
-            yield U
+                self.cache.append((U, y))
+            yield U, y
         self.done = True
 
-
-def _rechunk(parts, size: int):
-    for part in parts:
-        for a in range(0, part.shape[0], size):
-            yield part[a:a + size]
+    def __call__(self, chunk: int | None = None):
+        for U, _ in self.pairs(chunk):
+            yield U
 
 
 class _Passes:
@@ -897,8 +908,7 @@ def location_edges() -> np.ndarray:
 
 def norm_edges_for(space: DesignSpace, offsets, scales) -> np.ndarray:
     """The public grid of the norm histogram, from the released centres and scales."""
-    m = space.in_norm
-    return _norm_edges(float(np.sum((1.0 + np.abs(offsets[m])) / scales[m])))
+    return _norm_edges(float(np.sum((1.0 + np.abs(offsets)) / scales)))
 
 
 def location_counts(rows_of, space: DesignSpace) -> tuple[np.ndarray, np.ndarray]:
@@ -930,13 +940,12 @@ def locations_from(noisy: np.ndarray, edges: np.ndarray, space: DesignSpace):
 
 def norm_counts(rows_of, space: DesignSpace, offsets, scales):
     """Exact histogram of the rows' covariate L1 norms ``||(u - offsets) /
-    scales||_1`` (over :attr:`DesignSpace.in_norm`) on a public geometric grid
+    scales||_1`` on a public geometric grid
     below the largest possible norm."""
-    m = space.in_norm
     edges = norm_edges_for(space, offsets, scales)
     counts = np.zeros(edges.size, np.int64)
     for U in rows_of():
-        counts += _histogram(np.abs((U[:, m] - offsets[m]) / scales[m]).sum(axis=1), edges)
+        counts += _histogram(np.abs((U - offsets) / scales).sum(axis=1), edges)
     return edges, counts
 
 
@@ -985,14 +994,12 @@ class IntegerStatistics:
         return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
 
 
-def clipped_rows(U: np.ndarray, offsets, scales, radius: float,
-                 in_norm: np.ndarray | None = None) -> np.ndarray:
+def clipped_rows(U: np.ndarray, offsets, scales, radius: float) -> np.ndarray:
     """The rows v: ``(u - offsets) / scales``, each shrunk (response included)
-    by the factor that brings its covariates (``in_norm``, default all
-    coordinates) into the L1 ball of ``radius``."""
+    into the L1 ball of ``radius``."""
     V = (U - offsets) / scales
     if math.isfinite(radius):
-        norm = np.abs(V if in_norm is None else V[:, in_norm]).sum(axis=1)
+        norm = np.abs(V).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             V *= np.where(norm > radius, radius / norm, 1.0)[:, None]
     return V
@@ -1008,14 +1015,14 @@ def exact_statistics(rows_of, space: DesignSpace, offsets, scales, radius: float
     if not math.isfinite(radius):
         n, s, m = 0, np.zeros(q), np.zeros((q, q))
         for U in rows_of():
-            V = clipped_rows(U, offsets, scales, radius, space.in_norm)
+            V = clipped_rows(U, offsets, scales, radius)
             n, s, m = n + V.shape[0], s + V.sum(axis=0), m + V.T @ V
         return IntegerStatistics(space, 0, 1, 0, (float(n),) + tuple(s) + tuple(m[i, j]))
     g, A, w_s, delta = moments_sensitivity(radius, space, offsets, scales)
     chunk = max(1, min(chunk_rows, (2**53 - 1) // (A * A)))  # float64 partial sums exact
     n, s, m = 0, [0] * q, [0] * i.size
     for U in rows_of(chunk):
-        K = np.rint(clipped_rows(U, offsets, scales, radius, space.in_norm) * g)
+        K = np.rint(clipped_rows(U, offsets, scales, radius) * g)
         n += K.shape[0]
         s = [a + int(b) for a, b in zip(s, K.sum(axis=0))]
         m = [a + int(b) for a, b in zip(m, (K.T @ K)[i, j])]

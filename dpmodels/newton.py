@@ -46,7 +46,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import patsy
 
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError
@@ -56,7 +55,6 @@ from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
-    _chunks,
     _clip_dimension,
     _describe,
     _published_frame,
@@ -67,6 +65,9 @@ from .moments import (
     clipped_rows,
     design_space,
     _Passes,
+    _RowPasses,
+    largest_squares,
+    row_units,
     location_counts,
     location_edges,
     locations_from,
@@ -161,53 +162,11 @@ class PrivateNewton:
                 f"q={self.space.q}, radius={self.radius:.3g})")
 
 
-# ---- rows ------------------------------------------------------------------------------
-
-
-class _Rows:
-    """Scaled design rows u and the 0/1 response of the complete rows, chunk
-    by chunk (kept in memory when small)."""
-
-    def __init__(self, space: DesignSpace, published: pd.DataFrame, y: np.ndarray,
-                 valid: np.ndarray, chunk_rows: int):
-        self.space, self.published, self.y, self.valid = space, published, y, valid
-        self.chunk_rows = chunk_rows
-        self.cache = [] if valid.sum() * space.q <= 30_000_000 else None
-        self.done = False
-
-    def pairs(self, chunk: int | None = None):
-        size = min(chunk or self.chunk_rows, self.chunk_rows)
-        if self.done and self.cache is not None:
-            for U, y in self.cache:
-                for a in range(0, U.shape[0], size):
-                    yield U[a:a + size], y[a:a + size]
-            return
-        for a, b in _chunks(len(self.published), self.chunk_rows):
-            rows = self.valid[a:b]
-            if not rows.any():
-                continue
-            with np.errstate(all="ignore"):
-                (X,) = patsy.build_design_matrices(
-                    [self.space.infos[1]], self.published.iloc[a:b][rows],
-                    NA_action=patsy.NAAction(on_NA="raise", NA_types=[]))
-            U = self.space.scaled(np.asarray(X, float))
-            y = self.y[a:b][rows]
-            if self.cache is not None and not self.done:
-                self.cache.append((U, y))
-            for c in range(0, U.shape[0], size):
-                yield U[c:c + size], y[c:c + size]
-        self.done = True
-
-    def __call__(self, chunk: int | None = None):
-        for U, _ in self.pairs(chunk):
-            yield U
-
-
 def _quantum(radius: float) -> int:
     return int(2 ** max(0, math.floor(math.log2(NEWTON_UNITS / (1.0 + radius)))))
 
 
-def _step_statistics(rows: _Rows, space: DesignSpace, offsets, scales, radius, b):
+def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radius, b):
     """Exact integer statistics of one Newton step at ``b`` and their scale
     (quantum g, sum weight w_g, sensitivity Delta)."""
     q = space.q
@@ -227,8 +186,8 @@ def _step_statistics(rows: _Rows, space: DesignSpace, offsets, scales, radius, b
         ss = K.T @ e
         h = [x + int(v) for x, v in zip(h, hh)]
         s = [x + int(v) for x, v in zip(s, ss)]
-    return (np.array(h + [0], dtype=object)[:-1], np.array([w_g * x for x in s] + [0],
-                                                            dtype=object)[:-1], g, w_g, delta)
+    return (np.array(h, dtype=object), np.array([w_g * x for x in s], dtype=object),
+            g, w_g, delta)
 
 
 def _step_scale(radius: float, space: DesignSpace, offsets, scales) -> tuple[int, int, int]:
@@ -244,20 +203,9 @@ def _newton_bound(radius: float, space: DesignSpace, offsets, scales, g: int):
     """(F, A) for the rows ``k = round((1, v) g)``: A bounds ``||k||_1`` and F
     bounds ``sum_{i<=j} |k_i k_j|`` (see :func:`dpmodels.moments.moments_sensitivity`,
     whose argument is repeated here with the intercept's unit g added)."""
-    bound = g * (1.0 + np.abs(offsets)) / scales + 0.5
-    in_group = np.zeros(space.q, bool)
-    for group in space.exclusive:
-        in_group[list(group)] = True
-    units = [b for b, grouped in zip(bound, in_group) if not grouped]
-    units += [max(bound[list(group)]) for group in space.exclusive]
+    units = row_units(space, g * (1.0 + np.abs(offsets)) / scales + 0.5)
     A = g + min(radius * g + space.q / 2.0, float(np.sum(units)))
-    left, Q = A, 0.0
-    for b in sorted(units + [float(g)], reverse=True):
-        take = min(b, left)
-        Q += take * take
-        left -= take
-        if left <= 0:
-            break
+    Q = largest_squares(units + [float(g)], A)
     return (A * A + Q) / 2.0, math.ceil(A * (1 + 1e-12))
 
 
@@ -360,10 +308,10 @@ def release_newton(
         accountant.check(epsilon, f"Newton steps of {list(names)}")
 
     # ---- the rows: every check happens in the first pass ------------------------------
-    def make_rows(frame: pd.DataFrame) -> _Rows:
+    def make_rows(frame: pd.DataFrame) -> _RowPasses:
         published, valid = _published_frame(frame, domain, missing)
         y, y_missing = _binary_response(domain.axis(response), frame[response])
-        return _Rows(space, published, y, valid & ~y_missing, chunk_rows)
+        return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
     passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
     loc_edges = location_edges()

@@ -21,7 +21,8 @@ from dpmodels.errors import DomainError, DPModelsError
 from dpmodels.methods import choose_logit_method
 from dpmodels.moments import _published_frame, design_space
 from dpmodels.models.newton_logit import DPNewtonLogit
-from dpmodels.newton import _binary_response, _Rows, _step_statistics
+from dpmodels.moments import _RowPasses
+from dpmodels.newton import _binary_response, _step_statistics
 
 COLS = ["a", "b", "c"]
 BOUNDS = {v: (-4.0, 4.0) for v in COLS}
@@ -51,7 +52,7 @@ def _step_vector(df, formula, levels, offsets, scales, radius, b):
     space = design_space(formula, domain, {}, response=False)
     published, valid = _published_frame(df, domain, "drop")
     y, miss = _binary_response(domain.axis("y"), df["y"])
-    rows = _Rows(space, published, y, valid & ~miss, 1 << 12)
+    rows = _RowPasses(space, published, valid & ~miss, 1 << 12, y=y)
     h, s, g, w_g, delta = _step_statistics(rows, space, offsets, scales, radius, b)
     return np.concatenate([h, s]), delta
 

@@ -318,7 +318,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         if not math.isfinite(mom.radius):
             return np.zeros(space.constant.size)
         Z = mu_v + rng.standard_normal((CLIP_SIM_ROWS, space.q)) @ np.linalg.cholesky(C_v).T
-        norm = np.abs(Z[:, space.in_norm]).sum(axis=1)
+        norm = np.abs(Z).sum(axis=1)
         clipped = norm > mom.radius
         if not clipped.any():
             return np.zeros(space.constant.size)
