@@ -162,3 +162,42 @@ def test_a_dask_frame_gives_the_pandas_release():
     b = _fit(ddf, 1.0, 9).release
     np.testing.assert_array_equal(a.beta, b.beta)
     np.testing.assert_array_equal(a.information, b.information)
+
+
+def _published_newton(data, kw) -> dict:
+    """Everything the Newton release and its fit publish, numbers masked."""
+    from dataclasses import asdict
+    import warnings
+
+    from tests.test_neighbours import mask
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = dpm.dp_logit("z ~ x + C(k) + C(g)", data, method="newton", random_state=13,
+                             **kw)
+        res = model.fit(cov_type="naive")
+        text = res.summary().as_text()
+    report = asdict(model.release.report)
+    for noisy in ("radius", "clipped_rows", "noisy_rows", "split"):
+        report.pop(noisy)
+    return {"params.index": list(res.params.index), "report": report,
+            "split": tuple((mask(lab), e) for lab, e in model.release.report.split),
+            "summary": mask(text),
+            "warnings": sorted((w.category.__name__, mask(str(w.message))) for w in caught)}
+
+
+@pytest.mark.parametrize("kind", ("missing", "move", "bound", "empty"))
+def test_newton_neighbours_publish_the_same_metadata(kind):
+    """PRIVACY.md rule 5 for the Newton release: replace-one neighbours of
+    each kind (tests/test_moments_privacy.py's generator; the binary response
+    is y > 8, computed row by row) publish the same names, report and
+    masked summary with one seed."""
+    from tests.test_moments_privacy import make_pair
+
+    for seed in range(3):
+        label, _, base, nb, kw = make_pair(seed, kind)
+        base, nb = base.assign(z=base["y"] > 8), nb.assign(z=nb["y"] > 8)
+        kw = dict(kw, bounds={"x": kw["bounds"]["x"]})
+        a, b = _published_newton(base, kw), _published_newton(nb, kw)
+        diff = {key: (a[key], b[key]) for key in a if a[key] != b[key]}
+        assert not diff, f"{label}: published metadata differ: {diff}"
