@@ -10,6 +10,8 @@ method         release                                    models
 "histogram"    :func:`dpmodels.release` (Lei 2011)        all dp_* models
 "moments"      :func:`dpmodels.moments.release_moments`   dp_ols
 "newton"       :func:`dpmodels.newton.release_newton`     dp_logit
+"sample-       :func:`dpmodels.aggregate.                 dp_quantreg
+aggregate"     release_aggregate` (Smith 2008)
 =============  =========================================  ====================================
 """
 
@@ -22,7 +24,8 @@ from .errors import DPModelsError
 from .validation import check_choice
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
-           "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
+           "QUANTREG_METHODS",
+           "choose_quantreg_method", "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS"]
 
 @runtime_checkable
@@ -47,10 +50,12 @@ RELEASES = {
     "histogram": ("dpmodels.release", "release", "PrivateHistogram"),
     "moments": ("dpmodels.moments", "release_moments", "PrivateMoments"),
     "newton": ("dpmodels.newton", "release_newton", "PrivateNewton"),
+    "sample-aggregate": ("dpmodels.aggregate", "release_aggregate", "PrivateAggregate"),
 }
 
 OLS_METHODS = ("auto", "histogram", "moments")
 LOGIT_METHODS = ("auto", "histogram", "newton")
+QUANTREG_METHODS = ("auto", "histogram", "sample-aggregate")
 #: "auto" keeps the histogram for OLS when the formula has at most this many
 #: continuous variables (response included) and its factors have at least
 #: HISTOGRAM_MIN_CELLS level combinations: there the factors carry the model,
@@ -72,6 +77,12 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
     """(continuous variables, level combinations of the discrete ones) of the
     formula, from the declarations and the schema only (None: the formula or
     the declarations are invalid; the release reports why)."""
+    shape = _shape_of(formula, data, bounds, levels, namespace)
+    return None if shape is None else (len(shape[0]), shape[1])
+
+
+def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str], int] | None:
+    """(continuous variables' names, level combinations) of the formula."""
     from .engines import source_for
     from .formula import formula_variables
     from .release import _columns_of, _dtype_of
@@ -84,10 +95,10 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
         return None
     bounds = dict(bounds) if isinstance(bounds, Mapping) else {}
     levels = dict(levels) if isinstance(levels, Mapping) else {}
-    d, cells = 0, 1
+    cont, cells = [], 1
     for v in fv.names:
         if v in bounds and v not in fv.discrete:
-            d += 1
+            cont.append(v)
         elif v in levels:
             spec = levels[v]
             if isinstance(spec, str):  # "dtype": the declared Categorical's categories
@@ -106,18 +117,21 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
             except Exception:
                 return None
             cells *= 2 if str(dtype) == "bool" else 1
-    return d, cells
+    return cont, cells
 
 
 def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=None,
                       bins="auto", threshold="enhanced", options: Mapping | None = None,
-                      namespace: Mapping | None = None) -> str:
+                      namespace: Mapping | None = None, n: int | None = None,
+                      epsilon: float | None = None) -> str:
     """Resolve dp_ols' ``method`` to "histogram" or "moments".
 
     "auto" takes the histogram when the factors carry the model (at most
     ``HISTOGRAM_MAX_CONTINUOUS`` continuous variables and at least
     ``HISTOGRAM_MIN_CELLS`` level combinations), when histogram options are
-    given, or for an engine's data frame; the moments otherwise.
+    given, or for an engine's data frame; the moments otherwise.  When the
+    only histogram option is ``bins`` and it makes the grid too fine for the
+    threshold (``SPARSE_GRID_RATIO``), the moments, with a ReleaseWarning.
 
     Examples
     --------
@@ -135,7 +149,7 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
     return _choose(method, OLS_METHODS, "moments", PrivateMoments, formula, data, bounds,
                    levels, bins, threshold, options, namespace,
                    lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
-                                         and cells >= HISTOGRAM_MIN_CELLS))
+                                         and cells >= HISTOGRAM_MIN_CELLS), n=n, epsilon=epsilon)
 
 
 def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=None,
@@ -175,11 +189,12 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
         return d >= 1 and cells < HISTOGRAM_MIN_CELLS and n_eps >= NEWTON_MIN_N_EPSILON
 
     return _choose(method, LOGIT_METHODS, "newton", PrivateNewton, formula, data, bounds,
-                   levels, bins, threshold, options, namespace, prefers_newton)
+                   levels, bins, threshold, options, namespace, prefers_newton, n=n,
+                   epsilon=epsilon)
 
 
 def _choose(method, choices, other, other_release, formula, data, bounds, levels, bins,
-            threshold, options, namespace, prefers_other) -> str:
+            threshold, options, namespace, prefers_other, n=None, epsilon=None) -> str:
     from .engines import source_for
     from .release import PrivateHistogram
 
@@ -202,6 +217,11 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"
     elif method != "auto":
         chosen = method
+    elif (hist_opts == ["bins"]
+          and (source_for(data) is None or source_for(data).engine == "dask")
+          and _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace or {},
+                           other)):
+        chosen, hist_opts = other, []
     elif hist_opts or (source_for(data) is not None and source_for(data).engine != "dask"):
         chosen = "histogram"  # (the moments and Newton releases read Dask partition-wise)
     else:
@@ -213,3 +233,107 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
+
+
+def choose_quantreg_method(method: str, formula: str, data, *, bins="auto",
+                           threshold="enhanced", options: Mapping | None = None) -> str:
+    """Resolve dp_quantreg's ``method`` to "histogram" or "sample-aggregate".
+
+    "auto" keeps the histogram.  benchmarks/sample_aggregate.py (median4:
+    y ~ x1 + x2 + x3 + C(d), n = 2e4, epsilon = 1) measured the
+    sample-and-aggregate intervals covering but about 10 times as wide as the
+    non-private ones (the noise of a 5-coefficient average over 400 blocks
+    of 50 rows), not a default to impose; choose it explicitly.
+
+    Examples
+    --------
+    >>> choose_quantreg_method("auto", "y ~ x", None)
+    'histogram'
+    >>> choose_quantreg_method("sample-aggregate", "y ~ x", None)
+    'sample-aggregate'
+    """
+    from .aggregate import PrivateAggregate
+    from .release import PrivateHistogram
+
+    method = check_choice("method", method, QUANTREG_METHODS)
+    options = dict(options or {})
+    if isinstance(data, PrivateAggregate):
+        if method == "histogram":
+            raise DPModelsError("data is a sample-and-aggregate release: method='histogram' "
+                                "needs raw rows or a PrivateHistogram")
+        return "sample-aggregate"
+    if isinstance(data, PrivateHistogram):
+        if method == "sample-aggregate":
+            raise DPModelsError("data is a histogram release: method='sample-aggregate' needs "
+                                "raw rows or a PrivateAggregate")
+        return "histogram"
+    chosen = "histogram" if method == "auto" else method
+    if chosen == "sample-aggregate":
+        hist_opts = [k for k in HISTOGRAM_OPTIONS + ("threshold_A",) if k in options]
+        if not (isinstance(bins, str) and bins == "auto"):
+            hist_opts.append("bins")
+        if not (isinstance(threshold, str) and threshold == "enhanced"):
+            hist_opts.append("threshold")
+        if hist_opts:
+            raise DPModelsError(
+                f"{', '.join(dict.fromkeys(hist_opts))} apply to the histogram release; the "
+                "sample-and-aggregate release takes none of them: leave them out or use "
+                "method='histogram'")
+    return chosen
+
+
+#: "auto" leaves the histogram when the caller's ``bins`` make the grid so fine
+#: that its cells hold on average less than this many thresholds' worth of
+#: rows: n / (cells * k) below it (k the enhanced cut ceil(A log n / epsilon),
+#: a lower bound of any threshold the release uses).  The threshold then
+#: removes most rows and spurious cells outnumber real ones: on housing with
+#: bins=40 (76,800 cells) the released mass was 0.6-57 times n and the
+#: slope's interval covered in 0% of data sets at n = 2e4 (benchmarks/validity.py,
+#: housing40).  ``bins="auto"`` never goes below 0.8 on the validity shapes.
+SPARSE_GRID_RATIO = 0.5
+
+
+def _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace, other) -> bool:
+    """True (with a ReleaseWarning saying so) when the caller's bins leave the
+    histogram's cells below ``SPARSE_GRID_RATIO`` thresholds of rows; public
+    inputs only (declared n or the rows handed in, epsilon, bounds, levels, bins)."""
+    import math
+    import warnings
+
+    from .errors import ReleaseWarning
+    from .exact import MIN_EPSILON
+    from .domain import MAX_BINS
+    from .formula import user_stacklevel
+    from .release import DEFAULT_A
+    from .thresholds import enhanced_cut
+
+    shape = _shape_of(formula, data, bounds, levels, namespace)
+    try:
+        n = int(n) if n is not None else len(data)
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        return False
+    if shape is None or not shape[0] or n < 2 or not (MIN_EPSILON <= eps < math.inf):
+        return False  # (the release's own checks say what is wrong)
+    cont, cells = shape
+    if isinstance(bins, Mapping) and not set(bins) <= set(cont):
+        return False  # a key the histogram's checks will name
+    m = cells
+    for v in cont:
+        k = bins.get(v, "auto") if isinstance(bins, Mapping) else bins
+        if isinstance(k, str) and k == "auto":
+            continue
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_BINS:
+            return False  # invalid: the histogram's checks say why
+        m *= k
+    cut = max(enhanced_cut(n, eps, DEFAULT_A), 1)
+    ratio = n / (m * cut)
+    if ratio >= SPARSE_GRID_RATIO:
+        return False
+    warnings.warn(
+        f"bins={bins!r} make {m:,} cells for {n:,} rows: {ratio:.2g} thresholds ({cut}) of rows "
+        f"per cell, so the histogram's threshold would remove most rows and its spurious cells "
+        f"outnumber the real ones. method='auto' chose the {other} release, which takes no "
+        f"bins; pass method='histogram' to force the histogram, or fewer bins",
+        ReleaseWarning, stacklevel=user_stacklevel())
+    return True

@@ -121,14 +121,31 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     assert res.cov_type == "dp" and naive.cov_type == "nonrobust"
     np.testing.assert_allclose(res.bse, inf.se)
     np.testing.assert_allclose(res.cov_params().to_numpy(), inf.cov)
-    np.testing.assert_allclose(res.tvalues, (res.params - inf.bias) / inf.se)
+    # one centre: the estimate; the covariance is the mean squared error (spread, the
+    # bootstrap's bias and the binning check's shifts, each an outer product)
+    mse = np.cov(inf.replicates, rowvar=False) + np.outer(inf.bias, inf.bias)
+    for shift in inf.binning.shifts:
+        mse += np.outer(shift, shift)
+    np.testing.assert_allclose(inf.cov, mse)
+    np.testing.assert_allclose(res.tvalues, res.params / inf.se)
     np.testing.assert_allclose(res.pvalues, 2 * stats.norm.sf(np.abs(res.tvalues)))
     ci = res.conf_int(0.1)
     z = stats.norm.ppf(0.95)
-    center = res.params.to_numpy() - inf.bias
+    center = res.params.to_numpy()
     np.testing.assert_allclose(ci.to_numpy(), np.column_stack([center - z * inf.se,
                                                                center + z * inf.se]))
     assert list(ci.index) == list(res.params.index)
+    # t_test, wald_test and conf_int read the same centre and covariance
+    tt = res.t_test(np.eye(len(res.params)))
+    np.testing.assert_allclose(np.asarray(tt.tvalue).ravel(), res.tvalues)
+    np.testing.assert_allclose(np.asarray(tt.conf_int(alpha=0.1)), ci.to_numpy())
+    wt = res.wald_test(np.eye(len(res.params))[[-1]], scalar=True)
+    assert float(wt.statistic) == pytest.approx(float(res.tvalues.iloc[-1]) ** 2)
+    # bc-normal: the estimate minus the bootstrap bias, the replicates' spread only
+    bc = res.conf_int(0.1, method="bc-normal").to_numpy()
+    sd = np.sqrt(np.diag(np.cov(inf.replicates, rowvar=False)))
+    np.testing.assert_allclose(bc, np.column_stack([center - inf.bias - z * sd,
+                                                    center - inf.bias + z * sd]))
     for method in ("normal", "basic", "percentile"):
         other = res.conf_int(0.05, method=method)
         assert other.shape == (8, 2) and np.all(other.iloc[:, 0] < other.iloc[:, 1])
@@ -217,14 +234,22 @@ def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     kw = dict(epsilon=1.0, bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, random_state=0)
     # y bins 2.25 wide against a residual sd of 0.3: midpoints distort the slope
     res = dpm.dp_ols("y ~ x", df, bins={"y": 8, "x": 20}, **kw).fit(random_state=0, n_boot=60)
-    assert res.dp_inference.binning.flagged[1]
-    assert "binning bias may dominate for Intercept, x" in res.summary().as_text()
+    inf = res.dp_inference
+    assert inf.binning.flagged[1]
+    assert "binning may bias Intercept, x" in res.summary().as_text()
+    # the shifts widen the default interval: se^2 = spread^2 + bias^2 + shifts^2
+    expected = inf.spread_se ** 2 + inf.bias ** 2 + sum(v ** 2 for v in inf.binning.shifts)
+    np.testing.assert_allclose(inf.se ** 2, expected)
+    assert inf.se[1] > 1.1 * inf.spread_se[1]
+    lo, hi = res.conf_int().loc["x"]
+    assert lo < 0.5 < hi  # the population slope, which the spread alone misses here
     off = dpm.dp_ols("y ~ x", df, bins={"y": 8, "x": 20}, **kw).fit(
         random_state=0, n_boot=60, cov_kwds={"binning_check": False})
     assert off.dp_inference.binning is None
-    assert "binning bias" not in off.summary().as_text().lower()
+    assert "binning" not in off.summary().as_text().lower()
     few = dpm.dp_ols("y ~ x", df, bins={"y": 4, "x": 20}, **kw).fit(random_state=0, n_boot=60)
-    assert "Binning bias not checked for y" in few.summary().as_text()
+    assert "Fewer than 8 bins for y" in few.summary().as_text()
+    assert few.dp_inference.binning.placement_method == "midpoint"
 
 
 # ---- coverage of the population coefficient ---------------------------------------------

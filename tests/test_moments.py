@@ -162,6 +162,39 @@ def test_auto_chooses_from_public_inputs_only():
                                  levels=LEVELS, bins=10, namespace={}) == "histogram"
 
 
+def test_auto_leaves_a_grid_too_fine_for_the_threshold():
+    """bins=40 on two continuous variables and 12 levels: 19,200 cells for 2,000 rows, 0.026
+    thresholds (4) of rows per cell: the histogram would lose most rows, so "auto" takes the
+    moments and says why; a coarser grid, another histogram option or an explicit method keep
+    the histogram.  Public inputs only: the rows' values do not matter."""
+    from dpmodels.methods import SPARSE_GRID_RATIO
+
+    many = {"g": ["a", "b", "c"] + [f"l{i}" for i in range(9)]}
+    df = _frame(n=2000)
+    shuffled = df.sample(frac=1.0, random_state=3).assign(y=lambda d: -d["y"])
+    kw = dict(bounds=BOUNDS, levels=many, namespace={}, epsilon=1.0)
+    for data in (df, shuffled):
+        with pytest.warns(dpm.ReleaseWarning, match=r"19,200 cells for 2,000 rows.*moments"):
+            assert choose_ols_method("auto", "y ~ x1 + C(g)", data, bins=40, **kw) == "moments"
+    # just above the ratio: 2000 / (12 * b^2 * 4) >= 0.5 for b <= 9
+    b = int(math.floor(math.sqrt(2000 / (12 * 4 * SPARSE_GRID_RATIO))))
+    assert choose_ols_method("auto", "y ~ x1 + C(g)", df, bins=b, **kw) == "histogram"
+    with pytest.warns(dpm.ReleaseWarning):
+        assert choose_ols_method("auto", "y ~ x1 + C(g)", df, bins=b + 1, **kw) == "moments"
+    # a declared n counts, not the rows handed in
+    assert choose_ols_method("auto", "y ~ x1 + C(g)", df, bins=40, n=10**6, **kw) == "histogram"
+    assert choose_ols_method("histogram", "y ~ x1 + C(g)", df, bins=40, **kw) == "histogram"
+    assert choose_ols_method("auto", "y ~ x1 + C(g)", df, bins=40, threshold=3,
+                             **kw) == "histogram"
+    # invalid bins stay with the histogram, whose checks name them
+    assert choose_ols_method("auto", "y ~ x1 + C(g)", df, bins={"X1": 40}, **kw) == "histogram"
+    assert choose_ols_method("auto", "y ~ x1 + C(g)", df, bins=2**21, **kw) == "histogram"
+    with pytest.warns(dpm.ReleaseWarning, match="method='auto' chose the moments"):
+        model = dpm.dp_ols("y ~ x1 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=many,
+                           bins=40, random_state=0)
+    assert isinstance(model, DPMomentsOLS)
+
+
 def test_default_dp_ols_reports_the_mechanism_and_the_split():
     df = _frame(n=3000)
     model = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=0.7, bounds=BOUNDS, levels=LEVELS,

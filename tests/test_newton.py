@@ -147,7 +147,11 @@ def test_auto_chooses_from_public_inputs():
     assert choose_logit_method("auto", "y ~ a + b", df, bounds=BOUNDS, levels=lv,
                                namespace={}, epsilon=1.0, n=100_000) == "newton"
     assert choose_logit_method("auto", "y ~ a + b + c", df, bounds=BOUNDS, levels=lv,
-                               namespace={}, epsilon=1.0, bins=5) == "histogram"
+                               namespace={}, epsilon=1.0, bins=5, n=100_000) == "histogram"
+    # the same bins for the 200 rows handed in: 250 cells, 0.27 thresholds of rows per cell
+    with pytest.warns(dpm.ReleaseWarning, match="250 cells for 200 rows"):
+        assert choose_logit_method("auto", "y ~ a + b + c", df, bounds=BOUNDS, levels=lv,
+                                   namespace={}, epsilon=1.0, bins=5) == "newton"
 
 
 def test_a_dask_frame_gives_the_pandas_release():

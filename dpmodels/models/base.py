@@ -34,6 +34,7 @@ from ..representatives import (
     REPRESENTATIVES,
     cell_frame,
     check_representatives,
+    Representer,
     representer_for,
 )
 from ..validation import (
@@ -430,12 +431,31 @@ class DPModel:
                 return None
             theta4 = coarse_fit(4)[0] if done else nan
             d1, d2 = theta2 - start, theta4 - theta2
+            placement, other = placement_fit()
             with np.errstate(divide="ignore", invalid="ignore"):
                 rate = np.clip(np.abs(d2) / np.abs(d1), 2.0, 16.0)
                 rate = np.where(np.isfinite(rate), rate, 4.0)
                 bias = d1 / (rate - 1.0)
-                ratio = np.abs(bias) / se
-            return BinningCheck(done, theta2, bias, ratio, unchecked=skipped)
+                ratio = np.fmax(np.abs(bias), np.abs(placement)) / se
+            return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
+                                placement=placement, placement_method=other)
+
+        def placement_fit():
+            """The estimate with other representatives of the same cells, minus it."""
+            rep = self.representer
+            current = "midpoint" if rep is None else rep.method
+            other = "shift" if current == "midpoint" else "midpoint"
+            if rep is None:
+                rep = representer_for(self.release, self.variables, other)
+                if rep is None:
+                    return np.full(start.size, np.nan), other
+            alt = Representer(rep.domain, rep.ids, rep.counts, method=other)
+            frame = alt.frame(alt.ids, alt.counts, self.count_column)
+            frame.attrs = {}
+            weights = frame[self.count_column].to_numpy(float)
+            X, y, valid = build(frame.drop(columns=[self.count_column]))
+            est, ok = refit(X, y, np.where(valid, weights, 0.0)[:, None], start)
+            return (est[0] - start if ok[0] else np.full(start.size, np.nan)), other
 
         inference = parametric_bootstrap(
             self.release, design, refit, start, n_boot=opts["n_boot"],

@@ -171,9 +171,6 @@ class MomentsInference(DPInference):
     ``t_test``, ``wald_test`` and ``f_test`` agree and carry the estimator's
     bias (the eigenvalue floor at small epsilon) as uncertainty."""
 
-    se_description = ("replicates' root mean squared deviation from the estimate (spread and "
-                      "bias)")
-
     @classmethod
     def of(cls, params, reps, opts: dict, t0: float, uninformative: np.ndarray,
            simulation: str) -> "MomentsInference":
@@ -183,15 +180,6 @@ class MomentsInference(DPInference):
                    n_failed=int((~ok).sum()), interval=opts["interval"], simulation=simulation,
                    seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
                    target=params, uninformative=uninformative if uninformative.any() else None)
-
-    @cached_property
-    def cov(self) -> np.ndarray:
-        cov = np.array(super().cov, dtype=float)
-        bias = np.nan_to_num(self.bias)
-        informative = np.isfinite(np.diag(cov))
-        cov[np.ix_(informative, informative)] += np.outer(bias, bias)[
-            np.ix_(informative, informative)]
-        return cov
 
 
 class FormulaReleaseModel:

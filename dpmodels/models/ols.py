@@ -128,8 +128,11 @@ def dp_ols(
         factors carry the model (at most three continuous variables, response
         included, and at least 8 level combinations), when histogram options
         (``bins``, ``threshold``, ``representatives``, ...) are given, or for
-        an engine's data frame or a histogram release; moments otherwise.  The
-        privacy block names the mechanism and the split of epsilon.
+        an engine's data frame or a histogram release; moments otherwise.
+        Given ``bins`` so fine that the cells would hold less than half a
+        threshold of rows on average (``SPARSE_GRID_RATIO``), "auto" takes the
+        moments with a ReleaseWarning.  The privacy block names the mechanism
+        and the split of epsilon.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
         ``representatives``: see :func:`dpmodels.release` (histogram only,
@@ -156,7 +159,8 @@ def dp_ols(
     """
     env = formula_env(kwargs)
     chosen = choose_ols_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
-                               threshold=threshold, options=kwargs, namespace=env)
+                               threshold=threshold, options=kwargs, namespace=env, n=n,
+                               epsilon=epsilon)
     if chosen == "moments":
         return DPMomentsOLS(
             formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
