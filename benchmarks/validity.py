@@ -699,6 +699,9 @@ def main(argv=None):
                     help="data sets per cell of one scenario, as name=reps (for slow fits)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (at most 2)")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--method", default=None,
+                    help="pass method=METHOD to every dp_* call (default: none, i.e. 'auto'); "
+                         "e.g. histogram, moments, newton, sample-aggregate")
     ap.add_argument("--out", default=os.path.join(RESULTS, "validity.csv"),
                     help="CSV of every data set x coefficient (appended as computed)")
     ap.add_argument("--table", default=None, help="also write the markdown tables here")
@@ -723,6 +726,9 @@ def main(argv=None):
         beta, _ = housing_population()
         print(f"housing population ready ({time.perf_counter() - t:.0f} s)", file=sys.stderr)
     _init(beta)
+    if args.method is not None:  # (inherited by the forked workers)
+        for name in args.scenarios:
+            SCENARIOS[name]["kw"] = dict(SCENARIOS[name]["kw"], method=args.method)
 
     tasks = []
     for name in args.scenarios:
