@@ -701,7 +701,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--method", default=None,
                     help="pass method=METHOD to every dp_* call (default: none, i.e. 'auto'); "
-                         "e.g. histogram, moments, newton, sample-aggregate")
+                         "e.g. histogram, moments, newton")
     ap.add_argument("--out", default=os.path.join(RESULTS, "validity.csv"),
                     help="CSV of every data set x coefficient (appended as computed)")
     ap.add_argument("--table", default=None, help="also write the markdown tables here")

@@ -10,8 +10,6 @@ method         release                                    models
 "histogram"    :func:`dpmodels.release` (Lei 2011)        all dp_* models
 "moments"      :func:`dpmodels.moments.release_moments`   dp_ols
 "newton"       :func:`dpmodels.newton.release_newton`     dp_logit
-"sample-       :func:`dpmodels.aggregate.                 dp_quantreg
-aggregate"     release_aggregate` (Smith 2008)
 =============  =========================================  ====================================
 """
 
@@ -24,8 +22,7 @@ from .errors import DPModelsError
 from .validation import check_choice
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
-           "QUANTREG_METHODS",
-           "choose_quantreg_method", "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
+           "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS"]
 
 @runtime_checkable
@@ -50,12 +47,10 @@ RELEASES = {
     "histogram": ("dpmodels.release", "release", "PrivateHistogram"),
     "moments": ("dpmodels.moments", "release_moments", "PrivateMoments"),
     "newton": ("dpmodels.newton", "release_newton", "PrivateNewton"),
-    "sample-aggregate": ("dpmodels.aggregate", "release_aggregate", "PrivateAggregate"),
 }
 
 OLS_METHODS = ("auto", "histogram", "moments")
 LOGIT_METHODS = ("auto", "histogram", "newton")
-QUANTREG_METHODS = ("auto", "histogram", "sample-aggregate")
 #: "auto" keeps the histogram for OLS when the formula has at most this many
 #: continuous variables (response included) and its factors have at least
 #: HISTOGRAM_MIN_CELLS level combinations: there the factors carry the model,
@@ -232,53 +227,6 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         raise DPModelsError(
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
-    return chosen
-
-
-def choose_quantreg_method(method: str, formula: str, data, *, bins="auto",
-                           threshold="enhanced", options: Mapping | None = None) -> str:
-    """Resolve dp_quantreg's ``method`` to "histogram" or "sample-aggregate".
-
-    "auto" keeps the histogram.  benchmarks/sample_aggregate.py (median4:
-    y ~ x1 + x2 + x3 + C(d), n = 2e4, epsilon = 1) measured the
-    sample-and-aggregate intervals covering but about 10 times as wide as the
-    non-private ones (the noise of a 5-coefficient average over 400 blocks
-    of 50 rows), not a default to impose; choose it explicitly.
-
-    Examples
-    --------
-    >>> choose_quantreg_method("auto", "y ~ x", None)
-    'histogram'
-    >>> choose_quantreg_method("sample-aggregate", "y ~ x", None)
-    'sample-aggregate'
-    """
-    from .aggregate import PrivateAggregate
-    from .release import PrivateHistogram
-
-    method = check_choice("method", method, QUANTREG_METHODS)
-    options = dict(options or {})
-    if isinstance(data, PrivateAggregate):
-        if method == "histogram":
-            raise DPModelsError("data is a sample-and-aggregate release: method='histogram' "
-                                "needs raw rows or a PrivateHistogram")
-        return "sample-aggregate"
-    if isinstance(data, PrivateHistogram):
-        if method == "sample-aggregate":
-            raise DPModelsError("data is a histogram release: method='sample-aggregate' needs "
-                                "raw rows or a PrivateAggregate")
-        return "histogram"
-    chosen = "histogram" if method == "auto" else method
-    if chosen == "sample-aggregate":
-        hist_opts = [k for k in HISTOGRAM_OPTIONS + ("threshold_A",) if k in options]
-        if not (isinstance(bins, str) and bins == "auto"):
-            hist_opts.append("bins")
-        if not (isinstance(threshold, str) and threshold == "enhanced"):
-            hist_opts.append("threshold")
-        if hist_opts:
-            raise DPModelsError(
-                f"{', '.join(dict.fromkeys(hist_opts))} apply to the histogram release; the "
-                "sample-and-aggregate release takes none of them: leave them out or use "
-                "method='histogram'")
     return chosen
 
 

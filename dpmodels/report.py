@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PrivacyReport", "MomentsReport", "AggregateReport"]
+__all__ = ["PrivacyReport", "MomentsReport"]
 
 
 @dataclass(frozen=True)
@@ -183,87 +183,6 @@ class MomentsReport:
              f"{self.radius:.4g} (L1, scaled units); noisy rows at or beyond it: "
              f"{self.clipped_rows:,.0f}"),
         ]
-        rows += [(f"  {name}:", desc) for name, desc in self.variables]
-        rows += [
-            ("Randomness:", "seeded generator (reproducible, for tests and docs)"
-             if self.seeded else "OS secure entropy"),
-            ("Budget:", self.budget),
-        ]
-        return rows
-
-    __str__ = PrivacyReport.__str__
-    _repr_html_ = PrivacyReport._repr_html_
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
-
-
-@dataclass(frozen=True)
-class AggregateReport:
-    """The privacy report of a sample-and-aggregate release (:mod:`dpmodels.aggregate`).
-
-    Attributes
-    ----------
-    epsilon : float
-        Total privacy parameter (pure DP, delta = 0); ``inf`` when not private.
-    private : bool
-    mechanism : str
-    split : tuple of (str, float)
-        The parts of epsilon (they add up to ``epsilon``).
-    n : int
-        The public number of rows.
-    n_source : str
-    variables : tuple of (name, description)
-        The public domain of each variable.
-    estimator : str
-        The block estimator.
-    blocks : int
-        Number of disjoint blocks k.
-    block_rows : (int, int)
-        Fewest and most rows in a block (from public n and k).
-    range_source : str
-        "param_bounds" (public, the caller's), "private" (estimated with a
-        part of epsilon) or "none" (epsilon = inf without param_bounds).
-    ranges : tuple of (name, low, high)
-        The clamping range of each coefficient.
-    seeded : bool
-    budget : str
-    """
-
-    epsilon: float
-    private: bool
-    mechanism: str
-    split: tuple
-    n: int
-    n_source: str
-    variables: tuple
-    estimator: str
-    blocks: int
-    block_rows: tuple
-    range_source: str
-    ranges: tuple
-    seeded: bool
-    budget: str = "no accountant"
-
-    def rows(self) -> list[tuple[str, str]]:
-        """(label, value) pairs, in display order, for summaries."""
-        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
-        rows = [
-            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
-            ("Mechanism:", self.mechanism),
-        ]
-        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
-        rows += [
-            ("Public n:", f"{self.n} ({self.n_source})"),
-            ("Block estimator:", self.estimator),
-            ("Blocks:", f"{self.blocks} disjoint blocks of {self.block_rows[0]}-"
-                        f"{self.block_rows[1]} rows"),
-            ("Clamping range:", {"param_bounds": "param_bounds (public, given)",
-                                 "private": "estimated privately (part of epsilon)",
-                                 "none": "none (epsilon = inf)"}[self.range_source]),
-        ]
-        rows += [(f"  {name}:", f"[{lo:.4g}, {hi:.4g}]") for name, lo, hi in self.ranges]
         rows += [(f"  {name}:", desc) for name, desc in self.variables]
         rows += [
             ("Randomness:", "seeded generator (reproducible, for tests and docs)"

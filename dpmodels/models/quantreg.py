@@ -50,7 +50,7 @@ from statsmodels.tools._decorators import cache_readonly
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 from statsmodels.tools.validation import string_like
 
-from ..errors import DPModelsError, ReleaseWarning
+from ..errors import ReleaseWarning
 from ..formula import formula_variables, user_stacklevel
 from ..inference import DPInference, DPInferenceResultsMixin, attach_dp_inference
 from ..summary import add_privacy_block, inference_notes
@@ -677,7 +677,6 @@ def dp_quantreg(
     n: int | None = None,
     random_state=None,
     accountant=None,
-    method: str = "auto",
     **kwargs,
 ) -> DPQuantReg:
     """Differentially private quantile regression from a formula, as
@@ -707,22 +706,14 @@ def dp_quantreg(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
-    method : {"auto", "histogram", "sample-aggregate"}
-        "histogram": QuantReg on the perturbed joint histogram (any quantile
-        from one release).  "sample-aggregate": the noisy, clamped average of
-        QuantReg fits on disjoint blocks of rows (:mod:`dpmodels.aggregate`;
-        no binning, one quantile per release).  "auto" (default): the
-        histogram (:func:`dpmodels.methods.choose_quantreg_method`).
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.  With ``method="sample-aggregate"``:
-        ``q`` (the quantile, default 0.5), ``blocks`` and ``param_bounds``
-        (see :func:`dpmodels.aggregate.release_aggregate`), and ``missing``.
+        :func:`dpmodels.release`.
 
     Returns
     -------
-    DPQuantReg or DPSampleAggregateQuantReg
-        Call ``.fit(q)`` (or ``.fit_many(qs)`` on a histogram) for the results.
+    DPQuantReg
+        Call ``.fit(q)`` or ``.fit_many(qs)`` for the results.
 
     Examples
     --------
@@ -741,29 +732,8 @@ def dp_quantreg(
     >>> sorted(model.fit_many([0.1, 0.9]))
     [0.1, 0.9]
     """
-    from ..methods import choose_quantreg_method
-
-    env = formula_env(kwargs)
-    chosen = choose_quantreg_method(method, formula, data, bins=bins, threshold=threshold,
-                                    options=kwargs)
-    if chosen == "sample-aggregate":
-        from .sample_aggregate import DPSampleAggregateQuantReg
-
-        extra = sorted(set(kwargs) - {"q", "blocks", "param_bounds", "missing"})
-        if extra:
-            raise DPModelsError(f"{', '.join(extra)} do not apply to method='sample-aggregate' "
-                                "(it takes q, blocks, param_bounds and missing)")
-        return DPSampleAggregateQuantReg(
-            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-            random_state=random_state, accountant=accountant,
-            missing=kwargs.get("missing", "drop"), namespace=env, q=kwargs.get("q", 0.5),
-            blocks=kwargs.get("blocks"), param_bounds=kwargs.get("param_bounds"))
-    for key in ("q", "blocks", "param_bounds"):
-        if key in kwargs:
-            raise DPModelsError(f"{key} applies to method='sample-aggregate' only; a histogram "
-                                "release answers every quantile (pass q to fit)")
     return DPQuantReg(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=env, **kwargs,
+        eval_env=formula_env(kwargs), **kwargs,
     )
