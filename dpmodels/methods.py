@@ -15,6 +15,8 @@ method         release                                    models
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
@@ -245,9 +247,6 @@ def _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace, oth
     """True (with a ReleaseWarning saying so) when the caller's bins leave the
     histogram's cells below ``SPARSE_GRID_RATIO`` thresholds of rows; public
     inputs only (declared n or the rows handed in, epsilon, bounds, levels, bins)."""
-    import math
-    import warnings
-
     from .errors import ReleaseWarning
     from .exact import MIN_EPSILON
     from .domain import MAX_BINS

@@ -13,6 +13,16 @@ from dataclasses import dataclass
 __all__ = ["PrivacyReport", "MomentsReport"]
 
 
+def _closing_rows(report) -> list[tuple[str, str]]:
+    """The rows every report ends with: each variable's public domain, the
+    randomness and the budget."""
+    return [(f"  {name}:", desc) for name, desc in report.variables] + [
+        ("Randomness:", "seeded generator (reproducible, for tests and docs)"
+         if report.seeded else "OS secure entropy"),
+        ("Budget:", report.budget),
+    ]
+
+
 @dataclass(frozen=True)
 class PrivacyReport:
     """What was released and under which guarantee.
@@ -96,13 +106,7 @@ class PrivacyReport:
             ("Released cells:", f"{self.released_cells:,}"),
             ("Noisy total:", f"{self.noisy_total:,}"),
         ]
-        rows += [(f"  {name}:", desc) for name, desc in self.variables]
-        rows += [
-            ("Randomness:", "seeded generator (reproducible, for tests and docs)"
-             if self.seeded else "OS secure entropy"),
-            ("Budget:", self.budget),
-        ]
-        return rows
+        return rows + _closing_rows(self)
 
     def __str__(self) -> str:
         rows = self.rows()
@@ -183,13 +187,7 @@ class MomentsReport:
              f"{self.radius:.4g} (L1, scaled units); noisy rows at or beyond it: "
              f"{self.clipped_rows:,.0f}"),
         ]
-        rows += [(f"  {name}:", desc) for name, desc in self.variables]
-        rows += [
-            ("Randomness:", "seeded generator (reproducible, for tests and docs)"
-             if self.seeded else "OS secure entropy"),
-            ("Budget:", self.budget),
-        ]
-        return rows
+        return rows + _closing_rows(self)
 
     __str__ = PrivacyReport.__str__
     _repr_html_ = PrivacyReport._repr_html_

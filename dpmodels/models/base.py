@@ -443,13 +443,14 @@ class DPModel:
         def placement_fit():
             """The estimate with other representatives of the same cells, minus it."""
             rep = self.representer
-            current = "midpoint" if rep is None else rep.method
-            other = "shift" if current == "midpoint" else "midpoint"
-            if rep is None:
-                rep = representer_for(self.release, self.variables, other)
-                if rep is None:
+            if rep is None:  # midpoints (or no continuous variable): the neighbour shift
+                other = "shift"
+                alt = representer_for(self.release, self.variables, other)
+                if alt is None:
                     return np.full(start.size, np.nan), other
-            alt = Representer(rep.domain, rep.ids, rep.counts, method=other)
+            else:
+                other = "shift" if rep.method == "midpoint" else "midpoint"
+                alt = Representer(rep.domain, rep.ids, rep.counts, method=other)
             frame = alt.frame(alt.ids, alt.counts, self.count_column)
             frame.attrs = {}
             weights = frame[self.count_column].to_numpy(float)

@@ -24,7 +24,8 @@ exact Gaussian law (mean normal, scatter Wishart with N - 1 degrees of
 freedom), adds noise of the release's law to every released entry, and
 re-runs the same estimator.  The replicates' spread covers sampling, the
 privacy noise and the estimator's nonlinearity (the floor); their mean
-minus the estimate is the bias used by the default "bc-normal" interval.
+minus the estimate is the bias, which the default "normal" interval carries
+as a shift of unknown sign (:attr:`~dpmodels.inference.DPInference.mse`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from functools import cached_property
 
 import numpy as np
 import pandas as pd

@@ -47,8 +47,8 @@ class DPOLS(DPModel):
             entropy.  (The release's own randomness was fixed when it was
             made.)
         cov_kwds : dict, optional
-            ``n_boot``, ``random_state``, ``interval`` ("bc-normal" default,
-            "normal", "basic", "percentile") and ``binning_check`` (bool).
+            ``n_boot``, ``random_state``, ``interval`` ("normal" default,
+            "bc-normal", "basic", "percentile") and ``binning_check`` (bool).
         **kwargs
             Passed to statsmodels' ``fit``.
 

@@ -563,10 +563,7 @@ class DPQuantReg(DPModel):
         bootstrap replicate is held on the same bin, so the replicates'
         spread does not measure them).
         """
-        # the bootstrap's bias estimate of an LP vertex on a binned response is
-        # unreliable: plain normal intervals (docs/inference.md, coverage table)
-        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds, allow_nonrobust=False,
-                                default_interval="normal")
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds, allow_nonrobust=False)
         model = self._model
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
