@@ -166,9 +166,25 @@ def _quantum(radius: float) -> int:
     return int(2 ** max(0, math.floor(math.log2(NEWTON_UNITS / (1.0 + radius)))))
 
 
-def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radius, b):
+def logit_family(eta: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The logit's step weights and residuals: ``(4 p (1 - p), y - p)`` (in
+    [0, 1] and [-1, 1]; :data:`LOGIT_WEIGHT` undoes the 4)."""
+    p = 1.0 / (1.0 + np.exp(-eta))
+    return 4.0 * p * (1.0 - p), y - p
+
+
+#: The information's unit for :func:`logit_family`'s weights (H = sum p(1-p) x x').
+LOGIT_WEIGHT = 0.25
+
+
+def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radius, b,
+                     family=logit_family):
     """Exact integer statistics of one Newton step at ``b`` and their scale
-    (quantum g, sum weight w_g, sensitivity Delta)."""
+    (quantum g, sum weight w_g, sensitivity Delta).
+
+    ``family(eta, y)`` gives each row's weight in [0, 1] and residual in
+    [-1, 1] at the linear predictor ``eta = (1, v)'b``; whatever it is, a
+    row's quantized contribution obeys the bound of :func:`_step_scale`."""
     q = space.q
     g, w_g, delta = _step_scale(radius, space, offsets, scales)
     _, A = _newton_bound(radius, space, offsets, scales, g)
@@ -178,9 +194,9 @@ def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radi
     for U, y in rows.pairs(chunk):
         V = clipped_rows(U, offsets, scales, radius)
         Xt = np.column_stack([np.ones(V.shape[0]), V])
-        p = 1.0 / (1.0 + np.exp(-(Xt @ b)))
-        a = np.rint(4.0 * p * (1.0 - p) * LEVELS)
-        e = np.rint((y - p) * LEVELS)
+        weight, resid = family(Xt @ b, y)
+        a = np.rint(np.clip(weight, 0.0, 1.0) * LEVELS)
+        e = np.rint(np.clip(resid, -1.0, 1.0) * LEVELS)
         K = np.rint(Xt * g)
         hh = (K.T @ (a[:, None] * K))[iu]
         ss = K.T @ e
@@ -209,10 +225,12 @@ def _newton_bound(radius: float, space: DesignSpace, offsets, scales, g: int):
     return (A * A + Q) / 2.0, math.ceil(A * (1 + 1e-12))
 
 
-def _decode(h, s, g, w_g, q):
+def _decode(h, s, g, w_g, q, weight: float = LOGIT_WEIGHT):
+    """The information and score from a step's integers (``weight``: the
+    information's value of a quantized weight of 1)."""
     iu = np.triu_indices(q + 1)
     H = np.zeros((q + 1, q + 1))
-    H[iu] = np.array(h, float) / (4.0 * LEVELS * g * g)
+    H[iu] = np.array(h, float) * weight / (LEVELS * g * g)
     H = H + np.triu(H, 1).T
     score = np.array(s, float) / (w_g * LEVELS * g)
     return H, score
@@ -229,6 +247,61 @@ def newton_update(b, H, score, floor):
     step = np.linalg.solve(_floored(H, floor), score[..., None])[..., 0]
     length = np.abs(step).sum(axis=-1, keepdims=True)
     return b + step * np.minimum(1.0, MAX_STEP / np.maximum(length, 1e-300))
+
+
+def noisy_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, eps_t: float,
+               bits, family=logit_family, weight: float = LOGIT_WEIGHT):
+    """One released step: the step statistics at ``b`` over every row, exact
+    discrete Laplace noise of scale ``Delta / eps_t`` on each integer, decoded.
+
+    Returns ``(H, score, (var_H, var_score), Delta, g)``: the noisy
+    information and score and the variance of the noise on an entry of each."""
+    h, s = passes.run(lambda rows: _step_statistics(
+        rows, space, offsets, scales, radius, b, family)[:2])
+    g, w_g, delta = _step_scale(radius, space, offsets, scales)
+    eps_unit = _unit_epsilon(eps_t, delta / 2.0)
+    z = discrete_laplace(bits, eps_unit, len(h) + len(s))
+    h = [int(x) + int(e) for x, e in zip(h, z[:len(h)])]
+    s = [int(x) + int(e) for x, e in zip(s, z[len(h):])]
+    H, score = _decode(h, s, g, w_g, space.q, weight)
+    rate = math.exp(-eps_unit / 2.0)
+    var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
+    noise_var = (var * (weight / (LEVELS * g * g)) ** 2, var / (w_g * LEVELS * g) ** 2)
+    return H, score, noise_var, delta, g
+
+
+def design_moments(H: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(count, mean, cov)`` of v from a released ``sum (1, v)(1, v)'``."""
+    count = max(H[0, 0], 1.0)
+    mean = H[0, 1:] / count
+    return count, mean, H[1:, 1:] / count - np.outer(mean, mean)
+
+
+def scaled_ball(passes: _Passes, space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
+                eps_r: float, n_public: int, epsilon: float, bits, clip_scale: float = 1.0):
+    """The first two stages of a Newton-type release: private centres and
+    scales of the design's coordinates (``eps_s``) and the L1 radius the
+    scaled rows are clipped to (``eps_r``), as in :mod:`dpmodels.moments`.
+
+    Returns ``(offsets, scales, radius, clipped, split)``: ``clipped`` the
+    noisy number of rows beyond the radius, ``split`` the report's entries."""
+    free = ~space.dummy
+    loc_edges = location_edges()
+    noisy = loc_counts + discrete_laplace(
+        bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
+    ).reshape(loc_counts.shape)
+    offsets, scales = locations_from(noisy, loc_edges, space)
+    norm_edges = norm_edges_for(space, offsets, scales)
+    counts = passes.run(lambda rows: norm_counts(rows, space, offsets, scales)[1])
+    noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
+    allowed = max(clip_scale * clip_fraction(n_public, epsilon, _clip_dimension(space) + 1)
+                  * n_public, 1.0)
+    radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
+    clipped = float(noisy_norms[norm_edges >= radius].sum())
+    split = [(f"centres and scales (histograms of each u_j, L1 sensitivity "
+              f"{2 * int(free.sum())})", eps_s),
+             ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
+    return offsets, scales, radius, clipped, split
 
 
 def _binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
@@ -314,7 +387,6 @@ def release_newton(
         return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
     passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
-    loc_edges = location_edges()
     loc_counts = passes.run(lambda rows: location_counts(rows, space)[1])
 
     budget = "no accountant"
@@ -323,42 +395,17 @@ def release_newton(
         budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
                   f"{accountant.total_epsilon:g} spent")
     bits = random_source(random_state)
-    q, free = space.q, ~space.dummy
-    noisy = loc_counts + discrete_laplace(
-        bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
-    ).reshape(loc_counts.shape)
-    offsets, scales = locations_from(noisy, loc_edges, space)
-    norm_edges = norm_edges_for(space, offsets, scales)
-    counts = passes.run(lambda rows: norm_counts(rows, space, offsets, scales)[1])
-    noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
-    allowed = max(CLIP_SCALE * clip_fraction(n_public, epsilon, _clip_dimension(space) + 1)
-                  * n_public, 1.0)
-    radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
-    clipped = float(noisy_norms[norm_edges >= radius].sum())
-
+    q = space.q
+    offsets, scales, radius, clipped, split = scaled_ball(
+        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, CLIP_SCALE)
     b = np.zeros(q + 1)
-    split = [(f"centres and scales (histograms of each u_j, L1 sensitivity "
-              f"{2 * int(free.sum())})", eps_s),
-             ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
     moments, step_noise = None, []
     for t, eps_t in enumerate(eps_steps):
-        h, s = passes.run(lambda rows, b=b: _step_statistics(
-            rows, space, offsets, scales, radius, b)[:2])
-        g, w_g, delta = _step_scale(radius, space, offsets, scales)
-        eps_unit = _unit_epsilon(eps_t, delta / 2.0)
-        z = discrete_laplace(bits, eps_unit, len(h) + len(s))
-        h = [int(x) + int(e) for x, e in zip(h, z[:len(h)])]
-        s = [int(x) + int(e) for x, e in zip(s, z[len(h):])]
-        H, score = _decode(h, s, g, w_g, q)
-        rate = math.exp(-eps_unit / 2.0)
-        var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
-        noise_var = (var / (4.0 * LEVELS * g * g) ** 2, var / (w_g * LEVELS * g) ** 2)
+        H, score, noise_var, delta, g = noisy_step(passes, space, offsets, scales, radius, b,
+                                                   eps_t, bits)
         floor = 2.0 * math.sqrt(q + 1) * math.sqrt(noise_var[0])
         if t == 0:  # at b = 0 every weight is 1/4: H = (1/4) sum (1, v)(1, v)'
-            count = max(4.0 * H[0, 0], 1.0)
-            mean = 4.0 * H[0, 1:] / count
-            cov = 4.0 * H[1:, 1:] / count - np.outer(mean, mean)
-            moments = (count, mean, cov)
+            moments = design_moments(4.0 * H)
         step_noise.append(noise_var)
         start = b
         b = newton_update(b, H, score, floor)
