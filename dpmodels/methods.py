@@ -10,6 +10,8 @@ method         release                                    models
 "histogram"    :func:`dpmodels.release` (Lei 2011)        all dp_* models
 "moments"      :func:`dpmodels.moments.release_moments`   dp_ols
 "newton"       :func:`dpmodels.newton.release_newton`     dp_logit
+"newton"       :func:`dpmodels.quantile_steps.            dp_quantreg
+               release_quantile_steps`
 =============  =========================================  ====================================
 """
 
@@ -24,6 +26,7 @@ from .errors import DPModelsError
 from .validation import check_choice
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
+           "choose_quantreg_method", "QUANTREG_METHODS",
            "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS"]
 
@@ -49,9 +52,12 @@ RELEASES = {
     "histogram": ("dpmodels.release", "release", "PrivateHistogram"),
     "moments": ("dpmodels.moments", "release_moments", "PrivateMoments"),
     "newton": ("dpmodels.newton", "release_newton", "PrivateNewton"),
+    "quantile-newton": ("dpmodels.quantile_steps", "release_quantile_steps",
+                        "PrivateQuantileSteps"),
 }
 
 OLS_METHODS = ("auto", "histogram", "moments")
+QUANTREG_METHODS = ("auto", "histogram", "newton")
 LOGIT_METHODS = ("auto", "histogram", "newton")
 #: "auto" keeps the histogram for OLS when the formula has at most this many
 #: continuous variables (response included) and its factors have at least
@@ -145,6 +151,32 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
 
     return _choose(method, OLS_METHODS, "moments", PrivateMoments, formula, data, bounds,
                    levels, bins, threshold, options, namespace,
+                   lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
+                                         and cells >= HISTOGRAM_MIN_CELLS), n=n, epsilon=epsilon)
+
+
+def choose_quantreg_method(method: str, formula: str, data, *, bounds=None, levels=None,
+                           bins="auto", threshold="enhanced", options: Mapping | None = None,
+                           namespace: Mapping | None = None, n: int | None = None,
+                           epsilon: float | None = None) -> str:
+    """Resolve dp_quantreg's ``method`` to "histogram" or "newton", by
+    dp_ols' rule (:func:`choose_ols_method`): the histogram where the factors
+    carry the model, the Newton steps of the check loss elsewhere
+    (benchmarks/validity.py's median4: the histogram's intervals covered x1
+    in 0% of data sets at n = 2e4).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0.0], "a": [0.0], "b": [0.0], "c": [0.0]})
+    >>> b = {v: (0, 1) for v in "yabc"}
+    >>> choose_quantreg_method("auto", "y ~ a + b + c", df, bounds=b, namespace={})
+    'newton'
+    """
+    from .quantile_steps import PrivateQuantileSteps
+
+    return _choose(method, QUANTREG_METHODS, "newton", PrivateQuantileSteps, formula, data,
+                   bounds, levels, bins, threshold, options, namespace,
                    lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
                                          and cells >= HISTOGRAM_MIN_CELLS), n=n, epsilon=epsilon)
 

@@ -150,16 +150,24 @@ class PrivateNewton:
 
     def design_params(self, beta: np.ndarray) -> np.ndarray:
         """Coefficients on the design's columns from scaled ones (batched)."""
-        beta = np.asarray(beta, float)
-        out = np.empty(beta.shape[:-1] + (self.space.constant.size,))
-        slopes = beta[..., 1:] / self.half
-        out[..., ~self.space.constant] = slopes
-        out[..., self.space.constant] = (beta[..., 0] - slopes @ self.centre)[..., None]
-        return out
+        return scaled_params(self.space, self.offsets, self.scales, beta)
 
     def __repr__(self) -> str:
         return (f"PrivateNewton({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
                 f"q={self.space.q}, radius={self.radius:.3g})")
+
+
+def scaled_params(space: DesignSpace, offsets, scales, beta: np.ndarray) -> np.ndarray:
+    """Coefficients on the design's columns from coefficients on the scaled
+    rows ``(1, v)``, ``v = (u - offsets) / scales`` (batched over leading axes)."""
+    beta = np.asarray(beta, float)
+    centre = space.centre + space.half * offsets
+    half = space.half * scales
+    out = np.empty(beta.shape[:-1] + (space.constant.size,))
+    slopes = beta[..., 1:] / half
+    out[..., ~space.constant] = slopes
+    out[..., space.constant] = (beta[..., 0] - slopes @ centre)[..., None]
+    return out
 
 
 def _quantum(radius: float) -> int:

@@ -362,7 +362,7 @@ def test_coefficients_fixed_by_one_response_bin_are_flagged(bins, epsilon, n):
     about the slopes, and the fit must say so."""
     df = _coarse_frame(n)
     model = dp_quantreg(COARSE_FORMULA, df, epsilon=epsilon, bounds=COARSE_BOUNDS, bins=bins,
-                        random_state=0)
+                        random_state=0, method="histogram")
     assert model.representer.method == "sheppard"  # the benchmark's points (> 3 continuous)
     names = "Intercept, x1, x2, x3, x4"
     with pytest.warns(ReleaseWarning, match=f"{names} are fixed by the binning of y") as rec:
@@ -393,7 +393,8 @@ def test_coefficients_fixed_by_one_response_bin_are_flagged(bins, epsilon, n):
 
     # the remedy the warning names: more bins for y resolve the slopes
     finer = dp_quantreg(COARSE_FORMULA, df, epsilon=epsilon, bounds=COARSE_BOUNDS,
-                        bins={"y": 30} | {x: 3 for x in COARSE_X}, random_state=0)
+                        bins={"y": 30} | {x: 3 for x in COARSE_X}, random_state=0,
+                        method="histogram")
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReleaseWarning)
         fine = finer.fit(q=0.5, cov_type="naive")

@@ -195,7 +195,7 @@ class FormulaReleaseModel:
 
     def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
                  random_state=None, accountant=None, missing="drop", namespace=None,
-                 domain_check=None):
+                 domain_check=None, **release_options):
         self.formula = formula
         if isinstance(data, self._release_type):
             if data.space.formula != formula:
@@ -207,7 +207,7 @@ class FormulaReleaseModel:
             self.release = type(self)._release_fn(
                 data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
                 random_state=random_state, accountant=accountant, missing=missing,
-                namespace=namespace, domain_check=domain_check)
+                namespace=namespace, domain_check=domain_check, **release_options)
             self.budget_spent = self.release.report.epsilon
 
     @property

@@ -59,6 +59,22 @@ __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
 NEWTON_SIM_ROWS = 2000
 
 
+def gaussian_design(moments: tuple, dummy: np.ndarray, rows: int, rng) -> np.ndarray:
+    """A bootstrap population's design rows ``(1, v)``: v Gaussian with the
+    released mean and covariance (``moments = (count, mean, cov)``), each 0/1
+    column cut at its mean's quantile (a Gaussian copula keeps its correlation
+    with the others)."""
+    _, mean, cov = moments
+    lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
+    L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
+    Xs = mean + rng.standard_normal((rows, mean.size)) @ L.T
+    for j in np.flatnonzero(dummy):
+        sd = math.sqrt(max(cov[j, j], 1e-12))
+        m = min(max(mean[j], 1e-6), 1 - 1e-6)
+        Xs[:, j] = (Xs[:, j] - mean[j]) / sd > stats.norm.ppf(1.0 - m)
+    return np.column_stack([np.ones(rows), Xs])
+
+
 class NewtonLogitResults(FreqLogitResults):
     """Logit results of a noisy-Newton release: the likelihood is not released."""
 
@@ -192,17 +208,8 @@ class DPNewtonLogit(FormulaReleaseModel):
         B = int(opts["n_boot"])
         rng = make_rng(opts["random_state"])
         k = rel.beta.size
-        count, mean, cov = rel.moments
-        lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
-        L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
-        Xs = mean + rng.standard_normal((NEWTON_SIM_ROWS, k - 1)) @ L.T
-        # 0/1 columns stay 0/1: the Gaussian coordinate cut at its mean's quantile
-        # (a Gaussian copula keeps their correlation with the others)
-        for j in np.flatnonzero(rel.space.dummy):
-            sd = math.sqrt(max(cov[j, j], 1e-12))
-            m = min(max(mean[j], 1e-6), 1 - 1e-6)
-            Xs[:, j] = (Xs[:, j] - mean[j]) / sd > stats.norm.ppf(1.0 - m)
-        Xt = np.column_stack([np.ones(NEWTON_SIM_ROWS), Xs])
+        count = rel.moments[0]
+        Xt = gaussian_design(rel.moments, rel.space.dummy, NEWTON_SIM_ROWS, rng)
         per_row = count / NEWTON_SIM_ROWS
         p_pop = 1.0 / (1.0 + np.exp(-(Xt @ rel.beta)))
         fisher = per_row * (Xt.T * (p_pop * (1.0 - p_pop))) @ Xt

@@ -512,7 +512,10 @@ class DPQuantReg(DPModel):
             )
         return self._formula_model(FreqQuantReg, self.cells, weights=w.astype(float))
 
-    def fit(self, q: float = 0.5, vcov: str = "robust", kernel: str = "epa",
+    #: fit()'s default quantile (dp_quantreg's ``q``).
+    default_q = 0.5
+
+    def fit(self, q: float | None = None, vcov: str = "robust", kernel: str = "epa",
             bandwidth: str = "hsheather", *, cov_type: str = "dp", n_boot: int | None = None,
             random_state=None, cov_kwds: dict | None = None,
             **kwargs) -> RegressionResultsWrapper:
@@ -522,8 +525,9 @@ class DPQuantReg(DPModel):
 
         Parameters
         ----------
-        q : float
-            Quantile, strictly between 0 and 1.
+        q : float, optional
+            Quantile, strictly between 0 and 1 (default: dp_quantreg's ``q``,
+            else 0.5).
         vcov : {"robust", "iid"}
         kernel : {"epa", "biw", "cos", "gau", "par"}
         bandwidth : {"hsheather", "bofinger", "chamberlain"}
@@ -564,6 +568,7 @@ class DPQuantReg(DPModel):
         spread does not measure them).
         """
         kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds, allow_nonrobust=False)
+        q = self.default_q if q is None else q
         model = self._model
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
@@ -674,8 +679,10 @@ def dp_quantreg(
     n: int | None = None,
     random_state=None,
     accountant=None,
+    q=None,
+    method: str = "auto",
     **kwargs,
-) -> DPQuantReg:
+):
     """Differentially private quantile regression from a formula, as
     ``statsmodels.formula.api.quantreg``.
 
@@ -703,13 +710,25 @@ def dp_quantreg(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
+    q : float or list of float, optional
+        The quantile(s) to release.  The histogram answers any quantile, and
+        ``q`` only sets ``fit()``'s default; the Newton steps release these
+        quantiles only (default 0.5; with several, epsilon is split between
+        them).
+    method : {"auto", "histogram", "newton"}
+        "histogram": quantile regression on the perturbed joint histogram.
+        "newton": a least-squares step and four Newton steps of the check
+        loss, each from noisy statistics of the step
+        (:mod:`dpmodels.quantile_steps`): every covariate count, no binning.
+        "auto" (default) chooses from public inputs only, by dp_ols' rule
+        (:func:`dpmodels.methods.choose_quantreg_method`).
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
         :func:`dpmodels.release`.
 
     Returns
     -------
-    DPQuantReg
+    DPQuantReg or DPNewtonQuantReg
         Call ``.fit(q)`` or ``.fit_many(qs)`` for the results.
 
     Examples
@@ -729,8 +748,24 @@ def dp_quantreg(
     >>> sorted(model.fit_many([0.1, 0.9]))
     [0.1, 0.9]
     """
-    return DPQuantReg(
+    from ..methods import choose_quantreg_method
+    from ..quantile_steps import _quantiles
+    from .newton_quantreg import DPNewtonQuantReg
+
+    env = formula_env(kwargs)
+    taus = _quantiles(0.5 if q is None else q)
+    chosen = choose_quantreg_method(method, formula, data, bounds=bounds, levels=levels,
+                                    bins=bins, threshold=threshold, options=kwargs,
+                                    namespace=env, n=n, epsilon=epsilon)
+    if chosen == "newton":
+        return DPNewtonQuantReg(
+            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+            random_state=random_state, accountant=accountant,
+            missing=kwargs.pop("missing", "drop"), namespace=env, q=taus)
+    model = DPQuantReg(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=formula_env(kwargs), **kwargs,
+        eval_env=env, **kwargs,
     )
+    model.default_q = taus[0]
+    return model

@@ -1,0 +1,291 @@
+"""dp_quantreg by noisy Newton steps of the check loss
+(:mod:`dpmodels.quantile_steps`): the estimate, statsmodels ``QuantReg``
+results, and a parametric bootstrap that replays the whole iteration.
+
+Results
+-------
+The estimate is the release's last iterate for the quantile, mapped to the
+design's columns and the response's units.  It is handed to statsmodels as
+the results of a frequency-weighted QuantReg on ``4q`` points that carry
+the released mean and covariance of the design, each with a response above
+and one below the fitted plane (weights ``1 - tau`` and ``tau``: the check
+loss's subgradient is 0 at the estimate), so ``predict``, ``conf_int``,
+``t_test`` and ``summary`` work.  The check loss itself is not released:
+``prsquared`` and ``objective`` are NaN.  ``bandwidth`` is the release's
+band (response units) and ``sparsity`` ``1 / density`` at the quantile.
+
+Standard errors (cov_type "dp")
+-------------------------------
+A parametric bootstrap of the whole iteration: a population of Gaussian
+covariates (the least-squares step's mean and covariance) whose responses
+are the fitted plane plus asymmetric-Laplace errors with the released
+density at the quantile (tau-quantile 0, so the plane is the population's
+quantile regression).  Every replicate runs the least-squares step, the start
+at the residuals' quantile and the damped quantile steps with the score's
+sampling error (``tau (1 - tau) sum x x'``, one draw shared by the steps),
+the band counts' and scores' noise of each step's law; the replicates' mean
+squared deviation from the estimate is the covariance (one centre for every
+test, :class:`~dpmodels.models.moments_ols.MomentsInference`).  The errors'
+law is homoscedastic: under strong heteroscedasticity the sampling part is
+that of the iid covariance, as statsmodels' ``vcov="iid"``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from statsmodels.tools._decorators import cache_readonly
+
+from ..errors import ReleaseWarning
+from ..formula import user_stacklevel
+from ..inference import attach_dp_inference
+from ..newton import newton_update
+from ..quantile_steps import (
+    BandCount,
+    PrivateQuantileSteps,
+    gram_of,
+    quantile_update,
+    release_quantile_steps,
+)
+from ..randomness import make_rng
+from ..summary import add_privacy_block, inference_notes
+from .base import dp_options
+from .moments_ols import (
+    INFO_SDS,
+    MOMENTS_INTERVAL,
+    MOMENTS_N_BOOT,
+    FormulaReleaseModel,
+    MomentsInference,
+    warn_uninformative,
+)
+from .newton_logit import NEWTON_SIM_ROWS, gaussian_design
+from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
+
+__all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
+
+
+class NewtonQuantRegResults(FreqQuantRegResults):
+    """QuantReg results of a quantile-steps release: the check loss is not released."""
+
+    source = "newton"
+
+    @cache_readonly
+    def prsquared(self):
+        return np.nan
+
+    def summary(self, yname=None, xname=None, title=None, alpha=0.05):
+        """QuantReg-layout summary plus the privacy block."""
+        if title is None:
+            title = "DP QuantReg Regression Results (noisy Newton steps)"
+        smry = super(FreqQuantRegResults, self).summary(yname=yname, xname=xname, title=title,
+                                                        alpha=alpha)
+        notes = [f"Quantile q = {self.q:g}. nobs is the noisy number of complete rows; the "
+                 "check loss is not released (Pseudo R-squared is NaN)."]
+        notes += inference_notes(self)
+        return add_privacy_block(smry, self.privacy, notes)
+
+
+def _ald_cdf(u, tau: float, sigma: float):
+    """CDF of the asymmetric Laplace law with tau-quantile 0 and density
+    ``tau (1 - tau) / sigma`` at 0."""
+    u = np.asarray(u, float)
+    neg = tau * np.exp(np.minimum(u, 0.0) * (1.0 - tau) / sigma)
+    pos = 1.0 - (1.0 - tau) * np.exp(-np.maximum(u, 0.0) * tau / sigma)
+    return np.where(u < 0, neg, pos)
+
+
+def _ald_draw(rng, tau: float, sigma: float, size: int) -> np.ndarray:
+    above = rng.random(size) >= tau
+    e = rng.standard_exponential(size)
+    return np.where(above, sigma * e / tau, -sigma * e / (1.0 - tau))
+
+
+def _sym_laplace(rng, var: float, shape) -> np.ndarray:
+    """Symmetric matrices of Laplace noise of variance ``var`` per entry."""
+    E = np.triu(rng.laplace(0.0, math.sqrt(var / 2.0), shape))
+    return E + np.swapaxes(np.triu(E, 1), -1, -2)
+
+
+class DPNewtonQuantReg(FormulaReleaseModel):
+    """Differentially private quantile regression by noisy Newton steps of the
+    check loss.
+
+    Built by :func:`dpmodels.dp_quantreg` with ``method="newton"`` (or when
+    ``method="auto"`` chooses it); see :mod:`dpmodels.quantile_steps`.  The
+    release answers the quantiles it was made for (``q=`` of
+    ``dp_quantreg``).
+    """
+
+    _name = "DP QuantReg (Newton)"
+    method = "newton"
+    _release_type = PrivateQuantileSteps
+    _release_fn = staticmethod(release_quantile_steps)
+
+    @property
+    def quantiles(self) -> tuple:
+        """The quantiles the release answers."""
+        return self.release.quantiles
+
+    def fit(self, q: float | None = None, vcov: str = "robust", kernel: str = "epa",
+            bandwidth: str = "hsheather", *, cov_type: str = "dp", n_boot: int | None = None,
+            random_state=None, cov_kwds: dict | None = None, **kwargs):
+        """The released estimate at quantile ``q`` as statsmodels ``QuantReg``
+        results (with ``.privacy``; ``.dp_inference`` under cov_type "dp").
+
+        Parameters
+        ----------
+        q : float, optional
+            A released quantile (default: the first one released).
+        vcov, kernel, bandwidth
+            Accepted as in ``QuantReg.fit``; the naive covariance is
+            ``tau (1 - tau) / (n f^2) (E x x')^-1`` with the released density
+            f and design moments (the release's information is ``f X'X``, so
+            "robust" and "iid" coincide).
+        cov_type : {"dp", "naive"}
+            "dp" (default): parametric bootstrap of the whole iteration.
+        n_boot : int, optional
+            Bootstrap replicates (default 1000).
+        random_state : None, int or Generator
+        cov_kwds : dict, optional
+            ``n_boot``, ``random_state``, ``interval``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-1, 1, size=(50_000, 3))
+        >>> df = pd.DataFrame(X, columns=["a", "b", "c"])
+        >>> df["y"] = 1 + X @ [1.0, -0.5, 0.0] + rng.laplace(0, 0.5, 50_000)
+        >>> model = dpm.dp_quantreg("y ~ a + b + c", df, epsilon=1.0, method="newton",
+        ...                         bounds={"a": (-1, 1), "b": (-1, 1), "c": (-1, 1),
+        ...                                 "y": (-4, 6)}, random_state=0)
+        >>> res = model.fit(random_state=0)
+        >>> [round(float(v), 1) + 0.0 for v in res.params]
+        [1.0, 1.0, -0.5, 0.0]
+        >>> res.q
+        0.5
+        """
+        kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds,
+                                default_interval=MOMENTS_INTERVAL)
+        if n_boot is None and "n_boot" not in (cov_kwds or {}):
+            opts["n_boot"] = MOMENTS_N_BOOT
+        rel = self.release
+        i = 0 if q is None else rel.index(q)
+        tau = rel.quantiles[i]
+        space = rel.space
+        params = rel.design_params(rel.beta[i])
+        count, mean, cov = rel.moments
+        lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
+        L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
+        m = mean.size
+        pts = np.concatenate([mean + math.sqrt(m) * L.T, mean - math.sqrt(m) * L.T])
+        X = np.empty((2 * m, space.constant.size))
+        X[:, ~space.constant] = rel.centre_half(pts)
+        X[:, space.constant] = 1.0
+        fitted = X @ params
+        spread = rel.y_half / max(float(rel.density[i]), 1e-12)
+        X2 = np.concatenate([X, X])
+        y2 = np.concatenate([fitted + spread, fitted - spread])
+        w2 = np.concatenate([np.full(2 * m, 1.0 - tau), np.full(2 * m, tau)]) * count / (2 * m)
+        model = FreqQuantReg(pd.Series(y2, name=space.endog_name),
+                             pd.DataFrame(X2, columns=list(space.exog_names)), weights=w2)
+        model.formula = self.formula
+        model.data.model_spec = space.infos[1]
+        res = NewtonQuantRegResults(model, np.asarray(params),
+                                    normalized_cov_params=self._naive_cov(i))
+        res.q, res.iterations, res.history = tau, len(rel.steps[i]), None
+        res.bandwidth = float(rel.bandwidth[i] * rel.y_half)
+        res.sparsity = spread
+        res.vcov_type, res.kernel_name, res.bandwidth_name = "iid", "uniform", "release"
+        res.privacy, res.release = rel.report, rel
+        wrapped = FreqQuantRegResultsWrapper(res)
+        if kind == "dp":
+            attach_dp_inference(wrapped, self._bootstrap(i, np.asarray(params), opts))
+        return wrapped
+
+    def fit_many(self, qs=None, **kwargs) -> dict:
+        """Results for several released quantiles (default: all of them), keyed by q."""
+        qs = self.release.quantiles if qs is None else [float(q) for q in qs]
+        return {q: self.fit(q=q, **kwargs) for q in qs}
+
+    def _jacobian(self) -> np.ndarray:
+        rel = self.release
+        k = rel.beta.shape[1]
+        return (rel.design_params(np.eye(k)) - rel.design_params(np.zeros(k))).T
+
+    def _naive_cov(self, i: int) -> np.ndarray:
+        rel = self.release
+        tau, count = rel.quantiles[i], rel.moments[0]
+        gram = gram_of(rel.ls_information, rel.ls_noise[0])
+        f = max(float(rel.density[i]), 1e-12)
+        C = tau * (1.0 - tau) / (count * f * f) * np.linalg.inv(gram)
+        J = self._jacobian()
+        return J @ C @ J.T
+
+    def _uninformative(self) -> np.ndarray:
+        rel, space = self.release, self.release.space
+        sd_h = math.sqrt(rel.ls_noise[0])
+        count, mean, cov = rel.moments
+        spread = count * np.diag(cov)  # sum of squares about the mean: the noisy mass
+        flags = np.zeros(space.constant.size, bool)
+        flags[np.flatnonzero(~space.constant)] = spread < INFO_SDS * sd_h
+        warn_uninformative(space.exog_names, flags)
+        return flags
+
+    def _bootstrap(self, i: int, params: np.ndarray, opts: dict) -> MomentsInference:
+        """Replay the release on the bootstrap population (see the module
+        notes): B replicates, vectorized."""
+        t0 = time.perf_counter()
+        rel = self.release
+        B = int(opts["n_boot"])
+        rng = make_rng(opts["random_state"])
+        tau, h, beta = rel.quantiles[i], float(rel.bandwidth[i]), rel.beta[i]
+        k = beta.size
+        count = rel.moments[0]
+        M = NEWTON_SIM_ROWS
+        Xt = gaussian_design(rel.moments, rel.space.dummy, M, rng)
+        per_row = count / M
+        sigma = tau * (1.0 - tau) / max(float(rel.density[i]), 1e-12)
+        y = np.clip(Xt @ beta + _ald_draw(rng, tau, sigma, M), -1.0, 1.0)
+        # the least-squares step: exact population sums, the sums' sampling error, noise
+        gram_pop = per_row * Xt.T @ Xt
+        ls_pop = np.linalg.lstsq(Xt, y, rcond=None)[0]
+        meat = per_row * (Xt.T * (y - Xt @ ls_pop) ** 2) @ Xt
+        var_h, var_s = rel.ls_noise
+        H = gram_pop + _sym_laplace(rng, var_h, (B, k, k))
+        score = (per_row * Xt.T @ y + rng.multivariate_normal(np.zeros(k), meat, B,
+                                                               method="eigh")
+                 + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k)))
+        b = newton_update(np.zeros((B, k)), H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
+        gram = gram_of(H, var_h)
+        # the start: the residuals' quantile at the least-squares fit; the band's first count
+        resid = y - b @ Xt.T
+        b[:, 0] += np.quantile(resid, tau, axis=1)
+        d = (b - beta) @ Xt.T
+        band0 = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
+        prior = float(rel.band_prior_var[i])
+        state = BandCount.of(band0 + rng.normal(0.0, math.sqrt(prior), B), prior)
+        xi = rng.multivariate_normal(np.zeros(k), tau * (1.0 - tau) * gram_pop, B,
+                                     method="eigh")
+        for var_c, var_s in rel.steps[i]:
+            d = (b - beta) @ Xt.T
+            band = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
+            state = state.add(band + rng.laplace(0.0, math.sqrt(var_c / 2.0), B), var_c)
+            score = (per_row * (tau - _ald_cdf(d, tau, sigma)) @ Xt + xi
+                     + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k)))
+            b = quantile_update(b, gram, state.rows, h, score)
+        return MomentsInference.of(
+            params, rel.design_params(b), opts, t0, self._uninformative(),
+            f"the least-squares step and the quantile steps (q={tau:g}) replayed on a "
+            "population of Gaussian covariates (the released mean and covariance) with "
+            "asymmetric-Laplace errors of the released density: the scores' sampling error "
+            "and each step's noise")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{t:g}" for t in self.release.quantiles)
+        return (f"DPNewtonQuantReg({self.formula!r}, q=[{shown}], "
+                f"epsilon={self.release.report.epsilon:g})")
