@@ -78,7 +78,7 @@ from .moments import (
 from .randomness import random_source
 from .report import MomentsReport
 
-__all__ = ["PrivateNewton", "release_newton", "STEP_SHARES"]
+__all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split"]
 
 #: How the Newton steps share their part of epsilon: the first steps only need
 #: to come close (from b = 0, three steps are not enough at 8 covariates); the
@@ -155,6 +155,23 @@ class PrivateNewton:
     def __repr__(self) -> str:
         return (f"PrivateNewton({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
                 f"q={self.space.q}, radius={self.radius:.3g})")
+
+
+#: The smallest part of epsilon a Newton-type release spends on one stage.  A
+#: step's L1 sensitivity is at most about 4 * LEVELS * NEWTON_UNITS**2 (~2**38,
+#: whatever the radius: the quantum g scales with it), so the noise scale stays
+#: below ~2**55 and the exact geometric sampler's 2**62 limit is never near.
+MIN_STEP_EPSILON = 1e-5
+
+
+def check_split(epsilon: float, parts, what: str = "") -> None:
+    """Refuse, before any budget is spent, an epsilon whose smallest part is
+    below MIN_STEP_EPSILON."""
+    if min(parts) < max(MIN_STEP_EPSILON, MIN_EPSILON):
+        raise DPModelsError(
+            f"epsilon={epsilon!r} is too small to split{' ' + what if what else ''}: its "
+            f"smallest part would be {min(parts):.3g}, below {MIN_STEP_EPSILON:g}; use a "
+            "larger epsilon (or fewer quantiles)")
 
 
 def scaled_params(space: DesignSpace, offsets, scales, beta: np.ndarray) -> np.ndarray:
@@ -383,8 +400,7 @@ def release_newton(
                             "method='histogram' with epsilon=inf")
     eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
     eps_steps = [(epsilon - eps_s - eps_r) * share for share in STEP_SHARES]
-    if min([eps_s, eps_r] + eps_steps) < MIN_EPSILON:
-        raise DPModelsError(f"epsilon={epsilon!r} is too small to split")
+    check_split(epsilon, [eps_s, eps_r] + eps_steps)
     if accountant is not None:
         accountant.check(epsilon, f"Newton steps of {list(names)}")
 

@@ -22,7 +22,7 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    statistics), so ``b_1`` is the private least-squares fit and the first
    statistic carries the design's count, mean and covariance.
 4. **Residual histogram (5%)**: the counts of ``r = y~ - x~'b_1`` on a public
-   symmetric grid (geometric, 4 edges per octave, from 2**-14 to 4);
+   symmetric grid (geometric, 2 edges per octave, from 2**-8 to 4);
    replace-one L1 sensitivity 2.  Post-processing reads from it, for every
    quantile tau, the start (``b_1`` with its intercept moved by the
    residuals' tau-quantile) and the bandwidth h (the half-width around that
@@ -52,7 +52,7 @@ from scipy import stats
 
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError
-from .exact import MIN_EPSILON, discrete_laplace
+from .exact import discrete_laplace
 from .formula import caller_namespace
 from .moments import (
     _NO_NA,
@@ -71,6 +71,7 @@ from .moments import (
 )
 from .newton import (
     LEVELS,
+    check_split,
     _floored,
     _newton_bound,
     _quantum,
@@ -131,7 +132,7 @@ def _score_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, rad
         e = np.rint((tau - (r < 0)) * LEVELS)
         c += int(np.count_nonzero(np.abs(r) < h))
         sc = [x + int(v) for x, v in zip(sc, np.rint(Xt * g).T @ e)]
-    return c * LEVELS * g, sc
+    return c * LEVELS * g, np.array(sc, dtype=object)  # (added element-wise over partitions)
 
 
 def score_sensitivity(radius, space: DesignSpace, offsets, scales) -> tuple[int, int]:
@@ -446,9 +447,8 @@ def release_quantile_steps(
     eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
     eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res) / len(taus)
     eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
-    if min([eps_s, eps_r, eps_ls, eps_res] + eps_steps) < MIN_EPSILON:
-        raise DPModelsError(f"epsilon={epsilon!r} is too small to split over "
-                            f"{len(taus)} quantile(s)")
+    check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + eps_steps,
+                f"over {len(taus)} quantile(s)")
     if accountant is not None:
         accountant.check(epsilon, f"quantile steps of {list(names)}")
     y_info = full.infos[0]

@@ -23,7 +23,10 @@ density at the quantile (tau-quantile 0, so the plane is the population's
 quantile regression).  Every replicate runs the least-squares step, the start
 at the residuals' quantile and the damped quantile steps with the score's
 sampling error (``tau (1 - tau) sum x x'``, one draw shared by the steps),
-the band counts' and scores' noise of each step's law; the replicates' mean
+the band counts' and scores' noise of each step's law.  The population's
+rows are clipped as the release clipped its rows (the release's noisy clipped
+share, on the L1 norm), with responses from the unclipped rows, so the
+replicates carry the clipping's pull on the slopes; the replicates' mean
 squared deviation from the estimate is the covariance (one centre for every
 test, :class:`~dpmodels.models.moments_ols.MomentsInference`).  The errors'
 law is homoscedastic: under strong heteroscedasticity the sampling part is
@@ -102,6 +105,23 @@ def _ald_draw(rng, tau: float, sigma: float, size: int) -> np.ndarray:
     above = rng.random(size) >= tau
     e = rng.standard_exponential(size)
     return np.where(above, sigma * e / tau, -sigma * e / (1.0 - tau))
+
+
+def _clipped_like(X: np.ndarray, fraction: float) -> np.ndarray:
+    """The population's rows ``(1, v)`` as the release sees them: the largest
+    ``fraction`` (the release's noisy clipped share, at most 1/2) shrunk in
+    L1 onto the norm that leaves that share beyond it, as the release shrinks
+    rows into its ball.  Responses stay those of the unclipped rows, so the
+    replicates carry the clipping's pull on the estimate."""
+    fraction = min(max(float(fraction), 0.0), 0.5)
+    if fraction <= 0.0:
+        return X
+    norm = np.abs(X[:, 1:]).sum(axis=1)
+    radius = float(np.quantile(norm, 1.0 - fraction))
+    out = X.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[:, 1:] *= np.where(norm > radius, radius / norm, 1.0)[:, None]
+    return out
 
 
 def _sym_laplace(rng, var: float, shape) -> np.ndarray:
@@ -247,10 +267,13 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         k = beta.size
         count = rel.moments[0]
         M = NEWTON_SIM_ROWS
-        Xt = gaussian_design(rel.moments, rel.space.dummy, M, rng)
+        Xu = gaussian_design(rel.moments, rel.space.dummy, M, rng)
+        Xt = _clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))
         per_row = count / M
         sigma = tau * (1.0 - tau) / max(float(rel.density[i]), 1e-12)
-        y = np.clip(Xt @ beta + _ald_draw(rng, tau, sigma, M), -1.0, 1.0)
+        # responses from the unclipped rows; the release sees the clipped ones
+        plane = Xu @ beta
+        y = np.clip(plane + _ald_draw(rng, tau, sigma, M), -1.0, 1.0)
         # the least-squares step: exact population sums, the sums' sampling error, noise
         gram_pop = per_row * Xt.T @ Xt
         ls_pop = np.linalg.lstsq(Xt, y, rcond=None)[0]
@@ -265,14 +288,14 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         # the start: the residuals' quantile at the least-squares fit; the band's first count
         resid = y - b @ Xt.T
         b[:, 0] += np.quantile(resid, tau, axis=1)
-        d = (b - beta) @ Xt.T
+        d = b @ Xt.T - plane
         band0 = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
         prior = float(rel.band_prior_var[i])
         state = BandCount.of(band0 + rng.normal(0.0, math.sqrt(prior), B), prior)
         xi = rng.multivariate_normal(np.zeros(k), tau * (1.0 - tau) * gram_pop, B,
                                      method="eigh")
         for var_c, var_s in rel.steps[i]:
-            d = (b - beta) @ Xt.T
+            d = b @ Xt.T - plane
             band = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
             state = state.add(band + rng.laplace(0.0, math.sqrt(var_c / 2.0), B), var_c)
             score = (per_row * (tau - _ald_cdf(d, tau, sigma)) @ Xt + xi
