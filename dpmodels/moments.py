@@ -844,7 +844,6 @@ def release_moments(
 
     # ---- the passes over the raw rows (all checks happen in the first) -----------------
     passes = _Passes(data, space, domain, missing, chunk_rows)
-    loc_edges = location_edges()
     loc_counts = passes.run(lambda rows_of: location_counts(rows_of, space)[1])
 
     budget = "no accountant"
@@ -853,7 +852,7 @@ def release_moments(
         budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
                   f"{accountant.total_epsilon:g} spent")
     bits = random_source(random_state)
-    q, free = space.q, ~space.dummy
+    q = space.q
 
     if not private:
         stats = passes.statistics(np.zeros(q), np.ones(q), math.inf)
@@ -862,19 +861,11 @@ def release_moments(
         offsets, scales = np.zeros(q), np.ones(q)
         mechanism, split = "none (exact moments)", ()
     else:
-        # part 1: a centre and a scale per coordinate (q_free histograms, one count per
-        # row in each: L1 sensitivity 2 q_free)
-        noisy = loc_counts + discrete_laplace(
-            bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
-        ).reshape(loc_counts.shape)
-        offsets, scales = locations_from(noisy, loc_edges, space)
-        # part 2: the radius (one histogram of the rows' norms: L1 sensitivity 2)
-        norm_edges = norm_edges_for(space, offsets, scales)
-        counts = passes.run(lambda rows_of: norm_counts(rows_of, space, offsets, scales)[1])
-        noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
-        allowed = max(clip_fraction(n_public, epsilon, _clip_dimension(space)) * n_public, 1.0)
-        radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
-        clipped = float(noisy_norms[norm_edges >= radius].sum())
+        # parts 1 and 2: a centre and a scale per coordinate (q_free histograms, one
+        # count per row in each: L1 sensitivity 2 q_free); the radius (one histogram of
+        # the rows' norms: L1 sensitivity 2)
+        offsets, scales, radius, clipped, split = scaled_ball(
+            passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits)
         # part 3: the moments of the clipped, quantized rows
         stats = passes.statistics(offsets, scales, radius)
         eps_unit = _unit_epsilon(eps_m, stats.delta / 2.0)
@@ -884,11 +875,8 @@ def release_moments(
         noise_var = stats.noise_var(eps_unit)
         mechanism = ("noisy moments of the design (rows centred and scaled privately, clipped "
                      "to an L1 ball of private radius, quantized), exact discrete Laplace")
-        split = ((f"centres and scales (histograms of each u_j, L1 sensitivity "
-                  f"{2 * int(free.sum())})", eps_s),
-                 ("radius (norm histogram, L1 sensitivity 2)", eps_r),
-                 (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)",
-                  eps_m))
+        split = tuple(split) + (
+            (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)", eps_m),)
     report = MomentsReport(
         epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
         n_source=n_source, variables=tuple((a.name, _describe(a)) for a in domain.axes),
@@ -992,6 +980,38 @@ class IntegerStatistics:
         rate = math.exp(-eps_unit / 2.0)
         var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
         return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
+
+
+def scaled_ball(passes: "_Passes", space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
+                eps_r: float, n_public: int, epsilon: float, bits, clip_scale: float = 1.0,
+                extra_dimensions: int = 0):
+    """The first two stages of the moments and Newton-type releases: private centres and
+    scales of the design's coordinates (``eps_s``) and the L1 radius the
+    scaled rows are clipped to (``eps_r``), as in :mod:`dpmodels.moments`.
+
+    The allowed clipped share is :func:`clip_fraction` of the design's
+    dimension plus ``extra_dimensions`` (the Newton steps count the intercept),
+    times ``clip_scale``.
+
+    Returns ``(offsets, scales, radius, clipped, split)``: ``clipped`` the
+    noisy number of rows beyond the radius, ``split`` the report's entries."""
+    free = ~space.dummy
+    loc_edges = location_edges()
+    noisy = loc_counts + discrete_laplace(
+        bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
+    ).reshape(loc_counts.shape)
+    offsets, scales = locations_from(noisy, loc_edges, space)
+    norm_edges = norm_edges_for(space, offsets, scales)
+    counts = passes.run(lambda rows: norm_counts(rows, space, offsets, scales)[1])
+    noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
+    dimension = _clip_dimension(space) + extra_dimensions
+    allowed = max(clip_scale * clip_fraction(n_public, epsilon, dimension) * n_public, 1.0)
+    radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
+    clipped = float(noisy_norms[norm_edges >= radius].sum())
+    split = [(f"centres and scales (histograms of each u_j, L1 sensitivity "
+              f"{2 * int(free.sum())})", eps_s),
+             ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
+    return offsets, scales, radius, clipped, split
 
 
 def clipped_rows(U: np.ndarray, offsets, scales, radius: float) -> np.ndarray:

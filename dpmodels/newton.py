@@ -55,13 +55,9 @@ from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
-    _clip_dimension,
     _describe,
     _published_frame,
-    _tail_edge,
-    _to_pandas,
     _unit_epsilon,
-    clip_fraction,
     clipped_rows,
     design_space,
     _Passes,
@@ -69,11 +65,8 @@ from .moments import (
     largest_squares,
     row_units,
     location_counts,
-    location_edges,
-    locations_from,
-    norm_edges_for,
-    norm_counts,
     public_inputs,
+    scaled_ball,
 )
 from .randomness import random_source
 from .report import MomentsReport
@@ -302,33 +295,6 @@ def design_moments(H: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     return count, mean, H[1:, 1:] / count - np.outer(mean, mean)
 
 
-def scaled_ball(passes: _Passes, space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
-                eps_r: float, n_public: int, epsilon: float, bits, clip_scale: float = 1.0):
-    """The first two stages of a Newton-type release: private centres and
-    scales of the design's coordinates (``eps_s``) and the L1 radius the
-    scaled rows are clipped to (``eps_r``), as in :mod:`dpmodels.moments`.
-
-    Returns ``(offsets, scales, radius, clipped, split)``: ``clipped`` the
-    noisy number of rows beyond the radius, ``split`` the report's entries."""
-    free = ~space.dummy
-    loc_edges = location_edges()
-    noisy = loc_counts + discrete_laplace(
-        bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
-    ).reshape(loc_counts.shape)
-    offsets, scales = locations_from(noisy, loc_edges, space)
-    norm_edges = norm_edges_for(space, offsets, scales)
-    counts = passes.run(lambda rows: norm_counts(rows, space, offsets, scales)[1])
-    noisy_norms = counts + discrete_laplace(bits, eps_r, counts.size)
-    allowed = max(clip_scale * clip_fraction(n_public, epsilon, _clip_dimension(space) + 1)
-                  * n_public, 1.0)
-    radius = max(_tail_edge(noisy_norms, norm_edges, allowed), 1.0)
-    clipped = float(noisy_norms[norm_edges >= radius].sum())
-    split = [(f"centres and scales (histograms of each u_j, L1 sensitivity "
-              f"{2 * int(free.sum())})", eps_s),
-             ("radius (norm histogram, L1 sensitivity 2)", eps_r)]
-    return offsets, scales, radius, clipped, split
-
-
 def _binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
     codes, missing, undeclared = axis.codes(values)
     if undeclared.any():
@@ -421,7 +387,8 @@ def release_newton(
     bits = random_source(random_state)
     q = space.q
     offsets, scales, radius, clipped, split = scaled_ball(
-        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, CLIP_SCALE)
+        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, CLIP_SCALE,
+        extra_dimensions=1)
     b = np.zeros(q + 1)
     moments, step_noise = None, []
     for t, eps_t in enumerate(eps_steps):

@@ -42,7 +42,7 @@ statistics and public inputs only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +68,7 @@ from .moments import (
     design_space,
     location_counts,
     public_inputs,
+    scaled_ball,
 )
 from .newton import (
     LEVELS,
@@ -78,14 +79,13 @@ from .newton import (
     design_moments,
     newton_update,
     noisy_step,
-    scaled_ball,
     scaled_params,
 )
 from .randomness import random_source
 from .report import MomentsReport
 
 __all__ = ["PrivateQuantileSteps", "release_quantile_steps", "QUANTILE_STEP_SHARES",
-           "band_share", "quantile_family"]
+           "band_share", "score_step"]
 
 #: Shares of epsilon after the scale and radius stages (SCALE_SHARE, RADIUS_SHARE).
 LS_SHARE = 0.20
@@ -475,7 +475,7 @@ def release_quantile_steps(
     bits = random_source(random_state)
     k = space.q + 1
     offsets, scales, radius, clipped, split = scaled_ball(
-        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits)
+        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, extra_dimensions=1)
 
     H_ls, score, ls_noise, delta, g = noisy_step(passes, space, offsets, scales, radius,
                                               np.zeros(k), eps_ls, bits,

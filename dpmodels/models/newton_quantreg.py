@@ -37,14 +37,11 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 from statsmodels.tools._decorators import cache_readonly
 
-from ..errors import ReleaseWarning
-from ..formula import user_stacklevel
 from ..inference import attach_dp_inference
 from ..newton import newton_update
 from ..quantile_steps import (
