@@ -85,6 +85,12 @@ library).
   the conditional median is the linear predictor.
 * ``mnlogit``  y in {0,1,2} ~ x1 + x2 (U(-1,1)); class 1 vs 0:
   (0, 1, 0); class 2 vs 0: (-0.5, -1, 0.5); simulated from the model.
+* ``randhie``  the issue's real data set: statsmodels' ``randhie`` (20,190
+  rows), ``mdvis`` on 9 covariates (4 binary), bounds from the variables'
+  definitions (as benchmarks/peers.py).  The population is the data set
+  itself (its empirical law): each data set is n rows drawn with
+  replacement, and the population coefficients are the OLS fit on all
+  20,190 rows.
 
 How to run (from the repository root)
 -------------------------------------
@@ -223,6 +229,25 @@ def draw_median4(rng, n):
     return pd.DataFrame({"y": y, "x1": x1, "x2": x2, "x3": x3, "d": d})
 
 
+def _randhie():
+    from statsmodels.datasets import randhie
+
+    cols = ["mdvis", "lncoins", "idp", "lpi", "fmde", "physlm", "disea", "hlthg", "hlthf",
+            "hlthp"]
+    data = randhie.load_pandas().data[cols].copy()
+    for v in ("idp", "hlthg", "hlthf", "hlthp"):
+        data[v] = data[v].astype(np.int64)
+    return data
+
+
+RANDHIE_FORMULA = "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg + hlthf + hlthp"
+
+
+def draw_randhie(rng, n):
+    data = _randhie()
+    return data.iloc[rng.integers(0, len(data), n)].reset_index(drop=True)
+
+
 MN = {1: (0.0, 1.0, 0.0), 2: (-0.5, -1.0, 0.5)}
 
 
@@ -355,6 +380,12 @@ SCENARIOS = {
                     kw=dict(bounds={"x1": (-1.0, 1.0), "x2": (-1.0, 1.0)}, levels={"y": [0, 1, 2]}),
                     truth={f"{k}:{nm}": float(v) for k, b in MN.items()
                            for nm, v in zip(("Intercept", "x1", "x2"), b)}),
+    "randhie": dict(draw=draw_randhie, fn="dp_ols", sm="ols", formula=RANDHIE_FORMULA,
+                    kw=dict(bounds={"mdvis": (0.0, 100.0), "lncoins": (0.0, math.log(101.0)),
+                                    "lpi": (0.0, 8.0), "fmde": (0.0, 8.3),
+                                    "physlm": (0.0, 1.0), "disea": (0.0, 100.0)},
+                            levels={v: [0, 1] for v in ("idp", "hlthg", "hlthf", "hlthp")}),
+                    truth="randhie"),
 }
 
 
@@ -366,6 +397,11 @@ def truth_of(name):
         out = dict(zip(order, map(float, tr)))
         out["C(flag)[T.1]"] = 0.0
         return out
+    if t == "randhie":
+        import statsmodels.formula.api as smf
+
+        fit = smf.ols(RANDHIE_FORMULA, _randhie()).fit()
+        return {k: float(v) for k, v in fit.params.items()}
     return t
 
 

@@ -21,14 +21,19 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    ``y~``: the release is ``sum x~ x~'`` and ``sum y~ x~`` (a Newton step's
    statistics), so ``b_1`` is the private least-squares fit and the first
    statistic carries the design's count, mean and covariance.
-4. **Residual histogram (5%)**: the counts of ``r = y~ - x~'b_1`` on a public
+4. **Level counts (3%, only when the design has 0/1 columns)**: the noisy
+   number of rows and of rows with a 1 in each 0/1 column, for the
+   information diagnostic (a declared level with no rows); replace-one L1
+   sensitivity ``max(2u, 1 + u)``, u the exclusive groups plus the other 0/1
+   columns (:func:`level_sensitivity`).
+5. **Residual histogram (5%)**: the counts of ``r = y~ - x~'b_1`` on a public
    symmetric grid (geometric, 2 edges per octave, from 2**-8 to 4);
    replace-one L1 sensitivity 2.  Post-processing reads from it, for every
    quantile tau, the start (``b_1`` with its intercept moved by the
    residuals' tau-quantile) and the bandwidth h (the half-width around that
    quantile holding a public share of the rows: the Hall-Sheather rate, raised
    where the information's noise would swamp fewer rows; :func:`band_share`).
-5. **Quantile steps (the rest, split equally over the quantiles, and within
+6. **Quantile steps (the rest, split equally over the quantiles, and within
    one quantile 15% / 25% / 60% over three steps)**: weights
    ``1[|y~ - x~'b| < h]`` and residuals ``tau - 1[y~ < x~'b]``, released as
    the Newton release's step (:func:`dpmodels.newton.noisy_step`).  The update
@@ -90,6 +95,9 @@ __all__ = ["PrivateQuantileSteps", "release_quantile_steps", "QUANTILE_STEP_SHAR
 #: Shares of epsilon after the scale and radius stages (SCALE_SHARE, RADIUS_SHARE).
 LS_SHARE = 0.20
 RESIDUAL_SHARE = 0.05
+#: Noisy row counts of every 0/1 design column (and of all rows), for the
+#: information diagnostic only (not spent when the design has none).
+LEVEL_SHARE = 0.03
 #: How one quantile's part is shared by its steps: the first steps only need to
 #: come close (they start from the least-squares fit moved to the residuals'
 #: quantile); the last decides the estimate's noise.
@@ -277,6 +285,10 @@ class PrivateQuantileSteps:
         Noise variances of the least-squares step's entries.
     residual_counts, residual_edges : ndarray
         The released residual histogram and its public grid.
+    level_counts : ndarray
+        Noisy number of rows, then of rows with a 1 in each 0/1 design
+        column (empty without such columns); ``level_noise_var`` the variance
+        of the noise on each.
     moments : tuple
         ``(count, mean, cov)`` of v from the least-squares step's information.
     offsets, scales : ndarray
@@ -300,6 +312,8 @@ class PrivateQuantileSteps:
     ls_noise: tuple
     residual_counts: np.ndarray
     residual_edges: np.ndarray
+    level_counts: np.ndarray
+    level_noise_var: float
     moments: tuple
     offsets: np.ndarray
     scales: np.ndarray
@@ -368,6 +382,25 @@ def _residual_counts(rows: _RowPasses, offsets, scales, radius, b, edges):
         counts += np.bincount(np.searchsorted(edges, r, side="right"),
                               minlength=edges.size + 1)
     return (counts,)
+
+
+def _level_counts(rows: _RowPasses, space: DesignSpace):
+    counts = np.zeros(1 + int(space.dummy.sum()), np.int64)
+    for U, _ in rows.pairs():
+        counts[0] += U.shape[0]
+        counts[1:] += np.rint(U[:, space.dummy]).astype(np.int64).sum(axis=0)
+    return (counts,)
+
+
+def level_sensitivity(space: DesignSpace) -> int:
+    """The replace-one L1 sensitivity of :func:`_level_counts`.  A complete
+    row adds 1 to the total and 1 to at most one dummy of each exclusive
+    group and to each other dummy (u of them); a row with a missing value
+    adds nothing.  Two complete rows differ by at most 2u (the total cancels),
+    a complete and a missing one by at most 1 + u."""
+    in_groups = sum(len(g) for g in space.exclusive)
+    u = len(space.exclusive) + int(space.dummy.sum()) - in_groups
+    return max(2 * u, 1 + u)
 
 
 def _noise_sd_rows(radius, space, offsets, scales, eps_t: float) -> float:
@@ -445,9 +478,10 @@ def release_quantile_steps(
     y_centre, y_half = float(full.centre[-1]), float(full.half[-1])
     eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
     eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
-    eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res) / len(taus)
+    eps_lv = epsilon * LEVEL_SHARE if space.dummy.any() else 0.0
+    eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv) / len(taus)
     eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
-    check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + eps_steps,
+    check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv) + eps_steps,
                 f"over {len(taus)} quantile(s)")
     if accountant is not None:
         accountant.check(epsilon, f"quantile steps of {list(names)}")
@@ -492,6 +526,16 @@ def release_quantile_steps(
     noisy_res = res_counts + discrete_laplace(bits, eps_res, res_counts.size)
     split.append(("residual histogram at the least-squares fit (L1 sensitivity 2)", eps_res))
 
+    level_counts, level_var = np.zeros(0), 0.0
+    if eps_lv:
+        (exact,) = passes.run(lambda rows: _level_counts(rows, space))
+        delta = level_sensitivity(space)
+        eps_unit = _unit_epsilon(eps_lv, delta / 2.0)
+        level_counts = (exact + discrete_laplace(bits, eps_unit, exact.size)).astype(float)
+        level_var = _laplace_variance(eps_unit)
+        split.append((f"row counts of the 0/1 columns and of all rows (L1 sensitivity "
+                      f"{delta})", eps_lv))
+
     share_rows = NOISE_ROWS * _noise_sd_rows(radius, space, offsets, scales, eps_steps[-1])
     count = moments[0]
     gram = gram_of(H_ls, ls_noise[0])
@@ -534,5 +578,5 @@ def release_quantile_steps(
     return PrivateQuantileSteps(
         space, taus, np.array(betas), np.array(dens), H_ls, np.array(priors), np.array(scores),
         np.array(starts),
-        np.array(widths), tuple(steps), ls_beta, ls_noise, noisy_res, edges, moments,
-        offsets, scales, radius, y_centre, y_half, report)
+        np.array(widths), tuple(steps), ls_beta, ls_noise, noisy_res, edges, level_counts,
+        level_var, moments, offsets, scales, radius, y_centre, y_half, report)

@@ -31,8 +31,10 @@ from dpmodels.newton import _step_scale, _step_statistics
 from dpmodels.quantile_steps import (
     QUANTILE_STEP_SHARES,
     PrivateQuantileSteps,
+    _level_counts,
     _residual_counts,
     _score_statistics,
+    level_sensitivity,
     least_squares_family,
     residual_edges,
     score_sensitivity,
@@ -195,6 +197,17 @@ def test_the_residual_histogram_changes_by_at_most_two(neighbours, radius):
         assert diff <= 2
         worst = max(worst, diff)
     assert worst == 2
+
+
+def test_the_level_counts_change_by_at_most_their_sensitivity(neighbours):
+    """The row counts of the 0/1 columns and of all rows: a row moved to the
+    other level or dropped for a missing value changes them by at most
+    level_sensitivity (reached)."""
+    space = neighbours[0][1]
+    delta = level_sensitivity(space)
+    assert delta == 2  # the total and one dummy (a two-level factor)
+    vectors = [_level_counts(rows, space)[0] for rows, _ in neighbours]
+    assert _max_l1(vectors) == delta
 
 
 # ---------------------------------------------------------------------------
@@ -477,3 +490,39 @@ def test_neighbours_publish_the_same_metadata(kind):
         a, b = _published(base, kw), _published(nb, kw)
         diff = {key: (a[key], b[key]) for key in a if a[key] != b[key]}
         assert not diff, f"{label}: published metadata differ: {diff}"
+
+
+# ---------------------------------------------------------------------------
+# information diagnostic
+# ---------------------------------------------------------------------------
+def test_an_empty_level_is_flagged_and_the_slopes_are_not():
+    """A declared level with no rows ("w", not the base level: patsy sorts a
+    plain list of levels, and an empty base level would leave every contrast
+    uninformative, which the flag then says): its coefficient gets an infinite SE
+    (p = 1) and a warning naming it, in every data set; the continuous
+    slopes, whose information comes from the quantile steps' scores, keep
+    finite intervals at n = 2,000, epsilon 1 (the least-squares step's noise
+    alone would have flagged them)."""
+    for r in range(5):
+        df = _frame(2000, 700 + r, design="uniform")
+        bounds = {"a": (-1.0, 1.0), "b": (-1.0, 1.0), "c": (-1.0, 1.0), "y": (-8.0, 10.0)}
+        model = dpm.dp_quantreg(FORMULA, df, epsilon=1.0, bounds=bounds,
+                                levels={"g": ["u", "v", "w"]}, method="newton",
+                                random_state=r)
+        with pytest.warns(dpm.ReleaseWarning, match=r"about C\(g\)\[T.w\]: the noisy"):
+            res = model.fit(random_state=r, n_boot=200)
+        assert np.isinf(res.bse["C(g)[T.w]"]) and res.pvalues["C(g)[T.w]"] == 1.0
+        assert np.all(np.isfinite(res.bse[COLS + ["C(g)[T.v]"]]))
+
+
+def test_an_empty_base_level_flags_every_contrast():
+    """With the empty level first (patsy's base: levels are sorted), every
+    contrast of the factor is against no rows: all of them are flagged."""
+    df = _frame(2000, 710, design="uniform")
+    bounds = {"a": (-1.0, 1.0), "b": (-1.0, 1.0), "c": (-1.0, 1.0), "y": (-8.0, 10.0)}
+    model = dpm.dp_quantreg(FORMULA, df, epsilon=1.0, bounds=bounds,
+                            levels={"g": ["a_empty", "u", "v"]}, method="newton", random_state=0)
+    with pytest.warns(dpm.ReleaseWarning, match=r"about C\(g\)\[T.u\], C\(g\)\[T.v\]"):
+        res = model.fit(random_state=0, n_boot=200)
+    assert np.all(np.isinf(res.bse[["C(g)[T.u]", "C(g)[T.v]"]]))
+    assert np.all(np.isfinite(res.bse[COLS]))

@@ -244,12 +244,32 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         return J @ C @ J.T
 
     def _uninformative(self) -> np.ndarray:
+        """0/1 columns the release says nothing about: too few rows with a 1,
+        or with a 0 (for a factor's dummies: too few rows at its base level),
+        within INFO_SDS noise SDs of the released level counts.  Continuous
+        columns are not flagged here: their information comes from the
+        quantile steps' scores, which the bootstrap replays (judged by the
+        least-squares step's noise instead, 85-95% of median4's slopes were
+        flagged at n = 2e3, epsilon 1, where their unflagged intervals covered
+        in 97-100% of data sets at 8-10 times the non-private width)."""
         rel, space = self.release, self.release.space
-        sd_h = math.sqrt(rel.ls_noise[0])
-        count, mean, cov = rel.moments
-        spread = count * np.diag(cov)  # sum of squares about the mean: the noisy mass
         flags = np.zeros(space.constant.size, bool)
-        flags[np.flatnonzero(~space.constant)] = spread < INFO_SDS * sd_h
+        if rel.level_counts.size:
+            sd = math.sqrt(rel.level_noise_var)
+            total, ones = rel.level_counts[0], rel.level_counts[1:]
+            dummies = np.flatnonzero(space.dummy)
+            bad = dict(zip(dummies, ones < INFO_SDS * sd))
+            grouped = {j for g in space.exclusive for j in g}
+            for j, c in zip(dummies, ones):
+                if j not in grouped and total - c < INFO_SDS * math.sqrt(2.0) * sd:
+                    bad[j] = True
+            for g in space.exclusive:
+                base = total - sum(ones[list(dummies).index(j)] for j in g)
+                if base < INFO_SDS * math.sqrt(1.0 + len(g)) * sd:
+                    bad.update({j: True for j in g})
+            coords = np.flatnonzero(~space.constant)
+            for j, b in bad.items():
+                flags[coords[j]] = b
         warn_uninformative(space.exog_names, flags)
         return flags
 
