@@ -461,8 +461,9 @@ def run_big_domain(n: int, repeat: int) -> str:
 
 def run_many_covariates(sizes, repeat: int) -> str:
     """Default fits (noise-aware standard errors included) on 8 normal
-    covariates, where method="auto" picks the noisy moments (dp_ols) and the
-    noisy Newton steps (dp_logit), against statsmodels on the same rows."""
+    covariates, where method="auto" picks the noisy moments (dp_ols), the
+    noisy Newton steps (dp_logit) and the quantile steps (dp_quantreg, the
+    median), against statsmodels on the same rows."""
     import statsmodels.formula.api as smf
 
     p = 8
@@ -471,9 +472,9 @@ def run_many_covariates(sizes, repeat: int) -> str:
     bounds = {c: (-4.0, 4.0) for c in cols} | {"y": (-30.0, 30.0)}
     lines = [f"Many covariates: y ~ {formula} (x ~ N(0,1) clipped at +-4), epsilon = "
              f"{EPSILON:g}, default fit() with its bootstrap; method='auto' takes the moments "
-             "(dp_ols) and the Newton steps (dp_logit)",
+             "(dp_ols), the Newton steps (dp_logit) and the quantile steps (dp_quantreg)",
              f"  {'n':>9} {'dp_ols':>9} {'smf.ols':>9} {'ratio':>7} {'dp_logit':>9} "
-             f"{'smf.logit':>9} {'ratio':>7}"]
+             f"{'smf.logit':>9} {'ratio':>7} {'dp_qreg':>9} {'smf.qreg':>9} {'ratio':>7}"]
     for n in sizes:
         if n > 1_000_000:
             continue
@@ -490,9 +491,14 @@ def run_many_covariates(sizes, repeat: int) -> str:
             f"z ~ {formula}", df, epsilon=EPSILON, bounds=bounds, levels={"z": [0, 1]},
             random_state=0).fit(random_state=0), repeat)
         sm_logit = best_time(lambda: smf.logit(f"z ~ {formula}", df).fit(disp=0), repeat)
+        qreg = best_time(lambda: dpmodels.dp_quantreg(f"y ~ {formula}", df, epsilon=EPSILON,
+                                                      bounds=bounds, random_state=0
+                                                      ).fit(random_state=0), repeat)
+        sm_qreg = best_time(lambda: smf.quantreg(f"y ~ {formula}", df).fit(q=0.5), repeat)
         lines.append(f"  {n:>9,} {fmt_s(ols):>9} {fmt_s(sm_ols):>9} "
                      f"{ols / sm_ols:>6.2f}x {fmt_s(logit):>9} {fmt_s(sm_logit):>9} "
-                     f"{logit / sm_logit:>6.2f}x")
+                     f"{logit / sm_logit:>6.2f}x {fmt_s(qreg):>9} {fmt_s(sm_qreg):>9} "
+                     f"{qreg / sm_qreg:>6.2f}x")
     return "\n".join(lines)
 
 
