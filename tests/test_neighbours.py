@@ -270,6 +270,22 @@ def make_case(seed: int, kind: str, engine: str = "pandas") -> Case:
 _NUMBER = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
+def formula_release_metadata(build) -> dict:
+    """Everything a one-formula release (Newton steps, quantile steps) and its
+    fit publish, numbers masked: ``build()`` returns ``(model, results)``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, res = build()
+        text = res.summary().as_text()
+    report = asdict(model.release.report)
+    for noisy in ("radius", "clipped_rows", "noisy_rows", "split"):
+        report.pop(noisy)
+    return {"params.index": list(res.params.index), "report": report,
+            "split": tuple((mask(lab), e) for lab, e in model.release.report.split),
+            "summary": mask(text),
+            "warnings": sorted((w.category.__name__, mask(str(w.message))) for w in caught)}
+
+
 def mask(text: str) -> str:
     """Text with every number (and what is computed from numbers: nan, inf,
     the convergence flag, table rules, alignment, so all white space) masked."""

@@ -170,24 +170,14 @@ def test_a_dask_frame_gives_the_pandas_release():
 
 def _published_newton(data, kw) -> dict:
     """Everything the Newton release and its fit publish, numbers masked."""
-    from dataclasses import asdict
-    import warnings
+    from tests.test_neighbours import formula_release_metadata
 
-    from tests.test_neighbours import mask
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    def build():
         model = dpm.dp_logit("z ~ x + C(k) + C(g)", data, method="newton", random_state=13,
                              **kw)
-        res = model.fit(cov_type="naive")
-        text = res.summary().as_text()
-    report = asdict(model.release.report)
-    for noisy in ("radius", "clipped_rows", "noisy_rows", "split"):
-        report.pop(noisy)
-    return {"params.index": list(res.params.index), "report": report,
-            "split": tuple((mask(lab), e) for lab, e in model.release.report.split),
-            "summary": mask(text),
-            "warnings": sorted((w.category.__name__, mask(str(w.message))) for w in caught)}
+        return model, model.fit(cov_type="naive")
+
+    return formula_release_metadata(build)
 
 
 @pytest.mark.parametrize("kind", ("missing", "move", "bound", "empty"))
