@@ -24,8 +24,8 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
 4. **Level counts (3%, only when the design has 0/1 columns)**: the noisy
    number of rows and of rows with a 1 in each 0/1 column, for the
    information diagnostic (a declared level with no rows); replace-one L1
-   sensitivity ``max(2u, 1 + u)``, u the exclusive groups plus the other 0/1
-   columns (:func:`level_sensitivity`).
+   sensitivity ``max(2g + u, 1 + g + u)``, g the exclusive groups of dummies
+   and u the other 0/1 columns (:func:`level_sensitivity`).
 5. **Residual histogram (5%)**: the counts of ``r = y~ - x~'b_1`` on a public
    symmetric grid (geometric, 2 edges per octave, from 2**-8 to 4);
    replace-one L1 sensitivity 2.  Post-processing reads from it, for every
@@ -394,13 +394,14 @@ def _level_counts(rows: _RowPasses, space: DesignSpace):
 
 def level_sensitivity(space: DesignSpace) -> int:
     """The replace-one L1 sensitivity of :func:`_level_counts`.  A complete
-    row adds 1 to the total and 1 to at most one dummy of each exclusive
-    group and to each other dummy (u of them); a row with a missing value
-    adds nothing.  Two complete rows differ by at most 2u (the total cancels),
-    a complete and a missing one by at most 1 + u."""
-    in_groups = sum(len(g) for g in space.exclusive)
-    u = len(space.exclusive) + int(space.dummy.sum()) - in_groups
-    return max(2 * u, 1 + u)
+    row adds 1 to the total, 1 to at most one dummy of each of the g
+    exclusive groups and 1 to each of the u other dummies; a row with a
+    missing value adds nothing.  Two complete rows differ by at most 2g + u
+    (the total cancels; a group moves its 1 from one dummy to another), a
+    complete and a missing one by at most 1 + g + u."""
+    g = len(space.exclusive)
+    u = int(space.dummy.sum()) - sum(len(grp) for grp in space.exclusive)
+    return max(2 * g + u, 1 + g + u)
 
 
 def _noise_sd_rows(radius, space, offsets, scales, eps_t: float) -> float:

@@ -516,3 +516,34 @@ def test_an_empty_base_level_flags_every_contrast():
         res = model.fit(random_state=0, n_boot=200)
     assert np.all(np.isinf(res.bse[["C(g)[T.u]", "C(g)[T.v]"]]))
     assert np.all(np.isfinite(res.bse[COLS]))
+
+
+@pytest.mark.parametrize("formula, levels, delta", [
+    ("y ~ a + C(g)", {"g": ["u", "v"]}, 2),                      # one 0/1 column
+    ("y ~ a + C(g) + C(h)", {"g": ["u", "v"], "h": ["p", "q"]}, 3),  # two of them
+    ("y ~ a + C(g)", {"g": ["u", "v", "w"]}, 2),                 # an exclusive group
+    ("y ~ a + C(g) + C(h)", {"g": ["u", "v", "w"], "h": ["p", "q"]}, 3),
+])
+def test_the_level_sensitivity_is_reached_by_some_pair(formula, levels, delta):
+    """level_sensitivity is an upper bound that some replace-one pair reaches:
+    every complete row (each level combination) and a row with a missing
+    value, all pairs, exact counts."""
+    import itertools
+
+    names = ["y", "a"] + sorted(levels)
+    combos = list(itertools.product(*[levels[k] for k in sorted(levels)]))
+    domain = build_domain(names, {"y": np.dtype(float), "a": np.dtype(float),
+                                  **{k: np.dtype(object) for k in levels}},
+                          discrete=frozenset(levels), bounds={"a": (0.0, 1.0), "y": (0.0, 1.0)},
+                          levels=levels, bins=2, n=10, epsilon=1.0)
+    space = design_space(formula, domain, {}, response=False)
+    assert level_sensitivity(space) == delta
+    vectors = []
+    for combo in combos + [None]:
+        row = {"y": [0.5], "a": [0.5 if combo is not None else np.nan]}
+        for k, v in zip(sorted(levels), combo or [levels[k][0] for k in sorted(levels)]):
+            row[k] = [v]
+        published, valid = _published_frame(pd.DataFrame(row), domain, "drop")
+        rows = _RowPasses(space, published, valid, 16, y=np.zeros(1))
+        vectors.append(_level_counts(rows, space)[0])
+    assert _max_l1(vectors) == delta
