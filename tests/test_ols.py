@@ -127,7 +127,7 @@ def test_categorical_and_bool_columns_declare_their_levels():
 def test_predict_conf_int_and_summary_formats(housing_small):
     model = dpm.dp_ols(HOUSING_FORMULA, housing_small, epsilon=1.0, bounds=HOUSING_BOUNDS,
                        levels=HOUSING_LEVELS, bins=10, random_state=7)
-    res = model.fit()
+    res = model.fit(random_state=0)  # seeded: the "6.215" check below reads printed numbers
     new = housing_small.iloc[:25]
     pred = res.predict(new)
     assert len(pred) == 25 and np.all(np.isfinite(pred))
