@@ -270,6 +270,13 @@ def discrete_laplace(source, epsilon: float, size: int) -> np.ndarray:
     return g[:size] - g[size:]
 
 
+def discrete_laplace_variance(epsilon: float) -> float:
+    """Variance of :func:`discrete_laplace` with this ``epsilon``:
+    ``2 q / (1 - q)**2``, ``q = exp(-epsilon/2)``."""
+    rate = math.exp(-epsilon / 2.0)
+    return 2.0 * rate / math.expm1(-epsilon / 2.0) ** 2
+
+
 def discrete_laplace_tail(source, epsilon: float, k: int, size: int) -> np.ndarray:
     """``size`` exact draws of Z given ``Z >= k``: ``k + G`` for ``k >= 0``
     (memorylessness), by rejection from the full law for ``k < 0`` (where the

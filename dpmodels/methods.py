@@ -47,7 +47,8 @@ class Release(Protocol):
     def privacy(self): ...
 
 
-#: The releases by method name: (module, release function, release type).
+#: The releases by name: (module, release function, release type).  dp_quantreg's
+#: method="newton" is registered as "quantile-newton" (its own release).
 RELEASES = {
     "histogram": ("dpmodels.release", "release", "PrivateHistogram"),
     "moments": ("dpmodels.moments", "release_moments", "PrivateMoments"),

@@ -76,7 +76,7 @@ from .accountant import Accountant
 from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import DPModelsError, NotPrivateWarning
-from .exact import MIN_EPSILON, discrete_laplace
+from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
@@ -378,8 +378,27 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
         infos=(y_dm.design_info if response else None, X_dm.design_info))
 
 
+class ScaledRows:
+    """What the moments, Newton and quantile-steps releases share: rows scaled
+    as ``v = (u - offsets) / scales`` over a :class:`DesignSpace`, and a report."""
+
+    @property
+    def centre(self) -> np.ndarray:
+        """Design value at ``v = 0``: ``x = centre + half * v`` (unclipped rows)."""
+        return self.space.centre + self.space.half * self.offsets
+
+    @property
+    def half(self) -> np.ndarray:
+        """Design units per unit of v."""
+        return self.space.half * self.scales
+
+    @property
+    def privacy(self) -> MomentsReport:
+        return self.report
+
+
 @dataclass(frozen=True, eq=False)
-class PrivateMoments:
+class PrivateMoments(ScaledRows):
     """Differentially private first and second moments of a formula's design.
 
     Everything derived from it is post-processing.  Moments are in the
@@ -417,19 +436,6 @@ class PrivateMoments:
     scales: np.ndarray
     report: MomentsReport
 
-    @property
-    def centre(self) -> np.ndarray:
-        """Design value at ``v = 0``: ``x = centre + half * v`` (unclipped rows)."""
-        return self.space.centre + self.space.half * self.offsets
-
-    @property
-    def half(self) -> np.ndarray:
-        """Design units per unit of v."""
-        return self.space.half * self.scales
-
-    @property
-    def privacy(self) -> MomentsReport:
-        return self.report
 
     def __repr__(self) -> str:
         return (f"PrivateMoments({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
@@ -997,8 +1003,7 @@ class IntegerStatistics:
 
     def noise_var(self, eps_unit: float) -> tuple[float, float, float]:
         """Variance of the noise on count, on each sum and on each product, in v units."""
-        rate = math.exp(-eps_unit / 2.0)
-        var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
+        var = discrete_laplace_variance(eps_unit)
         return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
 
 

@@ -49,12 +49,13 @@ import pandas as pd
 
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError
-from .exact import MIN_EPSILON, discrete_laplace
+from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .formula import caller_namespace
 from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
+    ScaledRows,
     _describe,
     _published_frame,
     _unit_epsilon,
@@ -91,7 +92,7 @@ MAX_STEP = 10.0
 
 
 @dataclass(frozen=True, eq=False)
-class PrivateNewton:
+class PrivateNewton(ScaledRows):
     """A private logistic regression released as noisy Newton steps.
 
     Attributes
@@ -128,18 +129,6 @@ class PrivateNewton:
     radius: float
     report: MomentsReport
     step_noise: tuple = ()
-
-    @property
-    def privacy(self) -> MomentsReport:
-        return self.report
-
-    @property
-    def centre(self) -> np.ndarray:
-        return self.space.centre + self.space.half * self.offsets
-
-    @property
-    def half(self) -> np.ndarray:
-        return self.space.half * self.scales
 
     def design_params(self, beta: np.ndarray) -> np.ndarray:
         """Coefficients on the design's columns from scaled ones (batched)."""
@@ -282,8 +271,7 @@ def noisy_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, 
     h = [int(x) + int(e) for x, e in zip(h, z[:len(h)])]
     s = [int(x) + int(e) for x, e in zip(s, z[len(h):])]
     H, score = _decode(h, s, g, w_g, space.q, weight)
-    rate = math.exp(-eps_unit / 2.0)
-    var = 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
+    var = discrete_laplace_variance(eps_unit)
     noise_var = (var * (weight / (LEVELS * g * g)) ** 2, var / (w_g * LEVELS * g) ** 2)
     return H, score, noise_var, delta, g
 

@@ -57,13 +57,14 @@ from scipy import stats
 
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError
-from .exact import discrete_laplace
+from .exact import discrete_laplace, discrete_laplace_variance
 from .formula import caller_namespace
 from .moments import (
     _NO_NA,
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
+    ScaledRows,
     _Passes,
     _RowPasses,
     _describe,
@@ -162,14 +163,8 @@ def score_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, 
     unit = float(LEVELS * g)
     rows_in = (int(c) + int(z[0])) / unit
     score = np.array([int(x) + int(e) for x, e in zip(sc, z[1:])], float) / unit
-    var = _laplace_variance(eps_unit) / unit**2
+    var = discrete_laplace_variance(eps_unit) / unit**2
     return rows_in, score, (var, var), delta, g
-
-
-def _laplace_variance(eps_unit: float) -> float:
-    """Variance of :func:`~dpmodels.exact.discrete_laplace` with this epsilon."""
-    rate = math.exp(-eps_unit / 2.0)
-    return 2.0 * rate / math.expm1(-eps_unit / 2.0) ** 2
 
 
 def least_squares_family(eta: np.ndarray, y: np.ndarray):
@@ -249,7 +244,7 @@ def quantile_update(b, gram, rows, h: float, score):
 
 
 @dataclass(frozen=True, eq=False)
-class PrivateQuantileSteps:
+class PrivateQuantileSteps(ScaledRows):
     """A private quantile regression released as noisy Newton steps of the
     check loss (:mod:`dpmodels.quantile_steps`), for one or more quantiles.
 
@@ -322,10 +317,6 @@ class PrivateQuantileSteps:
     y_half: float
     report: MomentsReport
 
-    @property
-    def privacy(self) -> MomentsReport:
-        return self.report
-
     def index(self, tau: float) -> int:
         """Position of quantile ``tau`` in :attr:`quantiles` (an error naming
         the released ones when it was not released)."""
@@ -337,11 +328,6 @@ class PrivateQuantileSteps:
             f"q={tau!r} was not released: this release answers q in [{shown}] only. Pass "
             f"every quantile you need to dp_quantreg(..., q=[...]) (epsilon is split between "
             "them), or use method='histogram', which answers any q")
-
-    def centre_half(self, v: np.ndarray) -> np.ndarray:
-        """The design's non-constant columns from scaled rows v."""
-        return (self.space.centre + self.space.half * self.offsets
-                + self.space.half * self.scales * v)
 
     def design_params(self, beta: np.ndarray) -> np.ndarray:
         """Coefficients on the design's columns, in the response's units, from
@@ -374,21 +360,31 @@ def _quantiles(q) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _residual_counts(rows: _RowPasses, offsets, scales, radius, b, edges):
+def _residual_counts(rows: _RowPasses, offsets, scales, radius, b, edges,
+                     space: DesignSpace | None = None):
+    """The residual histogram at ``b``; with ``space``, also :func:`_level_counts`
+    in the same pass over the rows: ``(residual counts[, level counts])``."""
     counts = np.zeros(edges.size + 1, np.int64)
+    levels = None if space is None else np.zeros(1 + int(space.dummy.sum()), np.int64)
     for U, y in rows.pairs():
         V = clipped_rows(U, offsets, scales, radius)
         r = y - (b[0] + V @ b[1:])
         counts += np.bincount(np.searchsorted(edges, r, side="right"),
                               minlength=edges.size + 1)
-    return (counts,)
+        if levels is not None:
+            levels += _level_chunk(U, space)
+    return (counts,) if levels is None else (counts, levels)
+
+
+def _level_chunk(U: np.ndarray, space: DesignSpace) -> np.ndarray:
+    return np.concatenate([[U.shape[0]], np.rint(U[:, space.dummy]).astype(np.int64).sum(0)])
 
 
 def _level_counts(rows: _RowPasses, space: DesignSpace):
+    """The number of complete rows, then of rows with a 1 in each 0/1 column."""
     counts = np.zeros(1 + int(space.dummy.sum()), np.int64)
     for U, _ in rows.pairs():
-        counts[0] += U.shape[0]
-        counts[1:] += np.rint(U[:, space.dummy]).astype(np.int64).sum(axis=0)
+        counts += _level_chunk(U, space)
     return (counts,)
 
 
@@ -407,7 +403,7 @@ def level_sensitivity(space: DesignSpace) -> int:
 def _noise_sd_rows(radius, space, offsets, scales, eps_t: float) -> float:
     """SD of the noise on a quantile step's band count, in rows."""
     g, delta = score_sensitivity(radius, space, offsets, scales)
-    return math.sqrt(_laplace_variance(_unit_epsilon(eps_t, delta / 2.0))) / (LEVELS * g)
+    return math.sqrt(discrete_laplace_variance(_unit_epsilon(eps_t, delta / 2.0))) / (LEVELS * g)
 
 
 def release_quantile_steps(
@@ -522,18 +518,19 @@ def release_quantile_steps(
                   f"1/({LEVELS} {g}**2))", eps_ls))
 
     edges = residual_edges()
-    (res_counts,) = passes.run(lambda rows: _residual_counts(rows, offsets, scales, radius,
-                                                             ls_beta, edges))
+    exact_counts = passes.run(lambda rows: _residual_counts(
+        rows, offsets, scales, radius, ls_beta, edges, space if eps_lv else None))
+    res_counts = exact_counts[0]
     noisy_res = res_counts + discrete_laplace(bits, eps_res, res_counts.size)
     split.append(("residual histogram at the least-squares fit (L1 sensitivity 2)", eps_res))
 
     level_counts, level_var = np.zeros(0), 0.0
     if eps_lv:
-        (exact,) = passes.run(lambda rows: _level_counts(rows, space))
+        exact = exact_counts[1]
         delta = level_sensitivity(space)
         eps_unit = _unit_epsilon(eps_lv, delta / 2.0)
         level_counts = (exact + discrete_laplace(bits, eps_unit, exact.size)).astype(float)
-        level_var = _laplace_variance(eps_unit)
+        level_var = discrete_laplace_variance(eps_unit)
         split.append((f"row counts of the 0/1 columns and of all rows (L1 sensitivity "
                       f"{delta})", eps_lv))
 
@@ -541,7 +538,7 @@ def release_quantile_steps(
     count = moments[0]
     gram = gram_of(H_ls, ls_noise[0])
     betas, dens, scores, starts, widths, steps, priors = [], [], [], [], [], [], []
-    var_bin = _laplace_variance(eps_res)
+    var_bin = discrete_laplace_variance(eps_res)
     for tau in taus:
         shift, h, band, var_band = start_and_bandwidth(
             noisy_res, edges, tau, band_share(count, tau, share_rows), var_bin)
@@ -571,7 +568,8 @@ def release_quantile_steps(
         mechanism=(f"quantile regression (q = {shown}) by a least-squares step and noisy "
                    "Newton steps of the check loss (rows centred and scaled privately, "
                    "clipped to an L1 ball of private radius, quantized; exact discrete "
-                   "Laplace on each step's information and score)"),
+                   "Laplace on the least-squares step's moments, the residual histogram and "
+                   "each quantile step's band count and score)"),
         split=tuple(split), n=n_public, n_source=n_source,
         variables=tuple((a.name, _describe(a)) for a in domain.axes),
         columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,

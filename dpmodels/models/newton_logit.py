@@ -59,14 +59,33 @@ __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
 NEWTON_SIM_ROWS = 2000
 
 
+def _root(cov: np.ndarray) -> np.ndarray:
+    """L with ``L L' = cov`` (symmetrized, eigenvalues floored at 1e-3 of the largest)."""
+    lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
+    return V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
+
+
+def representative_design(rel) -> np.ndarray:
+    """The ``2q`` design rows ``mean +- sqrt(q) L_j`` (``L L' = cov``) that carry
+    a Newton-type release's mean and covariance of v, mapped to the design's
+    columns (intercept 1): the rows its statsmodels results are built on."""
+    _, mean, cov = rel.moments
+    L = _root(cov)
+    q = mean.size
+    pts = np.concatenate([mean + math.sqrt(q) * L.T, mean - math.sqrt(q) * L.T])
+    X = np.empty((2 * q, rel.space.constant.size))
+    X[:, ~rel.space.constant] = rel.centre + rel.half * pts
+    X[:, rel.space.constant] = 1.0
+    return X
+
+
 def gaussian_design(moments: tuple, dummy: np.ndarray, rows: int, rng) -> np.ndarray:
     """A bootstrap population's design rows ``(1, v)``: v Gaussian with the
     released mean and covariance (``moments = (count, mean, cov)``), each 0/1
     column cut at its mean's quantile (a Gaussian copula keeps its correlation
     with the others)."""
     _, mean, cov = moments
-    lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
-    L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
+    L = _root(cov)
     Xs = mean + rng.standard_normal((rows, mean.size)) @ L.T
     for j in np.flatnonzero(dummy):
         sd = math.sqrt(max(cov[j, j], 1e-12))
@@ -159,14 +178,9 @@ class DPNewtonLogit(FormulaReleaseModel):
         rel = self.release
         space = rel.space
         params = rel.design_params(rel.beta)
-        count, mean, cov = rel.moments
-        lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
-        L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
-        q = mean.size
-        pts = np.concatenate([mean + math.sqrt(q) * L.T, mean - math.sqrt(q) * L.T])
-        X = np.empty((2 * q, space.constant.size))
-        X[:, ~space.constant] = rel.centre + rel.half * pts
-        X[:, space.constant] = 1.0
+        count = rel.moments[0]
+        X = representative_design(rel)
+        q = X.shape[0] // 2
         y = 1.0 / (1.0 + np.exp(-(X @ params)))
         exog = pd.DataFrame(X, columns=list(space.exog_names))
         model = FreqLogit(pd.Series(y, name=space.endog_name), exog,

@@ -62,7 +62,7 @@ from .moments_ols import (
     MomentsInference,
     warn_uninformative,
 )
-from .newton_logit import NEWTON_SIM_ROWS, gaussian_design
+from .newton_logit import NEWTON_SIM_ROWS, gaussian_design, representative_design
 from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 
 __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
@@ -195,14 +195,9 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         tau = rel.quantiles[i]
         space = rel.space
         params = rel.design_params(rel.beta[i])
-        count, mean, cov = rel.moments
-        lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
-        L = V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
-        m = mean.size
-        pts = np.concatenate([mean + math.sqrt(m) * L.T, mean - math.sqrt(m) * L.T])
-        X = np.empty((2 * m, space.constant.size))
-        X[:, ~space.constant] = rel.centre_half(pts)
-        X[:, space.constant] = 1.0
+        count = rel.moments[0]
+        X = representative_design(rel)
+        m = X.shape[0] // 2
         fitted = X @ params
         spread = rel.y_half / max(float(rel.density[i]), 1e-12)
         X2 = np.concatenate([X, X])
