@@ -636,6 +636,27 @@ def violations(r, m="dp"):
     return v
 
 
+def goal_tally(summary) -> str:
+    """Per goal: how many coefficient-cells meet it, miss it, and miss it
+    beyond Monte Carlo error (dp and naive)."""
+    lines = ["\n### Goals over all coefficient-cells\n",
+             "| goal | intervals | cells | met | missed | missed beyond MC error | worst |",
+             "|---|---|---|---|---|---|---|"]
+    for key, label, col in (("sign", "sign errors <= 2.5%", "sign"),
+                            ("cover", "coverage >= 90%", "cover"),
+                            ("null", "null rejections <= 5%", "null")):
+        for m in ("dp", "naive"):
+            rows = summary[np.isfinite(summary[f"{m}_{col}"])]
+            vs = [violations(r, m) for _, r in rows.iterrows()]
+            miss = [any(x.startswith(key) for x in v) for v in vs]
+            star = [any(x == key + "*" for x in v) for v in vs]
+            vals = rows[f"{m}_{col}"]
+            worst = vals.min() if key == "cover" else vals.max()
+            lines.append(f"| {label} | {m} | {len(rows)} | {len(rows) - sum(miss)} | {sum(miss)} | "
+                         f"{sum(star)} | {_pct(worst) if len(rows) else '-'} |")
+    return "\n".join(lines)
+
+
 def markdown(summary, info):
     parts = []
     head = ("| n | eps | coef | truth | reps | dp sign err | dp cover | dp null rej | dp width | "
@@ -682,6 +703,7 @@ def markdown(summary, info):
             f"{_w(s['naive_width'].median())} | {s['dp_fail'].max()}/{s['naive_fail'].max()} | "
             f"{'; '.join(dv) or 'ok'} | {', '.join(sorted(set(x.split('(')[0] for x in nv))) or 'ok'} |")
     parts.append("\n".join(lines))
+    parts.append(goal_tally(summary))
     if len(info):
         lines = ["\n### Information-free coefficients (declared level with no rows / 20 rows)\n",
                  "| scenario | coef | n | eps | reps | dp p<0.05 | dp median p | dp finite | "
@@ -735,6 +757,9 @@ def main(argv=None):
                     help="data sets per cell of one scenario, as name=reps (for slow fits)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (at most 2)")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--first-rep", type=int, default=0,
+                    help="number of the first data set of each cell (to add data sets to a "
+                         "cell already run with the same --seed into another --out)")
     ap.add_argument("--method", default=None,
                     help="pass method=METHOD to every dp_* call (default: none, i.e. 'auto'); "
                          "e.g. histogram, moments, newton")
@@ -771,7 +796,7 @@ def main(argv=None):
         code = zlib.crc32(name.encode())
         for n in ns:
             for eps in epss:
-                for r in range(scenario_reps.get(name, reps)):
+                for r in range(args.first_rep, args.first_rep + scenario_reps.get(name, reps)):
                     seed = int(np.random.SeedSequence([args.seed, code, n, int(round(eps * 1000)), r])
                                .generate_state(1)[0])
                     tasks.append((name, n, eps, r, seed, args.seed))

@@ -150,6 +150,23 @@ def test_a_declared_level_with_no_rows_is_flagged():
     assert np.isinf(res.bse["C(g)[T.empty]"])
     assert res.pvalues["C(g)[T.empty]"] == 1.0
     assert np.isfinite(res.bse["x1"]) and res.pvalues["x1"] < 1e-3
+    assert np.isfinite(res.bse["Intercept"])  # an empty dummy's mean is 0: no pull on it
+
+
+@pytest.mark.parametrize("value, intercept_flagged", [(5.5, True), (0.0, False)])
+def test_a_slope_without_information_takes_the_intercept_with_it(value, intercept_flagged):
+    """A column with no spread leaves its slope unknown, and with it the intercept
+    (the response's mean minus the slopes times the columns' means) unless the
+    column's mean is 0."""
+    df = _frame(n=20_000)
+    column = "x1" if value else "x2"
+    df[column] = value
+    with pytest.warns(ReleaseWarning, match=column):
+        res = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                         method="moments", random_state=1).fit(random_state=1)
+    assert np.isinf(res.bse[column]) and res.pvalues[column] == 1.0
+    assert np.isinf(res.bse["Intercept"]) == intercept_flagged
+    assert np.isfinite(res.bse["C(g)[T.b]"])
 
 
 def test_auto_chooses_from_public_inputs_only():

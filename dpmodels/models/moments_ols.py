@@ -344,6 +344,13 @@ class DPMomentsOLS(FormulaReleaseModel):
         weak = np.where(dummy[:-1], mom.sums[:-1] < INFO_SDS * sd_s,
                         spread[:-1] < INFO_SDS * sd_m)
         flags[np.flatnonzero(~space.constant)] = weak
+        # the intercept is the response's mean minus sum_j b_j mean_j: a slope the
+        # release says nothing about leaves it unknown too, unless that column's
+        # mean is within the noise of 0 (a dummy flagged as weak always is)
+        mean_sd = sd_s * mom.half[:-1] / max(mom.count, 1.0)
+        mean = mom.centre[:-1] + mom.half[:-1] * mu[:-1]
+        if np.any(weak & ~dummy[:-1] & (np.abs(mean) > INFO_SDS * mean_sd)):
+            flags[space.constant] = True
         warn_uninformative(space.exog_names, flags)
         return flags
 
