@@ -37,3 +37,24 @@ def test_validity_benchmark_small_run(tmp_path, capsys):
     assert (ghost["dp_p"] >= 0.05).all() and ghost["named"].astype(bool).all()
     others = raw[~raw["coef"].astype(str).str.contains("ghost")]
     assert (others["dp_hi"] - others["dp_lo"]).lt(float("inf")).all()
+
+
+def test_goal_tally_and_added_data_sets(tmp_path):
+    """--first-rep adds new data sets (new seeds) to a cell; the goal tally counts
+    the coefficient-cells that meet and miss each goal, for dp and naive."""
+    bench = _load()
+    out = tmp_path / "v.csv"
+    args = ["--scenarios", "linear", "--n", "2000", "--eps", "3", "--out", str(out)]
+    bench.main(args + ["--reps", "2"])
+    bench.main(args + ["--reps", "1", "--first-rep", "2"])
+    raw = pd.read_csv(out)
+    per_rep = raw.groupby("rep")["seed"].first()
+    assert sorted(per_rep.index) == [0, 1, 2] and per_rep.nunique() == 3
+    summary = bench.summarize(raw)
+    assert (summary["reps"] == 3).all()
+    tally = bench.goal_tally(summary)
+    lines = [ln for ln in tally.splitlines() if ln.startswith("| coverage")]
+    assert len(lines) == 2  # dp and naive
+    for ln in lines:
+        cells, met, missed = (int(x) for x in ln.split("|")[3:6])
+        assert cells == len(summary) and met + missed == cells
