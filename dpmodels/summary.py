@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from statsmodels.iolib.summary import Summary, summary_return
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols
 
 from .report import PrivacyReport
 
-__all__ = ["DPSummary", "privacy_table", "add_privacy_block", "inference_notes"]
+__all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block2",
+           "inference_notes"]
 
 
 def privacy_table(report: PrivacyReport) -> SimpleTable:
@@ -54,6 +57,33 @@ def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[s
     if notes:
         out.add_extra_txt(notes)
     return out
+
+
+#: Width at which summary2's privacy values wrap.
+SUMMARY2_WIDTH = 60
+
+
+def add_privacy_block2(smry, report: PrivacyReport | None, notes: list[str] | None = None):
+    """Append the privacy report and the notes to a statsmodels ``summary2``
+    (:class:`statsmodels.iolib.summary2.Summary`), as ``summary()`` shows them."""
+    import pandas as pd
+
+    if report is not None:
+        title = "Differential privacy" + ("" if report.private else
+                                          " -- NOT PRIVATE (epsilon = inf)")
+        rows = []
+        for label, value in report.rows():  # summary2 pads every table to the widest
+            lines = textwrap.wrap(value, SUMMARY2_WIDTH, break_on_hyphens=False) or [""]
+            rows += [(label, lines[0])] + [("", more) for more in lines[1:]]
+        smry.add_df(pd.DataFrame(rows, columns=[title, ""]), index=False, header=True,
+                    align="l")
+        if not report.private:
+            smry.add_text("WARNING: epsilon = inf. These results are NOT differentially private.")
+    if notes:
+        smry.add_text("Notes:")
+        for i, note in enumerate(notes, 1):
+            smry.add_text(f"[{i}] {note}")
+    return smry
 
 
 def inference_notes(results) -> list[str]:

@@ -51,7 +51,7 @@ from statsmodels.tools._decorators import cache_readonly
 
 from ..errors import SeparationError, SeparationWarning, SingularDesignError
 from ..inference import DPInferenceResultsMixin
-from ..summary import add_privacy_block, inference_notes
+from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = [
     "FreqLogit",
@@ -240,16 +240,24 @@ class _FreqResults(DPInferenceResultsMixin):
             ("LL-Null:", [f"{self.llnull:#8.5g}"]),
             ("LLR p-value:", [f"{self.llr_pvalue:#6.4g}"]),
         ]
-        newton = getattr(self, "source", "cells") == "newton"
-        if title is None:
-            title = (("DP " if self.privacy is not None else "") + self._model_label
-                     + " Regression Results "
-                     + ("(noisy Newton steps)" if newton else "(frequency-weighted cells)"))
         smry = Summary()
         yname, yname_list = self._get_endog_name(yname, yname_list)
         smry.add_table_2cols(self, gleft=top_left, gright=top_right, yname=yname, xname=xname,
-                             title=title)
+                             title=self._summary_title(title))
         smry.add_table_params(self, yname=yname_list, xname=xname, alpha=alpha, use_t=self.use_t)
+        notes = self._summary_notes()
+        return add_privacy_block(smry, self.privacy, notes)
+
+    def _summary_title(self, title):
+        if title is not None:
+            return title
+        newton = getattr(self, "source", "cells") == "newton"
+        return (("DP " if self.privacy is not None else "") + self._model_label
+                + " Regression Results "
+                + ("(noisy Newton steps)" if newton else "(frequency-weighted cells)"))
+
+    def _summary_notes(self) -> list[str]:
+        newton = getattr(self, "source", "cells") == "newton"
         notes = [] if newton else list(getattr(self, "_separation_etext", []))
         if self.separation:
             notes.append(
@@ -268,8 +276,13 @@ class _FreqResults(DPInferenceResultsMixin):
         else:
             notes.append("Fitted on released histogram cells weighted by their noisy counts; "
                          "nobs and degrees of freedom are those of the noisy total.")
-        notes += inference_notes(self)
-        return add_privacy_block(smry, self.privacy, notes)
+        return notes + inference_notes(self)
+
+    def summary2(self, alpha=0.05, float_format="%.4f", **kwargs):
+        """statsmodels' ``summary2`` layout with the notes and privacy block of
+        :meth:`summary`."""
+        smry = super().summary2(alpha=alpha, float_format=float_format, **kwargs)
+        return add_privacy_block2(smry, self.privacy, self._summary_notes())
 
 
 class FreqLogit(_FreqWeights, Logit):

@@ -26,7 +26,7 @@ from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly, cache_writable
 
 from ..inference import DPInferenceResultsMixin
-from ..summary import add_privacy_block, inference_notes
+from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
 
 __all__ = ["FreqWLS", "FreqRegressionResults", "FreqRegressionResultsWrapper"]
@@ -125,12 +125,9 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     def llf(self):
         return self.model.loglike(self.params)
 
-    def summary(self, yname=None, xname=None, title=None, alpha=0.05, slim=False):
-        """OLS-layout summary of the expanded data, plus the privacy block.
-
-        Residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are those
-        of the expanded data; Durbin-Watson is left out (cells have no order).
-        """
+    def _diagnostic_cache(self) -> dict:
+        """Residual diagnostics of the expanded data (NaN on moments, which do not
+        release residuals); Durbin-Watson is NaN (cells have no order)."""
         cache = self.__dict__.setdefault("_summary_cache", {})
         w = self.model.weights
         if "jarque_bera" not in cache:
@@ -141,18 +138,65 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
                 cache["jarque_bera"] = (np.nan,) * 4
                 cache["omni_normtest"] = (np.nan, np.nan)
             cache["durbin_watson"] = np.nan
-        moments = self.source == "moments"
-        if title is None:
-            title = ("DP " if self.privacy is not None else "") + "OLS Regression Results " + (
-                "(noisy moments)" if moments else "(frequency-weighted cells)")
-        smry = super().summary(yname=yname, xname=xname, title=title, alpha=alpha, slim=slim)
+        return cache
+
+    def _summary_title(self, title):
+        if title is not None:
+            return title
+        return ("DP " if self.privacy is not None else "") + "OLS Regression Results " + (
+            "(noisy moments)" if self.source == "moments" else "(frequency-weighted cells)")
+
+    def _summary_notes(self) -> list[str]:
         notes = (["Fitted on released moments of the design; nobs is the noisy number of rows; "
                   "residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are not "
-                  "available from moments."] if moments else
+                  "available from moments."] if self.source == "moments" else
                  ["Fitted on released histogram cells weighted by their noisy counts; "
                   "nobs and degrees of freedom are those of the noisy total."])
-        notes += inference_notes(self)
-        return add_privacy_block(smry, self.privacy, notes)
+        return notes + inference_notes(self)
+
+    def summary(self, yname=None, xname=None, title=None, alpha=0.05, slim=False):
+        """OLS-layout summary of the expanded data, plus the privacy block.
+
+        Residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are those
+        of the expanded data; Durbin-Watson is left out (cells have no order).
+        """
+        self._diagnostic_cache()
+        smry = super().summary(yname=yname, xname=xname, title=self._summary_title(title),
+                               alpha=alpha, slim=slim)
+        return add_privacy_block(smry, self.privacy, self._summary_notes())
+
+    def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
+        """statsmodels' ``summary2`` layout with the same residual diagnostics,
+        notes and privacy block as :meth:`summary`.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"x": rng.uniform(0, 10, 5000)})
+        >>> df["y"] = 1 + 0.5 * df["x"] + rng.normal(size=5000)
+        >>> res = dpm.dp_ols("y ~ x", df, epsilon=1.0, bounds={"x": (0, 10), "y": (-10, 20)},
+        ...                  random_state=0).fit(random_state=0)
+        >>> "Differential privacy" in str(res.summary2())
+        True
+        """
+        from statsmodels.iolib import summary2
+
+        cache = self._diagnostic_cache()
+        jb, jbpv, skew, kurtosis = cache["jarque_bera"]
+        omni, omnipv = cache["omni_normtest"]
+
+        def f(v):
+            return "n/a" if not np.isfinite(v) else f"{v:.3f}"
+
+        diagnostic = {"Omnibus:": f(omni), "Prob(Omnibus):": f(omnipv), "Skew:": f(skew),
+                      "Kurtosis:": f(kurtosis), "Jarque-Bera (JB):": f(jb), "Prob(JB):": f(jbpv),
+                      "Condition No.:": f"{self.condition_number:.0f}"}
+        smry = summary2.Summary()
+        smry.add_base(results=self, alpha=alpha, float_format=float_format, xname=xname,
+                      yname=yname, title=self._summary_title(title))
+        smry.add_dict(diagnostic)
+        return add_privacy_block2(smry, self.privacy, self._summary_notes())
 
 
 class FreqRegressionResultsWrapper(RegressionResultsWrapper):

@@ -52,7 +52,7 @@ from ..quantile_steps import (
     release_quantile_steps,
 )
 from ..randomness import make_rng
-from ..summary import add_privacy_block, inference_notes
+from ..summary import inference_notes
 from .base import dp_options
 from .moments_ols import (
     INFO_SDS,
@@ -77,16 +77,12 @@ class NewtonQuantRegResults(FreqQuantRegResults):
     def prsquared(self):
         return np.nan
 
-    def summary(self, yname=None, xname=None, title=None, alpha=0.05):
-        """QuantReg-layout summary plus the privacy block."""
-        if title is None:
-            title = "DP QuantReg Regression Results (noisy Newton steps)"
-        smry = super(FreqQuantRegResults, self).summary(yname=yname, xname=xname, title=title,
-                                                        alpha=alpha)
-        notes = [f"Quantile q = {self.q:g}. nobs is the noisy number of complete rows; the "
-                 "check loss is not released (Pseudo R-squared is NaN)."]
-        notes += inference_notes(self)
-        return add_privacy_block(smry, self.privacy, notes)
+    def _summary_title(self, title):
+        return "DP QuantReg Regression Results (noisy Newton steps)" if title is None else title
+
+    def _summary_notes(self) -> list[str]:
+        return [f"Quantile q = {self.q:g}. nobs is the noisy number of complete rows; the "
+                "check loss is not released (Pseudo R-squared is NaN)."] + inference_notes(self)
 
 
 def _ald_cdf(u, tau: float, sigma: float):

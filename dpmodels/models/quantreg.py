@@ -53,7 +53,7 @@ from statsmodels.tools.validation import string_like
 from ..errors import ReleaseWarning
 from ..formula import formula_variables, user_stacklevel
 from ..inference import DPInference, DPInferenceResultsMixin, attach_dp_inference
-from ..summary import add_privacy_block, inference_notes
+from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
 from ..inference import refit_quantreg
@@ -283,20 +283,37 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
         null = _check_loss(endog - _weighted_percentile(endog, w, 100 * q), w, q)
         return 1.0 - loss / null
 
-    def summary(self, yname=None, xname=None, title=None, alpha=0.05):
-        """QuantReg-layout summary of the expanded data, plus the privacy block."""
-        if title is None:
-            title = ("DP " if self.privacy is not None else "") + \
-                "QuantReg Regression Results (frequency-weighted cells)"
-        smry = super().summary(yname=yname, xname=xname, title=title, alpha=alpha)
+    def _summary_title(self, title):
+        if title is not None:
+            return title
+        return ("DP " if self.privacy is not None else "") + \
+            "QuantReg Regression Results (frequency-weighted cells)"
+
+    def _summary_notes(self) -> list[str]:
         what = "the noisy total of the released cells" if self.privacy is not None else \
             "the total weight"
         notes = [f"Quantile q = {self.q:g}. Cells are weighted by their counts; nobs and degrees "
                  f"of freedom are those of {what}."]
         if self.unresolved_message:
             notes.append("WARNING: " + self.unresolved_message)
-        notes += inference_notes(self)
-        return add_privacy_block(smry, self.privacy, notes)
+        return notes + inference_notes(self)
+
+    def summary(self, yname=None, xname=None, title=None, alpha=0.05):
+        """QuantReg-layout summary of the expanded data, plus the privacy block."""
+        smry = QuantRegResults.summary(self, yname=yname, xname=xname,
+                                       title=self._summary_title(title), alpha=alpha)
+        return add_privacy_block(smry, self.privacy, self._summary_notes())
+
+    def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
+        """statsmodels' ``summary2`` layout with the notes and privacy block of
+        :meth:`summary` (no residual diagnostics, as ``summary()``: the cells'
+        residuals are not a sample of rows)."""
+        from statsmodels.iolib import summary2
+
+        smry = summary2.Summary()
+        smry.add_base(results=self, alpha=alpha, float_format=float_format, xname=xname,
+                      yname=yname, title=self._summary_title(title))
+        return add_privacy_block2(smry, self.privacy, self._summary_notes())
 
 
 class FreqQuantRegResultsWrapper(RegressionResultsWrapper):
