@@ -396,6 +396,10 @@ class ScaledRows:
     def privacy(self) -> MomentsReport:
         return self.report
 
+    def __str__(self) -> str:
+        """The one-line description, then the privacy report (multi-line)."""
+        return repr(self) + "\n" + str(self.report)
+
 
 @dataclass(frozen=True, eq=False)
 class PrivateMoments(ScaledRows):

@@ -90,3 +90,18 @@ def test_ols_summary2_diagnostics_agree_with_summary(frame):
     m2 = str(mom.summary2())
     for label in ("Omnibus:", "Skew:", "Jarque-Bera (JB):"):
         assert value(m2, label) == "n/a"  # moments release no residuals
+
+
+@pytest.mark.parametrize("fn, formula, kw", CASES,
+                         ids=[f"{c[0].__name__}:{c[1]}" for c in CASES])
+def test_print_release_is_its_description_and_privacy_report(frame, fn, formula, kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = fn(formula, frame, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, random_state=0,
+                     **kw).release
+    lines = str(release).splitlines()
+    assert lines[0] == repr(release)
+    assert lines[1] == "Privacy report"
+    assert "\n".join(lines[1:]) == str(release.privacy if hasattr(release, "privacy")
+                                       else release.report)
+    assert any(ln.startswith("Mechanism:") for ln in lines)
