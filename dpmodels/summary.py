@@ -14,9 +14,23 @@ __all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block
            "inference_notes"]
 
 
+#: Width at which the privacy block's values wrap (summary() and summary2()).
+SUMMARY_WIDTH = 60
+
+
+def wrapped_rows(report: PrivacyReport, width: int) -> list[tuple[str, str]]:
+    """The report's (label, value) rows with long values wrapped onto
+    continuation rows (empty label), so a summary keeps a terminal's width."""
+    rows = []
+    for label, value in report.rows():
+        lines = textwrap.wrap(value, width, break_on_hyphens=False) or [""]
+        rows += [(label, lines[0])] + [("", more) for more in lines[1:]]
+    return rows
+
+
 def privacy_table(report: PrivacyReport) -> SimpleTable:
     """The privacy report as a two-column statsmodels table."""
-    rows = report.rows()
+    rows = wrapped_rows(report, SUMMARY_WIDTH)
     title = "Differential privacy" + ("" if report.private else " -- NOT PRIVATE (epsilon = inf)")
     width = max(len(v) for _, v in rows)
     return SimpleTable(
@@ -59,8 +73,6 @@ def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[s
     return out
 
 
-#: Width at which summary2's privacy values wrap.
-SUMMARY2_WIDTH = 60
 
 
 def add_privacy_block2(smry, report: PrivacyReport | None, notes: list[str] | None = None):
@@ -71,10 +83,7 @@ def add_privacy_block2(smry, report: PrivacyReport | None, notes: list[str] | No
     if report is not None:
         title = "Differential privacy" + ("" if report.private else
                                           " -- NOT PRIVATE (epsilon = inf)")
-        rows = []
-        for label, value in report.rows():  # summary2 pads every table to the widest
-            lines = textwrap.wrap(value, SUMMARY2_WIDTH, break_on_hyphens=False) or [""]
-            rows += [(label, lines[0])] + [("", more) for more in lines[1:]]
+        rows = wrapped_rows(report, SUMMARY_WIDTH)  # summary2 pads every table to the widest
         smry.add_df(pd.DataFrame(rows, columns=[title, ""]), index=False, header=True,
                     align="l")
         if not report.private:
