@@ -106,24 +106,33 @@ Rows are appended to ``--out`` (default benchmarks/results/validity.csv) as
 each data set finishes, so an interrupted run keeps what it computed and
 ``--from-csv`` tables it.  ``--jobs`` (default 1, at most 2) worker processes.
 
-Run time on this machine (2 cores shared with another job)
---------------------------------------------------------
-Measured per data set (release + dp fit + naive fit + statsmodels), n = 2e3 /
-2e4, eps = 1: linear, empty/rare level 0.3-0.9 s; cont5 0.6 / 1.7 s; logskew
-0.7 / 1.2 s; housing3 2.1 / 2.5 s; logit4 1.4 / 2.0 s; median4 1.2 / 1.9 s;
-mnlogit 1.2 / 1.2 s; cont10 1.1 / 28 s; housing40 28 / 45 s (a 77k-cell
-domain).
+Run time on this machine (2 cores)
+----------------------------------
+Seconds per data set for the release, the dp fit and the naive fit (the
+CSV's ``seconds``; drawing the data and the statsmodels fit come on top),
+n = 2e3 / 2e4 / 2e5, one core: the moments scenarios (linear, cont5, cont10,
+logskew, empty/rare level, randhie, and housing40, which ``method="auto"``
+takes off its sparse 40-bin grid) 0.03-0.12 / 0.05-0.1 / 0.1-0.3; logit4
+0.6 / 0.3 / 0.6; housing3 1.0 / 1.0 / 1.1; median4 1.0 / 1.0 / 1.1; mnlogit
+0.6 / 1.4 / 2.2.  At n = 2e5 drawing housing-like data takes about 2 s more.
 
-* ``--quick`` (11 scenarios x n in {2e3, 2e4} x eps = 1, 20 data sets per
-  cell, 6 for housing40 and 10 for cont10; 392 data sets), ``--jobs 2``:
-  5 minutes (306 s); with 20 data sets everywhere: 21 minutes (1250 s).
-* ``--scenarios linear cont5 empty_level rare_level --n 20000 --eps 1
-  --reps 100 --jobs 2``: 2 minutes (118 s).
-* The full grid (11 x 3 x 3 x 200 = 19,800 data sets) has not been run: the
-  n = 2e5 cells and housing40 / cont10 dominate; expect well over a day on
-  2 cores (housing40 alone: 1,800 fits of 30-60+ s).  Use
-  ``--scenario-reps housing40=50`` (and say so) or run it in pieces into one
-  ``--out`` CSV.
+* ``--quick``: about 3 minutes with ``--jobs 2``.
+* The grid of ``docs/inference.md`` (12 scenarios x 3 n x 3 epsilon;
+  200 data sets per cell, 100 for median4 and mnlogit and for every cell at
+  n = 2e5 but cont10's epsilon 0.3, which has 124): about 75 minutes of wall
+  time as five processes on 2 cores.  The commands, in one output file::
+
+    python benchmarks/validity.py --n 2000 20000 --reps 200 \
+        --scenarios linear cont5 cont10 logskew empty_level rare_level housing40 housing3 logit4 randhie
+    python benchmarks/validity.py --n 200000 --reps 100 \
+        --scenarios linear cont5 cont10 logskew empty_level rare_level housing40 housing3 logit4 randhie
+    python benchmarks/validity.py --reps 100 --scenarios median4 mnlogit
+
+  (with ``--out`` the same file and ``--jobs`` as the machine allows; the data
+  sets are seeded by cell and number, so splitting a run across processes,
+  or adding data sets later with ``--first-rep``, gives the same rows).  The
+  merged rows are ``benchmarks/results/validity_grid.csv.gz``; tabulate them
+  with ``--from-csv``.
 """
 
 from __future__ import annotations
