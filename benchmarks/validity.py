@@ -119,8 +119,9 @@ takes off its sparse 40-bin grid) 0.03-0.12 / 0.05-0.1 / 0.1-0.3; logit4
 * ``--quick``: about 3 minutes with ``--jobs 2``.
 * The grid of ``docs/inference.md`` (12 scenarios x 3 n x 3 epsilon;
   200 data sets per cell, 100 for median4 and mnlogit and for every cell at
-  n = 2e5 but cont10's epsilon 0.3, which has 124): about 75 minutes of wall
-  time as five processes on 2 cores.  The commands, in one output file::
+  n = 2e5 but cont10's epsilon 0.3, which has 200; 73 for mnlogit and 30 for
+  housing40 at n = 2e5, epsilon 3, where a fit takes 5-55 s): about 75
+  minutes of wall time as five processes on 2 cores.  The commands, in one output file::
 
     python benchmarks/validity.py --n 2000 20000 --reps 200 \
         --scenarios linear cont5 cont10 logskew empty_level rare_level housing40 housing3 logit4 randhie
