@@ -50,13 +50,22 @@ def _notes2(text: str) -> list[str]:
     return [" ".join(n.split()) for n in re.split(r"\n?\[\d+\] ", body)[1:]]
 
 
-@pytest.mark.parametrize("fn, formula, kw", CASES,
-                         ids=[f"{c[0].__name__}:{c[1]}" for c in CASES])
+def _model(fn, formula, frame, kw):
+    """The case's model on the test frame, epsilon 1, seeded; release warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(formula, frame, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, random_state=0, **kw)
+
+
+each_case = pytest.mark.parametrize("fn, formula, kw", CASES,
+                                    ids=[f"{c[0].__name__}:{c[1]}" for c in CASES])
+
+
+@each_case
 def test_summary2_carries_the_privacy_block_and_the_notes_of_summary(frame, fn, formula, kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = fn(formula, frame, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, random_state=0,
-                 **kw).fit(random_state=0)
+        res = _model(fn, formula, frame, kw).fit(random_state=0)
         s1, s2 = res.summary().as_text(), str(res.summary2())
     assert "Differential privacy" in s2
     flat = " ".join(s2.split())  # long values wrap onto continuation lines
@@ -92,13 +101,9 @@ def test_ols_summary2_diagnostics_agree_with_summary(frame):
         assert value(m2, label) == "n/a"  # moments release no residuals
 
 
-@pytest.mark.parametrize("fn, formula, kw", CASES,
-                         ids=[f"{c[0].__name__}:{c[1]}" for c in CASES])
+@each_case
 def test_print_release_is_its_description_and_privacy_report(frame, fn, formula, kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        release = fn(formula, frame, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, random_state=0,
-                     **kw).release
+    release = _model(fn, formula, frame, kw).release
     lines = str(release).splitlines()
     assert lines[0] == repr(release)
     assert lines[1] == "Privacy report"
