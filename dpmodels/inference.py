@@ -51,6 +51,7 @@ from scipy.special import expit, logsumexp
 from .domain import Domain
 from .mechanisms import (discrete_laplace_sf, make_rng, simulate_discrete_laplace,
                          simulate_discrete_laplace_tail)
+from .population import POPULATIONS, deconvolved_counts, smooth_tails
 from .release import PrivateHistogram
 
 __all__ = [
@@ -143,49 +144,6 @@ def _complement_ids(support: np.ndarray, index: np.ndarray) -> np.ndarray:
     return (idx + np.searchsorted(shifted, idx, side="right")).astype(np.uint64)
 
 
-#: Largest domain for which the smooth population model is evaluated on
-#: every unreleased cell; above it unreleased cells get probability zero.
-SMOOTH_MAX_CELLS = 1 << 21
-POPULATIONS = ("smooth", "release")
-
-
-def _cell_features(domain: Domain, ids: np.ndarray) -> np.ndarray:
-    """Log-linear features of cells: a quadratic in the continuous axes' bin
-    positions (scaled to [-1/2, 1/2]), and for each discrete axis its level
-    indicators, alone and times each continuous position."""
-    codes = domain.decode(ids)
-    cont = [(c + 0.5) / a.bins - 0.5 for c, a in zip(codes, domain.axes) if a.kind == "continuous"]
-    cols = [np.ones(ids.size)] + cont
-    cols += [u * v for i, u in enumerate(cont) for v in cont[i:]]
-    for c, a in zip(codes, domain.axes):
-        if a.kind != "discrete":
-            continue
-        for level in range(1, a.size):
-            ind = (c == level).astype(float)
-            cols.append(ind)
-            cols += [ind * u for u in cont]
-    return np.column_stack(cols)
-
-
-def _poisson_fit(F: np.ndarray, y: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
-    """Poisson log-linear MLE by IRLS (a small ridge keeps it defined)."""
-    beta = np.zeros(F.shape[1])
-    beta[0] = math.log(max(y.mean(), 1e-9))
-    ridge = 1e-6 * np.eye(F.shape[1])
-    for _ in range(maxiter):
-        eta = np.clip(F @ beta, -50, 50)
-        mu = np.exp(eta)
-        info = F.T @ (mu[:, None] * F) + ridge * max(y.sum(), 1.0)
-        try:
-            step = np.linalg.solve(info, F.T @ (y - mu))
-        except np.linalg.LinAlgError:
-            return None
-        beta += step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return beta if np.all(np.isfinite(beta)) else None
-
-
 @dataclass(frozen=True)
 class ReleaseSimulator:
     """Simulates releases by the mechanism of ``release`` from the population
@@ -194,15 +152,14 @@ class ReleaseSimulator:
     Parameters
     ----------
     release : PrivateHistogram
-    population : {"smooth", "release"}
-        "release": the released non-negative counts, normalized, and zero on
-        every unreleased cell.  "smooth" (default): the same on released
-        cells; each unreleased cell gets the expected count of a log-linear
-        model of the released counts (a quadratic in the continuous bin
-        positions with discrete-level main effects and slopes), capped at
-        the threshold: the thresholding hides mass in the low-density
-        tails next to the data, and the bootstrap must be able to lose it
-        as the real release did (docs/inference.md).
+    population : {"deconvolved", "smooth", "release"}
+        The population resampled (``dpmodels.population``): "deconvolved"
+        (default) the expected true count of every cell given the release
+        (spurious cells removed, the mass the threshold hid restored);
+        "smooth" the released counts plus smoothed tails on unreleased cells,
+        capped at the threshold; "release" the released non-negative counts.
+        Without a threshold (signed release, epsilon = inf) all three are the
+        released counts.
 
     Attributes
     ----------
@@ -218,16 +175,20 @@ class ReleaseSimulator:
         (unthresholded) release or for epsilon = inf.
     hidden : float
         Mass (in rows) the population puts on unreleased cells.
+    removed : float
+        Released rows the deconvolution attributes to noise (0 otherwise).
     """
 
     release: PrivateHistogram
-    population: str = "smooth"
+    population: str = "deconvolved"
     support: np.ndarray = field(init=False)
     p_hat: np.ndarray = field(init=False)
     n: int = field(init=False)
     epsilon: float = field(init=False)
     k: int | None = field(init=False)
     hidden: float = field(init=False)
+    removed: float = field(init=False)
+    deconvolved: bool = field(init=False)
 
     def __post_init__(self):
         if self.population not in POPULATIONS:
@@ -240,9 +201,17 @@ class ReleaseSimulator:
         if mass.sum() <= 0:
             raise ValueError("the release has no cell with a positive count: nothing to resample")
         k = None if (not rep.private or rep.threshold is None) else int(math.ceil(rep.threshold))
-        hidden = 0.0
-        if self.population == "smooth" and k is not None and k > 0:
-            extra_ids, extra_mass = self._smooth_tails(ids, mass, k)
+        hidden, removed = 0.0, 0.0
+        deconvolved = None
+        if self.population == "deconvolved" and k is not None and k > 0:
+            deconvolved = deconvolved_counts(self.release.domain, self.release.cell_ids,
+                                             self.release.counts, float(rep.epsilon), k)
+        if deconvolved is not None:
+            keep = deconvolved.expected > 1e-3
+            ids, mass = deconvolved.ids[keep], deconvolved.expected[keep]
+            hidden, removed = deconvolved.added, deconvolved.removed
+        elif self.population in ("smooth", "deconvolved") and k is not None and k > 0:
+            extra_ids, extra_mass = smooth_tails(self.release.domain, ids, mass, k)
             if extra_ids.size:
                 hidden = float(extra_mass.sum())
                 order = np.argsort(np.concatenate([ids, extra_ids]), kind="stable")
@@ -254,25 +223,9 @@ class ReleaseSimulator:
         object.__setattr__(self, "epsilon", float(rep.epsilon))
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "hidden", hidden)
+        object.__setattr__(self, "removed", removed)
+        object.__setattr__(self, "deconvolved", deconvolved is not None)
 
-    def _smooth_tails(self, ids: np.ndarray, mass: np.ndarray, k: int):
-        """Expected counts of the unreleased cells under a log-linear model of
-        the released ones, capped at the threshold; cells below 1e-3 dropped."""
-        domain = self.release.domain
-        m = int(domain.size)
-        none = (np.zeros(0, np.uint64), np.zeros(0))
-        if m > SMOOTH_MAX_CELLS or m - ids.size <= 0 or ids.size < 3:
-            return none
-        F = _cell_features(domain, ids)
-        if F.shape[1] >= ids.size:
-            return none
-        beta = _poisson_fit(F, mass)
-        if beta is None:
-            return none
-        out = _complement_ids(ids, np.arange(m - ids.size))
-        mu = np.minimum(np.exp(np.clip(_cell_features(domain, out) @ beta, -50, 50)), float(k))
-        keep = mu > 1e-3
-        return out[keep], mu[keep]
     @property
     def m(self) -> int:
         return int(self.release.domain.size)
@@ -291,7 +244,11 @@ class ReleaseSimulator:
         what = f"sampling + discrete Laplace noise on all {self.m:,} domain cells"
         if self.k is not None:
             what += f" + threshold {self.k}"
-            if self.population == "smooth":
+            if self.deconvolved:
+                what += (f"; population: expected true counts given the release "
+                         f"({self.removed:,.0f} released rows attributed to noise, "
+                         f"{self.hidden:,.0f} rows restored on unreleased cells)")
+            elif self.population != "release":
                 what += f"; population: released counts + {self.hidden:,.0f} rows of smoothed tails"
         return what
 
@@ -1029,7 +986,7 @@ def parametric_bootstrap(
     interval: str = DEFAULT_INTERVAL,
     label: str = "dp bootstrap",
     binning: Callable[[np.ndarray], BinningCheck | None] | None = None,
-    population: str = "smooth",
+    population: str = "deconvolved",
     n_refit: int = DEFAULT_N_REFIT,
     uninformative: np.ndarray | None = None,
 ) -> DPInference:
@@ -1084,7 +1041,7 @@ def parametric_bootstrap(
     params = np.asarray(params, dtype=float).ravel()
     support_rows = design.rows(sim.support)
     target = None
-    if sim.hidden > 0:  # the bootstrap world's estimand: the fit on the population
+    if sim.hidden > 0 or sim.removed > 0:  # the bootstrap world's estimand: the fit on the population
         w_pop = np.zeros((design.n_rows, 1))
         np.add.at(w_pop[:, 0], support_rows, sim.p_hat * sim.n)
         w_pop[~design.valid] = 0.0

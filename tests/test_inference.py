@@ -97,14 +97,47 @@ def test_replicate_releases_follow_the_mechanism():
     for r in range(5):
         ids = chunk.extra_ids[chunk.extra_rep == r]
         assert np.unique(ids).size == ids.size
-    # the default population adds smoothed tails on unreleased cells, at most k each
-    smooth = ReleaseSimulator(rel)
+    # population="smooth" adds smoothed tails on unreleased cells, at most k each
+    smooth = ReleaseSimulator(rel, population="smooth")
     assert np.isin(rel.cell_ids, smooth.support).all() and smooth.hidden > 0
     assert smooth.p_hat.sum() == pytest.approx(1.0)
     tails = ~np.isin(smooth.support, rel.cell_ids)
     assert np.all(smooth.p_hat[tails] * smooth.p_hat.size > 0)
     total = rel.counts.sum() + smooth.hidden
     assert np.all(smooth.p_hat[tails] * total <= sim.k + 1e-9)
+
+
+def test_default_population_removes_spurious_cells_and_restores_hidden_mass():
+    """The deconvolved population (dpmodels.population) against the true counts: the
+    released cells' expected mass matches their true mass within the noise of their sum,
+    the spurious cells (true count 0) lose almost all their released mass, the unreleased
+    cells get some of the mass the threshold hid, and the cell-wise L1 error falls."""
+    rng = np.random.default_rng(0)
+    n = 5_000
+    df = pd.DataFrame({"x": rng.normal(5, 1, n), "y": rng.normal(5, 1, n)})
+    true = np.zeros(1600)
+    bx = np.clip((df.x / 10 * 40).astype(int), 0, 39)
+    by = np.clip((df.y / 10 * 40).astype(int), 0, 39)
+    np.add.at(true, (bx * 40 + by).to_numpy(), 1)
+    for eps in (0.5, 1.0):
+        rel = dpm.release(df, columns=["x", "y"], epsilon=eps, bounds={"x": (0, 10), "y": (0, 10)},
+                          bins=40, random_state=1)
+        sim = ReleaseSimulator(rel)
+        assert sim.deconvolved and sim.removed > 0 and sim.hidden > 0
+        expected = np.zeros(1600)
+        expected[sim.support.astype(int)] = sim.p_hat * (rel.counts.sum() - sim.removed + sim.hidden)
+        released = np.zeros(1600)
+        released[rel.cell_ids.astype(int)] = rel.counts
+        on = released > 0
+        q = math.exp(-eps / 2)
+        noise_sd = math.sqrt(on.sum() * 2 * q / (1 - q) ** 2)  # sd of the released cells' noise sum
+        assert abs(expected[on].sum() - true[on].sum()) < 3 * noise_sd
+        spurious = on & (true == 0)
+        assert spurious.sum() > 20  # the test has spurious cells to remove
+        assert expected[spurious].sum() < 0.1 * released[spurious].sum()
+        assert 0 < expected[~on].sum() <= true[~on].sum()
+        assert np.abs(expected - true).sum() < 0.7 * np.abs(released - true).sum()
+        assert "attributed to noise" in sim.describe()
 
 
 # ---- the covariance plugs into the results ------------------------------------------------
@@ -231,8 +264,10 @@ def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     n = 100_000
     x = rng.uniform(0, 10, n)
     df = pd.DataFrame({"x": x, "y": 1 + 0.5 * x + rng.normal(0, 0.3, n)})
-    kw = dict(epsilon=1.0, bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, random_state=0)
-    # y bins 2.25 wide against a residual sd of 0.3: midpoints distort the slope
+    kw = dict(epsilon=3.0, bounds={"y": (-6.0, 12.0), "x": (0.0, 10.0)}, random_state=0)
+    # y bins 2.25 wide against a residual sd of 0.3: midpoints distort the slope by more
+    # than the noise of epsilon = 3 (at epsilon 1 this seed's replicates are heavy-tailed
+    # enough that the spread rivals the shift)
     res = dpm.dp_ols("y ~ x", df, bins={"y": 8, "x": 20}, **kw).fit(random_state=0, n_boot=60)
     inf = res.dp_inference
     assert inf.binning.flagged[1]

@@ -76,7 +76,7 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
         "random_state": kwds.get("random_state") if random_state is None else random_state,
         "interval": kwds.get("interval", default_interval),
         "binning_check": bool(kwds.get("binning_check", True)),
-        "population": kwds.get("population", "smooth"),
+        "population": kwds.get("population", "deconvolved"),
         "n_refit": kwds.get("n_refit", DEFAULT_N_REFIT),
     }
     n_refit = opts["n_refit"]
