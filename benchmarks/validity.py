@@ -95,7 +95,11 @@ library).
   histogram (``method="histogram"``) with ``bins={"mdvis": 100}`` (one bin
   per visit, as a user following the binning warning might ask): hlthp = 1
   holds 1.5% of the rows, so spurious cells at high mdvis in its stratum
-  carry its coefficient.  Population coefficients: the OLS fit on all rows.
+  carry its coefficient.  mdvis is a count: its bounds (-0.5, 99.5) centre
+  the bins on the integers (with bounds (0, 100) every row sits at the left
+  edge of its bin and the intercept is half a visit off whatever the
+  population; docs/inference.md).  Population coefficients: the OLS fit on
+  all rows.
 
 How to run (from the repository root)
 -------------------------------------
@@ -405,7 +409,7 @@ SCENARIOS = {
     # a rare level (hlthp = 1: 1.5% of rows) beside a skewed response cut into fine bins,
     # on the histogram: spurious cells at high mdvis carry the level's coefficient
     "randhie_rare": dict(draw=draw_randhie, fn="dp_ols", sm="ols", formula=RANDHIE_RARE_FORMULA,
-                         kw=dict(bounds={"mdvis": (0.0, 100.0), "lncoins": (0.0, math.log(101.0))},
+                         kw=dict(bounds={"mdvis": (-0.5, 99.5), "lncoins": (0.0, math.log(101.0))},
                                  levels={"hlthp": [0, 1]}, bins={"mdvis": 100},
                                  method="histogram"),
                          truth="randhie_rare"),
