@@ -48,7 +48,7 @@ import pandas as pd
 from scipy import sparse, stats
 from scipy.special import expit, logsumexp
 
-from .domain import Domain
+from .domain import Domain, whole_number_bins
 from .mechanisms import (discrete_laplace_sf, make_rng, simulate_discrete_laplace,
                          simulate_discrete_laplace_tail)
 from .population import POPULATIONS, deconvolved_counts, smooth_tails
@@ -714,6 +714,9 @@ class DPInference:
     #: Coefficients the release carries no information about
     #: (:mod:`dpmodels.information`): infinite SE, z = 0, p = 1, interval (-inf, inf).
     uninformative: np.ndarray | None = None
+    #: Continuous variables of the model binned one or two units wide with edges
+    #: on whole numbers (:func:`dpmodels.domain.whole_number_bins`): a note.
+    whole_number_bins: tuple = ()
 
     @property
     def se_description(self) -> str:
@@ -927,6 +930,12 @@ class DPInference:
                 f"{self.binning.placement_method or 'other'} representatives): " + carried
                 + ". Use more bins (more data or a larger epsilon) or a design less sensitive "
                 "to binning.")
+        for name, lo, hi, width in self.whole_number_bins:
+            lines.append(
+                f"{name} is cut into bins {width:g} wide with edges on whole "
+                f"numbers: if {name} takes whole values (a count), each value sits on its bin's "
+                "left edge and the fit places it inside the bin, a bias the binning check cannot "
+                f"see; declare bounds ({lo - 0.5:g}, {hi - 0.5:g}) to centre the bins on them.")
         if self.binning is not None and self.binning.unchecked:
             lines.append(
                 f"Fewer than {BINNING_MIN_BINS} bins for {', '.join(self.binning.unchecked)}: "
@@ -1090,9 +1099,12 @@ def parametric_bootstrap(
                                        np.concatenate(ok_pairs), np.concatenate(pair_at))
         description += note
     seeded = random_state is not None
+    whole = tuple((ax.name, *ax.bounds, (ax.bounds[1] - ax.bounds[0]) / ax.bins)
+                  for ax in design.sub.axes if whole_number_bins(ax))
     inf = DPInference(params=params, replicates=est[ok], n_boot=int(n_boot),
                       n_failed=int((~ok).sum()), interval=interval, simulation=description,
-                      seeded=seeded, target=target, uninformative=uninformative)
+                      seeded=seeded, target=target, uninformative=uninformative,
+                      whole_number_bins=whole)
     check = binning(inf.spread_se) if binning is not None else None
     object.__setattr__(inf, "binning", check)
     object.__setattr__(inf, "elapsed", time.perf_counter() - t0)
