@@ -1182,6 +1182,13 @@ class DPInferenceResultsMixin:
     def f_pvalue(self):
         return np.nan if self._dp_no_information() else super().f_pvalue
 
+    def plot_coefficients(self, ax=None, *, nonprivate=None, alpha=0.05, naive=True):
+        """Forest plot of the estimates with their dp and naive intervals (a
+        matplotlib Figure); see :func:`dpmodels.plots.plot_coefficients`."""
+        from .plots import plot_coefficients
+
+        return plot_coefficients(self, ax, nonprivate=nonprivate, alpha=alpha, naive=naive)
+
     def conf_int(self, alpha=0.05, cols=None, **kwargs):
         """Confidence intervals; under cov_type "dp", the bootstrap intervals
         (``method=`` one of "bc-normal", "normal", "basic", "percentile")."""

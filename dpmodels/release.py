@@ -144,6 +144,14 @@ class PrivateHistogram:
         frame[self.count_column] = sums[keep]
         return frame
 
+    def plot(self, x: str, y: str | None = None, ax=None):
+        """Bars (``x``) or a heat map (``x`` by ``y``) of the released marginal
+        counts, the threshold marked (post-processing: free); returns the
+        matplotlib Figure.  See :func:`dpmodels.plots.plot_release`."""
+        from .plots import plot_release
+
+        return plot_release(self, x, y, ax=ax)
+
     def __repr__(self) -> str:
         eps = self.report.epsilon
         return (

@@ -1,0 +1,503 @@
+"""Figures of a fit and of a release: forest plots of the coefficients and
+marginals of a histogram release.
+
+Everything drawn here is post-processing (PRIVACY.md rule 6): the estimates
+and intervals of a results object, the released counts summed into
+marginals, and public inputs (the domain, the threshold).  Nothing reads raw
+rows.  A non-private estimate the analyst passes to
+:func:`plot_coefficients` is the analyst's own input and is drawn as given.
+
+matplotlib is an optional dependency (``pip install 'dpmodels[plot]'``); it
+is imported inside the functions, so ``import dpmodels`` never needs it.
+
+Conventions of the figures
+--------------------------
+* **Forest plot** (:func:`plot_coefficients`): one row per coefficient, first
+  at the top.  The default (dp, noise-aware) interval is a solid bar with a
+  round marker just above the row's line; the naive interval (which treats
+  the noisy counts as data) a dashed bar with a square marker just below.
+  A dp interval that is infinite -- the library's verdict that the release
+  carries no information about that coefficient -- is drawn as arrows from
+  the estimate to the edge(s) of the axes with the label "no information".
+  Optional non-private estimates are black diamonds on the row's line.
+* **Release marginal** (:func:`plot_release`): bars of the released counts
+  summed over the other variables (1-D) with the threshold as a horizontal
+  line, or a heat map of a 2-D marginal with the threshold in the title and
+  on the colour bar.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .errors import DPModelsError, UnknownVariableError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .release import PrivateHistogram
+
+__all__ = ["plot_coefficients", "plot_release", "require_pyplot", "INSTALL_HINT"]
+
+INSTALL_HINT = "pip install 'dpmodels[plot]'"
+
+#: Vertical offset of the dp (up) and naive (down) bars from a coefficient's row.
+_OFFSET = 0.15
+_DP_STYLE = dict(color="C0", marker="o", linestyle="none", capsize=3, elinewidth=2)
+_NAIVE_STYLE = dict(color="C1", marker="s", linestyle="none", capsize=3, elinewidth=1.2,
+                    markerfacecolor="white")
+
+
+def require_pyplot():
+    """``matplotlib.pyplot``, or an ImportError that says how to install it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - exercised only without matplotlib
+        raise ImportError(
+            f"dpmodels' plots need matplotlib, which is not installed: {INSTALL_HINT}"
+        ) from exc
+    return plt
+
+
+# ---------------------------------------------------------------------------
+# coefficients
+# ---------------------------------------------------------------------------
+
+
+def _inner(results):
+    """The statsmodels results behind a wrapper (or the object itself)."""
+    try:
+        return object.__getattribute__(results, "_results")
+    except AttributeError:
+        return results
+
+
+def _naive_conf_int(inner, alpha: float) -> np.ndarray:
+    """``(k, 2)`` naive intervals over the flattened params (equation by equation).
+
+    The naive covariance is the one ``fit(cov_type="naive")`` gives on the
+    same release: statsmodels' ``normalized_cov_params * scale``, which the dp
+    covariance does not overwrite; t quantiles for the regression models
+    (OLS, quantile regression), normal ones for the choice models, as their
+    naive fits do.
+    """
+    from statsmodels.regression.linear_model import RegressionResults
+
+    params = np.asarray(inner.params, dtype=float).ravel(order="F")
+    cov = np.asarray(inner.normalized_cov_params, dtype=float) * float(inner.scale)
+    with np.errstate(invalid="ignore"):
+        se = np.sqrt(np.diag(cov))
+    if isinstance(inner, RegressionResults):
+        q = stats.t.ppf(1 - alpha / 2, inner.df_resid)
+    else:
+        q = stats.norm.ppf(1 - alpha / 2)
+    return np.column_stack([params - q * se, params + q * se])
+
+
+def _equations(inner) -> list[str] | None:
+    """Names of a multinomial model's equations (non-base levels), else None."""
+    if np.ndim(inner.params) != 2:
+        return None
+    J1 = np.shape(inner.params)[1]
+    labels = getattr(inner, "outcome_labels", None)
+    if labels is not None and len(labels) == J1 + 1:
+        return [str(v) for v in list(labels)[1:]]
+    ynames = getattr(inner.model, "_ynames_map", {}) or {}
+    return [str(ynames.get(j, j)) for j in range(1, J1 + 1)]
+
+
+def _nonprivate_values(nonprivate, names: list[str], equations: list[str] | None) -> np.ndarray:
+    """The user's non-private estimates as a flat float array over the
+    flattened params (NaN where not given)."""
+    k = len(names) * (len(equations) if equations else 1)
+    flat_names = ([f"{x} (eq. {e})" for e in equations for x in names] if equations
+                  else list(names))
+    if isinstance(nonprivate, pd.DataFrame):
+        if not equations:
+            raise ValueError("nonprivate: a DataFrame is for a multinomial model (one column "
+                             "per equation); give a Series, dict or array")
+        frame = nonprivate.copy()
+        frame.columns = [str(c) for c in frame.columns]
+        unknown = [c for c in frame.columns if c not in equations]
+        if unknown:
+            raise ValueError(f"nonprivate has columns {unknown} that are not equations of the "
+                             f"model ({equations})")
+        bad = [i for i in frame.index if i not in names]
+        if bad:
+            raise ValueError(f"nonprivate names coefficients {bad} the model does not have "
+                             f"({names})")
+        frame = frame.reindex(index=names, columns=equations)
+        return frame.to_numpy(float).ravel(order="F")
+    if isinstance(nonprivate, (pd.Series, Mapping)):
+        items = dict(nonprivate.items())
+        out = np.full(k, np.nan)
+        for key, value in items.items():
+            key = str(key)
+            if key not in flat_names:
+                raise ValueError(f"nonprivate names a coefficient {key!r} the model does not "
+                                 f"have ({flat_names})")
+            out[flat_names.index(key)] = float(value)
+        return out
+    arr = np.asarray(nonprivate, dtype=float)
+    if equations and arr.shape == (len(names), len(equations)):
+        return arr.ravel(order="F")
+    if arr.size != k:
+        raise ValueError(f"nonprivate has {arr.size} values; the model has {k} coefficients "
+                         f"({flat_names})")
+    return arr.ravel()
+
+
+def _finite_span(*arrays) -> tuple[float, float]:
+    vals = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays])
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return -1.0, 1.0
+    lo, hi = float(vals.min()), float(vals.max())
+    pad = 0.08 * (hi - lo) if hi > lo else max(abs(lo), 1.0) * 0.1
+    return lo - pad, hi + pad
+
+
+def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
+            naive: np.ndarray | None, nonprivate: np.ndarray | None) -> None:
+    """Draw one forest panel on ``ax``."""
+    from matplotlib.lines import Line2D
+
+    k = len(names)
+    y = np.arange(k, dtype=float)
+    lo, hi = _finite_span(est, dp if dp is not None else [], naive if naive is not None else [],
+                          nonprivate if nonprivate is not None else [])
+    ax.set_xlim(lo, hi)
+    ax.axvline(0.0, color="0.6", linewidth=0.8, linestyle=":", zorder=0, gid="zero")
+    handles = []
+    unbounded = False
+    if dp is not None:
+        dy = -_OFFSET if naive is not None else 0.0
+        for i in range(k):
+            lower, upper = dp[i]
+            if np.isfinite(lower) and np.isfinite(upper):
+                xerr = [[est[i] - lower], [upper - est[i]]]
+            else:
+                xerr = None
+            ax.errorbar([est[i]], [y[i] + dy], xerr=xerr, label=f"_dp:{names[i]}", **_DP_STYLE)
+            for side, end in (("left", lower), ("right", upper)):
+                if np.isfinite(end):
+                    continue
+                unbounded = True
+                ax.annotate("", xy=(0.0 if side == "left" else 1.0, y[i] + dy),
+                            xycoords=("axes fraction", "data"),
+                            xytext=(est[i], y[i] + dy), textcoords="data",
+                            arrowprops=dict(arrowstyle="-|>", color="C3", linewidth=1.5),
+                            gid="infinite")
+            if not (np.isfinite(lower) and np.isfinite(upper)):
+                ax.annotate("no information (interval unbounded)", xy=(est[i], y[i] + dy),
+                            xytext=(0, 6), textcoords="offset points", ha="center",
+                            fontsize=8, color="C3", gid="infinite-label")
+        handles.append(Line2D([], [], **{k_: v for k_, v in _DP_STYLE.items()
+                                         if k_ not in ("capsize", "elinewidth")},
+                              label="dp interval (noise-aware)"))
+    if naive is not None:
+        dy = _OFFSET if dp is not None else 0.0
+        for i in range(k):
+            lower, upper = naive[i]
+            xerr = ([[est[i] - lower], [upper - est[i]]]
+                    if np.isfinite(lower) and np.isfinite(upper) else None)
+            c = ax.errorbar([est[i]], [y[i] + dy], xerr=xerr, label=f"_naive:{names[i]}",
+                            **_NAIVE_STYLE)
+            for line in c.lines[2]:
+                line.set_linestyle("--")
+        handles.append(Line2D([], [], color="C1", marker="s", markerfacecolor="white",
+                              linestyle="--", label="naive interval (noise ignored)"))
+    if unbounded:
+        handles.append(Line2D([], [], color="C3", marker=">", linestyle="-",
+                              label="unbounded: no information"))
+    if nonprivate is not None:
+        ax.plot(nonprivate, y, linestyle="none", marker="D", color="black", markersize=5,
+                label="non-private estimate", gid="nonprivate", zorder=5)
+        handles.append(Line2D([], [], linestyle="none", marker="D", color="black",
+                              markersize=5, label="non-private estimate"))
+    ax.set_yticks(y)
+    ax.set_yticklabels(list(names))
+    ax.set_ylim(k - 0.5, -0.5)  # first coefficient at the top
+    ax.set_xlabel("estimate")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+              ncol=2, frameon=False)
+
+
+def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
+                      alpha: float = 0.05, naive: bool = True) -> "Figure":
+    """Forest plot of a dp_* fit: estimates with their dp and naive intervals.
+
+    Parameters
+    ----------
+    results
+        The results of a ``dp_*(...).fit()`` (any model; also available as
+        ``results.plot_coefficients(...)``).
+    ax : matplotlib Axes, optional
+        Where to draw.  By default a new figure is made; for a multinomial
+        logit it has one panel per equation (non-base response level).  Given
+        one Axes, a multinomial model's coefficients are drawn on it with
+        grouped labels ``"x (eq. level)"``.
+    nonprivate : pandas Series, dict, array or DataFrame, optional
+        The analyst's own non-private estimates (e.g. statsmodels on data the
+        analyst may see), drawn as diamonds.  A Series or dict is matched by
+        coefficient name (names the model lacks are an error, missing ones
+        are left out); an array must have one value per coefficient in
+        ``params`` order.  For a multinomial model: a DataFrame or array
+        shaped like ``params`` (coefficients x equations), or a dict keyed
+        by ``"x (eq. level)"``.
+    alpha : float
+        Intervals of level ``1 - alpha`` (default 95%).
+    naive : bool
+        Also draw the naive intervals (default True).  On a fit made with
+        ``cov_type="naive"`` only the naive intervals exist and are drawn.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    The dp intervals are ``results.conf_int(alpha)``; an infinite one (the
+    release carries no information about the coefficient) is drawn as red
+    arrows from the estimate to the edge of the axes, labelled "no
+    information".  The naive intervals use the covariance that
+    ``fit(cov_type="naive")`` gives on the same release.  Everything drawn
+    comes from the results (post-processing) and the analyst's own
+    ``nonprivate`` values.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np, pandas as pd, dpmodels as dpm
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.uniform(0, 10, 4000), "g": rng.choice(["a", "b"], 4000)})
+    >>> df["y"] = 1 + 0.5 * df["x"] + (df["g"] == "b") + rng.normal(size=4000)
+    >>> res = dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, bounds={"x": (0, 10), "y": (-5, 15)},
+    ...                  levels={"g": ["a", "b"]}, random_state=0).fit(random_state=0)
+    >>> fig = res.plot_coefficients(nonprivate={"Intercept": 1.0, "C(g)[T.b]": 1.0, "x": 0.5})
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['Intercept', 'C(g)[T.b]', 'x']
+    """
+    plt = require_pyplot()
+    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    inner = _inner(results)
+    names = [str(v) for v in np.atleast_1d(inner.model.exog_names)]
+    equations = _equations(inner)
+    est = np.asarray(inner.params, dtype=float).ravel(order="F")
+    dp_active = inner._dp_active() if hasattr(inner, "_dp_active") else False
+    dp = (np.asarray(inner.dp_inference.conf_int(alpha), dtype=float).reshape(-1, 2)
+          if dp_active else None)
+    nv = _naive_conf_int(inner, alpha) if (naive or not dp_active) else None
+    npv = _nonprivate_values(nonprivate, names, equations) if nonprivate is not None else None
+    title = _coef_title(inner, alpha, dp_active)
+    K = len(names)
+    if equations and ax is None:
+        fig, axes = plt.subplots(1, len(equations), sharey=True,
+                                 figsize=(4.2 * len(equations), 0.55 * K + 1.8),
+                                 squeeze=False)
+        for j, (eq, a) in enumerate(zip(equations, axes[0])):
+            part = slice(j * K, (j + 1) * K)
+            _forest(a, names, est[part], None if dp is None else dp[part],
+                    None if nv is None else nv[part], None if npv is None else npv[part])
+            a.set_title(f"equation: {eq}", fontsize=10)
+            if j:
+                a.get_legend().remove()
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        return fig
+    labels = ([f"{x} (eq. {e})" for e in equations for x in names] if equations else names)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 0.55 * len(labels) + 1.6))
+    else:
+        fig = ax.figure
+    _forest(ax, labels, est, dp, nv, npv)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _coef_title(inner, alpha: float, dp_active: bool) -> str:
+    level = f"{100 * (1 - alpha):g}%"
+    privacy = getattr(inner, "privacy", None)
+    eps = "" if privacy is None else f", epsilon = {privacy.epsilon:g}"
+    kind = "dp and naive" if dp_active else "naive (fit with cov_type='dp' for dp)"
+    return f"{level} intervals: {kind}{eps}"
+
+
+# ---------------------------------------------------------------------------
+# release marginals
+# ---------------------------------------------------------------------------
+
+
+def _axis_of(release, name: str):
+    if not isinstance(name, str) or name not in release.domain.names:
+        raise UnknownVariableError(
+            f"the release has no variable {name!r}; it holds {list(release.domain.names)}")
+    return release.domain.axis(name)
+
+
+def _dense_marginal(release, names: Sequence[str]) -> np.ndarray:
+    """Released counts summed over the other variables, on every position of
+    ``names``' axes (zeros where nothing was released): post-processing."""
+    domain = release.domain
+    codes = domain.decode(np.asarray(release.cell_ids))
+    idx = [domain.names.index(v) for v in names]
+    shape = tuple(domain.axes[i].size for i in idx)
+    out = np.zeros(shape, dtype=np.int64)
+    np.add.at(out, tuple(np.asarray(codes[i], dtype=np.int64) for i in idx),
+              np.asarray(release.counts, dtype=np.int64))
+    return out
+
+
+def _positions(axis) -> tuple[np.ndarray, np.ndarray, list[str], str]:
+    """(left edges, widths, tick labels, axis label) of an axis's positions
+    in plot coordinates: a continuous axis on its own scale's edges mapped
+    back to values; a discrete one at 0, 1, ... with its levels."""
+    if axis.kind == "continuous":
+        e = axis.to_values(axis.edges)
+        scale = "" if axis.scale == "linear" else f" (bins equal on {axis.scale} scale)"
+        return e[:-1], np.diff(e), [], f"{axis.name}{scale}"
+    k = len(axis.levels)
+    return (np.arange(k) - 0.4, np.full(k, 0.8), [str(v) for v in axis.levels], axis.name)
+
+
+def _threshold_text(report) -> tuple[float | None, str]:
+    t = report.threshold
+    if not report.private:
+        return None, "exact counts (epsilon = inf): NOT private, no threshold"
+    if t is None:
+        return None, "signed counts (no threshold)"
+    k = math.ceil(t)
+    return float(k), f"threshold: a cell is released when its noisy count >= {k}"
+
+
+def _spurious_per_position(release, positions: int) -> float:
+    """Expected count the spurious cells alone (empty cells whose noise
+    crosses the threshold) put on one position of a marginal, were they
+    spread evenly: (expected spurious cells / positions) times the mean of a
+    released noise value, ``k + q / (1 - q)`` with ``q = exp(-epsilon / 2)``.
+    Public inputs only (the report's ``expected_spurious_cells`` takes every
+    cell as empty, so this is an upper bound)."""
+    rep = release.report
+    if not rep.private or rep.threshold is None or not rep.expected_spurious_cells:
+        return 0.0
+    q = math.exp(-rep.epsilon / 2.0)
+    mean_tail = math.ceil(rep.threshold) + q / (1.0 - q)
+    return rep.expected_spurious_cells / positions * mean_tail
+
+
+def plot_release(release: "PrivateHistogram", x: str, y: str | None = None,
+                 ax: "Axes | None" = None) -> "Figure":
+    """Bars (one variable) or a heat map (two variables) of a histogram
+    release's marginal counts.
+
+    Parameters
+    ----------
+    release : PrivateHistogram
+        The release (also available as ``release.plot(x, y)``).
+    x : str
+        A variable of the release: bars over its bins (continuous) or levels
+        (discrete, in declared order).
+    y : str, optional
+        A second variable: a heat map of the 2-D marginal, ``x`` across and
+        ``y`` up.
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    A marginal is the released counts summed over the other variables
+    (post-processing, free); positions with nothing released are 0.  The
+    1-D plot marks the release's threshold -- no single released cell has a
+    count below it -- as a red dashed line, and, when the marginal sums
+    over other cells, the expected mass the threshold's spurious cells put
+    on one bar (an upper bound, from public inputs) as a grey dotted line:
+    bars near it may be mostly noise.  The 2-D heat map says the threshold
+    in its title and on the colour bar.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np, pandas as pd, dpmodels as dpm
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.uniform(0, 10, 4000), "g": rng.choice(["a", "b"], 4000)})
+    >>> rel = dpm.release(df, columns=["x", "g"], epsilon=1.0, bounds={"x": (0, 10)},
+    ...                   levels={"g": ["a", "b"]}, bins=8, random_state=0)
+    >>> fig = rel.plot("x", "g")
+    >>> fig.axes[0].images[0].get_array().shape
+    (2, 8)
+    """
+    plt = require_pyplot()
+    ax_x = _axis_of(release, x)
+    names = [x]
+    if y is not None:
+        if y == x:
+            raise DPModelsError(f"plot a 2-D marginal of two different variables, got {x!r} twice")
+        _axis_of(release, y)
+        names.append(y)
+    counts = _dense_marginal(release, names)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    else:
+        fig = ax.figure
+    k, what = _threshold_text(release.report)
+    eps = release.report.epsilon
+    if y is None:
+        left, width, ticks, label = _positions(ax_x)
+        ax.bar(left, counts, width=width, align="edge", color="C0", edgecolor="white",
+               label="released count (sum over the other variables)", gid="counts")
+        if k is not None:
+            ax.axhline(k, color="C3", linestyle="--", linewidth=1.2, gid="threshold",
+                       label=f"threshold ({k:g}): no released cell is below it")
+            spur = _spurious_per_position(release, counts.size)
+            if spur > 0:
+                ax.axhline(spur, color="0.4", linestyle=":", linewidth=1.2, gid="spurious",
+                           label=f"expected spurious mass per bar (<= {spur:.3g})")
+        if ticks:
+            ax.set_xticks(np.arange(len(ticks)))
+            ax.set_xticklabels(ticks)
+        ax.set_xlabel(label)
+        ax.set_ylabel("released count")
+        ax.set_title(f"Released marginal of {x} (epsilon = {eps:g})\n{what}", fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+                  frameon=False)
+    else:
+        ax_y = release.domain.axis(y)
+        img = ax.imshow(counts.T, origin="lower", aspect="auto", cmap="viridis",
+                        interpolation="nearest", extent=(-0.5, counts.shape[0] - 0.5,
+                                                         -0.5, counts.shape[1] - 0.5))
+        img.set_gid("heatmap")
+        for axis, setter_t, setter_l, setter_lab in (
+                (ax_x, ax.set_xticks, ax.set_xticklabels, ax.set_xlabel),
+                (ax_y, ax.set_yticks, ax.set_yticklabels, ax.set_ylabel)):
+            setter_lab(axis.name)
+            if axis.kind == "discrete":
+                setter_t(np.arange(len(axis.levels)))
+                setter_l([str(v) for v in axis.levels])
+            else:  # edges between positions, labelled by value
+                e = axis.to_values(axis.edges)
+                step = max(1, axis.bins // 8)
+                pos = np.arange(0, axis.bins + 1, step)
+                setter_t(pos - 0.5)
+                setter_l([f"{v:.3g}" for v in e[pos]])
+        bar = fig.colorbar(img, ax=ax)
+        cut = "" if k is None else f" (cells released at >= {k:g})"
+        bar.set_label("released count" + cut)
+        ax.set_title(f"Released marginal of {x} x {y} (epsilon = {eps:g})\n{what}", fontsize=10)
+    fig.tight_layout()
+    return fig
