@@ -34,6 +34,7 @@ from .models.moments_ols import DPMomentsOLS
 from .models.newton_logit import DPNewtonLogit
 from .moments import PrivateMoments, release_moments
 from .newton import PrivateNewton, release_newton
+from .planning import Plan, plan
 from .release import PrivateHistogram, release
 from .report import MomentsReport, PrivacyReport
 
@@ -51,6 +52,8 @@ __all__ = [
     "DPMomentsOLS",
     "DPNewtonLogit",
     "release",
+    "plan",
+    "Plan",
     "release_moments",
     "release_newton",
     "PrivateHistogram",
