@@ -148,7 +148,8 @@ class Plan:
         for i, (coef, row) in enumerate(table.iterrows()):
             vals = np.abs(row.to_numpy(float)) if value == "bias" else row.to_numpy(float)
             vals = np.where(np.isfinite(vals) & (vals > 0), vals, np.nan)
-            ax.plot(eps, vals, marker="o", label=str(coef), color=f"C{i % 10}")
+            label = str(coef) if np.isfinite(vals).any() else f"{coef} (no finite value)"
+            ax.plot(eps, vals, marker="o", label=label, color=f"C{i % 10}", gid=f"coef:{coef}")
         first = table.iloc[:, 0].to_numpy(float)
         first = first[np.isfinite(first) & (first > 0)]
         if first.size and eps.size > 1:  # slope -1 through the median at the first epsilon

@@ -1,0 +1,425 @@
+"""Figures (dpmodels.plots) and planning (dpmodels.planning).
+
+Every figure is rendered for real (Agg backend) to a PNG, and its content is
+read back from the matplotlib artists: axes, labels, tick labels, the bars'
+end points against ``conf_int``, the threshold line, the heat map's shape.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import statsmodels.formula.api as smf  # noqa: E402
+
+import dpmodels as dpm  # noqa: E402
+from dpmodels.errors import DPModelsError, UnknownVariableError  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+BOUNDS = {"x": (0, 10), "y": (-5, 15)}
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def data(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"x": rng.uniform(0, 10, n), "g": rng.choice(["a", "b"], n)})
+    df["y"] = 1 + 0.5 * df["x"] + (df["g"] == "b") + rng.normal(size=n)
+    df["yb"] = np.where(rng.uniform(size=n) < 1 / (1 + np.exp(-(df["x"] - 5) / 2)), "yes", "no")
+    df["yc"] = rng.choice(["p", "q", "r"], n)
+    return df
+
+
+def saved_png(fig, tmp_path, name: str) -> bytes:
+    path = tmp_path / f"{name}.png"
+    fig.savefig(path)
+    raw = path.read_bytes()
+    assert raw[:8] == PNG_MAGIC and len(raw) > 1000
+    return raw
+
+
+def ticks(labels) -> list[str]:
+    return [t.get_text() for t in labels]
+
+
+def bars(ax, kind: str) -> dict[str, object]:
+    """The errorbar containers of one kind ("dp" / "naive"), by coefficient."""
+    out = {}
+    for c in ax.containers:
+        label = c.get_label()
+        if label.startswith(f"_{kind}:"):
+            out[label.split(":", 1)[1]] = c
+    return out
+
+
+def ends(container) -> tuple[float, float] | None:
+    """(low, high) of an errorbar container's horizontal bar, None if it has none."""
+    cols = container.lines[2]
+    if not cols:
+        return None
+    seg = np.asarray(cols[0].get_segments()[0])
+    return float(seg[:, 0].min()), float(seg[:, 0].max())
+
+
+# ---------------------------------------------------------------------------
+# coefficient plots
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ols_ghost():
+    """A histogram OLS with a declared level that no row has: its coefficient
+    has an infinite dp interval (no information)."""
+    df = data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, bounds=BOUNDS,
+                           levels={"g": ["a", "b", "ghost"]}, method="histogram", bins=10,
+                           random_state=0)
+        dp = model.fit(n_boot=40, random_state=0)
+        naive = model.fit(cov_type="naive")
+    truth = smf.ols("y ~ x + C(g)", df).fit().params
+    return model, dp, naive, truth
+
+
+def test_forest_plot_of_ols_with_an_infinite_interval(ols_ghost, tmp_path):
+    model, res, naive, truth = ols_ghost
+    names = list(res.params.index)
+    assert names == ["Intercept", "C(g)[T.b]", "C(g)[T.ghost]", "x"]
+    ci = np.asarray(res.conf_int())
+    assert np.isinf(ci[2]).all() and np.isfinite(ci[[0, 1, 3]]).all()  # the premise
+
+    fig = res.plot_coefficients(nonprivate=truth)
+    saved_png(fig, tmp_path, "ols")
+    assert len(fig.axes) == 1
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "estimate"
+    assert ticks(ax.get_yticklabels()) == names
+    assert "95% intervals" in ax.get_title() and "epsilon = 1" in ax.get_title()
+
+    dp, nv = bars(ax, "dp"), bars(ax, "naive")
+    assert list(dp) == names and list(nv) == names  # one dp and one naive bar per coefficient
+    assert len(ax.containers) == 2 * len(names)
+    for i, nm in enumerate(names):  # each bar spans its interval, at its estimate
+        assert np.asarray(dp[nm].lines[0].get_xdata())[0] == pytest.approx(res.params[nm])
+        if i != 2:
+            assert ends(dp[nm]) == pytest.approx(tuple(ci[i]), rel=1e-9)
+        assert ends(nv[nm]) == pytest.approx(tuple(naive.conf_int().loc[nm]), rel=1e-6)
+        # dp above the row's line, naive below it (offset, not overlapping)
+        y_dp = np.asarray(dp[nm].lines[0].get_ydata())[0]
+        y_nv = np.asarray(nv[nm].lines[0].get_ydata())[0]
+        assert y_dp < i < y_nv
+    # the two kinds are drawn in different styles
+    assert dp["x"].lines[0].get_marker() != nv["x"].lines[0].get_marker()
+    assert nv["x"].lines[2][0].get_linestyle() != dp["x"].lines[2][0].get_linestyle()
+
+    # the infinite interval: no bar, arrows to both edges of the axes and a label
+    assert ends(dp["C(g)[T.ghost]"]) is None
+    arrows = [a for a in ax.texts if a.get_gid() == "infinite"]
+    assert len(arrows) == 2
+    assert sorted(a.xy[0] for a in arrows) == [0.0, 1.0]  # axes fraction: left and right edge
+    y_ghost = np.asarray(dp["C(g)[T.ghost]"].lines[0].get_ydata())[0]
+    assert all(a.xy[1] == pytest.approx(y_ghost) for a in arrows)
+    assert any("no information" in t.get_text() for t in ax.texts)
+    assert any("no information" in t.get_text() for t in ax.get_legend().get_texts())
+
+    # the non-private estimates as markers on the rows' lines
+    marks = [ln for ln in ax.lines if ln.get_gid() == "nonprivate"]
+    assert len(marks) == 1
+    assert np.asarray(marks[0].get_xdata()) == pytest.approx(truth.reindex(names).to_numpy(),
+                                                             nan_ok=True)
+    assert list(marks[0].get_ydata()) == [0, 1, 2, 3]
+    assert "non-private estimate" in ticks(ax.get_legend().get_texts())
+
+
+def test_forest_plot_options(ols_ghost, tmp_path):
+    model, res, naive, truth = ols_ghost
+    fig = res.plot_coefficients(naive=False, alpha=0.1)
+    saved_png(fig, tmp_path, "dp_only")
+    ax = fig.axes[0]
+    assert len(bars(ax, "dp")) == 4 and not bars(ax, "naive")
+    assert not [ln for ln in ax.lines if ln.get_gid() == "nonprivate"]
+    assert "90% intervals" in ax.get_title()
+    lo, hi = ends(bars(ax, "dp")["x"])
+    assert (lo, hi) == pytest.approx(tuple(res.conf_int(alpha=0.1).loc["x"]))
+
+    # a naive fit has only naive intervals: they are drawn, and the title says so
+    fig = naive.plot_coefficients()
+    ax = fig.axes[0]
+    assert not bars(ax, "dp") and list(bars(ax, "naive")) == list(res.params.index)
+    assert "naive" in ax.get_title() and "cov_type='dp'" in ax.get_title()
+
+    # on the caller's own axes; an array of non-private values in params order
+    fig0, ax0 = plt.subplots()
+    fig = res.plot_coefficients(ax=ax0, nonprivate=np.array([1.0, 1.0, 0.0, 0.5]))
+    assert fig is fig0 and fig.axes[0] is ax0
+
+    with pytest.raises(ValueError, match="nope"):
+        res.plot_coefficients(nonprivate={"nope": 1.0})
+    with pytest.raises(ValueError, match="3 values"):
+        res.plot_coefficients(nonprivate=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="alpha"):
+        res.plot_coefficients(alpha=1.5)
+
+
+@pytest.mark.parametrize("kind", ["ols-moments", "logit", "quantreg"])
+def test_every_results_class_plots(kind, tmp_path):
+    df = data(2000, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "ols-moments":
+            model = dpm.dp_ols("y ~ x", df, epsilon=1.0, bounds=BOUNDS, method="moments",
+                               random_state=0)
+        elif kind == "logit":
+            model = dpm.dp_logit("yb ~ x + C(g)", df, epsilon=1.0, bounds=BOUNDS,
+                                 levels={"g": ["a", "b"], "yb": ["no", "yes"]}, random_state=0)
+        else:
+            model = dpm.dp_quantreg("y ~ x + C(g)", df, epsilon=1.0, bounds=BOUNDS,
+                                    levels={"g": ["a", "b"]}, random_state=0)
+        res = model.fit(n_boot=30, random_state=0)
+        naive = model.fit(cov_type="naive")
+    names = [str(v) for v in res.model.exog_names]
+    fig = res.plot_coefficients()
+    saved_png(fig, tmp_path, kind)
+    ax = fig.axes[0]
+    assert ticks(ax.get_yticklabels()) == names
+    dp, nv = bars(ax, "dp"), bars(ax, "naive")
+    assert list(dp) == names and list(nv) == names
+    ci_naive = np.asarray(naive.conf_int())
+    for i, nm in enumerate(names):
+        assert ends(nv[nm]) == pytest.approx(tuple(ci_naive[i]), rel=1e-6)
+        assert ends(dp[nm]) == pytest.approx(tuple(np.asarray(res.conf_int())[i]), rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def mnlogit():
+    df = data(3000, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dpm.dp_mnlogit("yc ~ x + C(g)", df, epsilon=1.0, bounds=BOUNDS,
+                               levels={"g": ["a", "b"], "yc": ["p", "q", "r"]}, random_state=0)
+        return model.fit(n_boot=30, random_state=0)
+
+
+def test_mnlogit_has_one_panel_per_equation(mnlogit, tmp_path):
+    res = mnlogit
+    fig = res.plot_coefficients(nonprivate=pd.DataFrame(
+        np.zeros((3, 2)), index=["Intercept", "C(g)[T.b]", "x"], columns=["q", "r"]))
+    saved_png(fig, tmp_path, "mnlogit")
+    assert len(fig.axes) == 2
+    assert [a.get_title() for a in fig.axes] == ["equation: q", "equation: r"]
+    ci = np.asarray(res.conf_int()).reshape(2, 3, 2)  # rows (equation, coefficient)
+    assert ticks(fig.axes[0].get_yticklabels()) == ["Intercept", "C(g)[T.b]", "x"]
+    assert fig.axes[0].get_shared_y_axes().joined(*fig.axes)  # the right panel shares them
+    for j, ax in enumerate(fig.axes):
+        dp, nv = bars(ax, "dp"), bars(ax, "naive")
+        assert len(dp) == 3 and len(nv) == 3
+        for i, nm in enumerate(["Intercept", "C(g)[T.b]", "x"]):
+            assert ends(dp[nm]) == pytest.approx(tuple(ci[j, i]), rel=1e-9)
+        marks = [ln for ln in ax.lines if ln.get_gid() == "nonprivate"]
+        assert len(marks) == 1 and list(marks[0].get_xdata()) == [0, 0, 0]
+
+    # on one Axes: grouped labels
+    fig0, ax0 = plt.subplots()
+    fig = res.plot_coefficients(ax=ax0)
+    assert len(fig.axes) == 1
+    assert ticks(ax0.get_yticklabels()) == [f"{x} (eq. {e})" for e in "qr"
+                                            for x in ["Intercept", "C(g)[T.b]", "x"]]
+    assert len(bars(ax0, "dp")) == 6 and len(bars(ax0, "naive")) == 6
+
+
+def test_missing_matplotlib_says_how_to_install(ols_ghost, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # import fails
+    with pytest.raises(ImportError, match=r"pip install 'dpmodels\[plot\]'"):
+        ols_ghost[1].plot_coefficients()
+
+
+# ---------------------------------------------------------------------------
+# release plots
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rel():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpm.release(data(), columns=["x", "g", "y"], epsilon=1.0, bounds=BOUNDS,
+                           levels={"g": ["a", "b", "ghost"]}, bins=10, random_state=0)
+
+
+def marginal_counts(release, name: str) -> dict:
+    m = release.marginal([name])
+    return dict(zip(m[name], m[release.count_column]))
+
+
+def test_release_bars_of_a_continuous_variable(rel, tmp_path):
+    fig = rel.plot("x")
+    saved_png(fig, tmp_path, "rel_x")
+    assert len(fig.axes) == 1
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "x" and ax.get_ylabel() == "released count"
+    patches = ax.patches
+    assert len(patches) == 10  # one bar per bin
+    lefts = [p.get_x() for p in patches]
+    assert lefts == pytest.approx(np.linspace(0, 10, 11)[:-1])
+    # heights are the released marginal: sums of released counts
+    expected = marginal_counts(rel, "x")  # keyed by bin midpoint
+    for p in patches:
+        mid = p.get_x() + p.get_width() / 2
+        assert p.get_height() == pytest.approx(expected.get(mid, 0))
+    assert sum(p.get_height() for p in patches) == rel.report.noisy_total
+    # the threshold line
+    lines = [ln for ln in ax.lines if ln.get_gid() == "threshold"]
+    assert len(lines) == 1
+    k = math.ceil(rel.report.threshold)
+    assert list(lines[0].get_ydata()) == [k, k]
+    assert f">= {k}" in ax.get_title()
+    assert any("threshold" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_release_bars_of_a_discrete_variable(rel, tmp_path):
+    fig = rel.plot("g")
+    saved_png(fig, tmp_path, "rel_g")
+    ax = fig.axes[0]
+    assert ticks(ax.get_xticklabels()) == ["a", "b", "ghost"]  # every declared level
+    heights = [p.get_height() for p in ax.patches]
+    expected = marginal_counts(rel, "g")
+    assert heights == [expected.get(v, 0) for v in ["a", "b", "ghost"]]
+    assert heights[0] > 1000 and heights[2] < 200  # "ghost" holds spurious cells only
+    assert [ln for ln in ax.lines if ln.get_gid() == "threshold"]
+
+
+def test_release_heat_map(rel, tmp_path):
+    fig = rel.plot("x", "g")
+    saved_png(fig, tmp_path, "rel_xg")
+    ax = fig.axes[0]
+    assert len(fig.axes) == 2  # the heat map and its colour bar
+    img = ax.images[0]
+    arr = np.asarray(img.get_array())
+    assert arr.shape == (3, 10)  # g up, x across
+    assert arr.sum() == rel.report.noisy_total
+    assert arr[:, 0].sum() == marginal_counts(rel, "x")[0.5]
+    assert ax.get_xlabel() == "x" and ax.get_ylabel() == "g"
+    assert ticks(ax.get_yticklabels()) == ["a", "b", "ghost"]
+    k = math.ceil(rel.report.threshold)
+    assert f">= {k}" in ax.get_title()
+    assert f">= {k}" in fig.axes[1].get_ylabel()  # the colour bar's label
+
+    fig = rel.plot("x", "y")
+    assert np.asarray(fig.axes[0].images[0].get_array()).shape == (10, 10)
+
+    with pytest.raises(UnknownVariableError, match="zz"):
+        rel.plot("zz")
+    with pytest.raises(DPModelsError, match="twice"):
+        rel.plot("x", "x")
+
+
+# ---------------------------------------------------------------------------
+# plan
+# ---------------------------------------------------------------------------
+
+
+def guess_fn(rng, n):
+    x = rng.uniform(0, 10, n)
+    g = rng.choice(["a", "b", "c"], n)
+    return pd.DataFrame({"x": x, "g": g, "y": 1 + 0.5 * x + (g == "b") + rng.normal(size=n)})
+
+
+PLAN_ARGS = dict(n=2000, epsilon=[0.5, 2], bounds=BOUNDS, levels={"g": ["a", "b", "c"]},
+                 reps=3, n_boot=30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def ols_plan():
+    return dpm.plan("y ~ x + C(g)", guess=guess_fn, **PLAN_ARGS)
+
+
+def test_plan_table_and_error_against_epsilon(ols_plan, tmp_path):
+    p = ols_plan
+    t = p.table
+    assert t.shape == (8, 9)  # 2 epsilons x 4 coefficients
+    assert list(t.columns) == ["epsilon", "coef", "rmse", "bias", "median_width",
+                               "no_information", "sampling_sd", "method", "n_ok"]
+    assert sorted(t["epsilon"].unique()) == [0.5, 2.0]
+    assert p.coefficients == ["Intercept", "C(g)[T.b]", "C(g)[T.c]", "x"]
+    assert (t["n_ok"] == 3).all() and t[["rmse", "median_width"]].notna().all().all()
+    # The noise scales as 1/epsilon: 4x less noise at epsilon 2.  Binning bias and
+    # Monte Carlo error (3 reps) blur that; a total error at least 1.5x smaller is safe.
+    r = p.pivot("rmse")
+    assert r[0.5].sum() > 1.5 * r[2.0].sum()
+    w = p.pivot("median_width")
+    assert w[0.5].sum() > 1.5 * w[2.0].sum()
+    text = str(p)
+    assert "no private data read" in text and "Intercept" in text and "RMSE" in text
+
+    fig = p.plot()
+    saved_png(fig, tmp_path, "plan")
+    ax = fig.axes[0]
+    coef_lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("coef:")]
+    assert [ln.get_label() for ln in coef_lines] == p.coefficients  # one line per coefficient
+    assert all(list(ln.get_xdata()) == [0.5, 2.0] for ln in coef_lines)
+    assert list(coef_lines[-1].get_ydata()) == pytest.approx(list(r.loc["x"]))
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "epsilon" and "RMSE" in ax.get_ylabel()
+
+
+def test_plan_from_a_pilot_data_frame():
+    pilot = guess_fn(np.random.default_rng(5), 200)
+    p = dpm.plan("y ~ x + C(g)", guess=pilot, **PLAN_ARGS)
+    again = dpm.plan("y ~ x + C(g)", guess=pilot, **PLAN_ARGS)
+    pd.testing.assert_frame_equal(p.table, again.table)  # seeded: reproducible
+    assert p.table.shape == (8, 9) and (p.table["n_ok"] == 3).all()
+
+
+class CountingGuess:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, rng, n):
+        self.calls += 1
+        return guess_fn(rng, n)
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"n": 0}, "n must"),
+    ({"n": True}, "n must"),
+    ({"epsilon": []}, "epsilon"),
+    ({"epsilon": [0.5, -1]}, "epsilon"),
+    ({"epsilon": [float("inf")]}, "epsilon"),
+    ({"epsilon": "1"}, "epsilon"),
+    ({"model": "probit"}, "model"),
+    ({"reps": 1}, "reps"),
+    ({"n_boot": 0}, "n_boot"),
+    ({"bounds": [(0, 10)]}, "bounds"),
+    ({"levels": "g"}, "levels"),
+    ({"alpha": 2}, "alpha"),
+    ({"random_state": -1}, "random_state|seed|>= 0"),
+])
+def test_plan_refuses_bad_inputs_before_simulating(change, match):
+    guess = CountingGuess()
+    with pytest.raises((DPModelsError, TypeError, ValueError), match=match):
+        dpm.plan("y ~ x + C(g)", guess=guess, **{**PLAN_ARGS, **change})
+    assert guess.calls == 0
+
+
+def test_plan_refuses_a_missing_guess_or_domain():
+    with pytest.raises(DPModelsError, match="guess"):
+        dpm.plan("y ~ x", **{**PLAN_ARGS, "levels": None})
+    with pytest.raises(TypeError, match="guess"):
+        dpm.plan("y ~ x", guess=42, **{**PLAN_ARGS, "levels": None})
+    with pytest.raises(DPModelsError, match="'y'"):  # no bound for y: named, before any noise
+        dpm.plan("y ~ x", guess=guess_fn, **{**PLAN_ARGS, "bounds": {"x": (0, 10)},
+                                             "levels": None})
