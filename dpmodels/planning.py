@@ -158,6 +158,11 @@ class Plan:
                     gid="reference")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xticks(eps)
+        ax.set_xticklabels([f"{e:g}" for e in eps])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("epsilon")
         ylabel = {"rmse": "RMSE vs non-private estimate", "median_width":
                   f"median width of dp {100 * (1 - self.alpha):g}% interval",

@@ -227,7 +227,7 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
     ax.set_ylim(k - 0.5, -0.5)  # first coefficient at the top
     ax.set_xlabel("estimate")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
               ncol=2, frameon=False)
 
 
@@ -474,7 +474,7 @@ def plot_release(release: "PrivateHistogram", x: str, y: str | None = None,
         ax.set_xlabel(label)
         ax.set_ylabel("released count")
         ax.set_title(f"Released marginal of {x} (epsilon = {eps:g})\n{what}", fontsize=10)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
                   frameon=False)
     else:
         ax_y = release.domain.axis(y)
