@@ -37,6 +37,7 @@ from .newton import PrivateNewton, release_newton
 from .planning import Plan, plan
 from .release import PrivateHistogram, release
 from .report import MomentsReport, PrivacyReport
+from .saved import SavedReleaseError, load_release
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "DPMomentsOLS",
     "DPNewtonLogit",
     "release",
+    "load_release",
     "plan",
     "Plan",
     "release_moments",
@@ -79,4 +81,5 @@ __all__ = [
     "SeparationWarning",
     "SeparationError",
     "SingularDesignError",
+    "SavedReleaseError",
 ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import pathlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -143,6 +145,26 @@ class PrivateHistogram:
         frame = sub.frame(uniq[keep]) if idx else pd.DataFrame(index=range(int(keep.sum())))
         frame[self.count_column] = sums[keep]
         return frame
+
+    def save(self, path: str | os.PathLike) -> pathlib.Path:
+        """Write the release to a JSON file (gzip if ``path`` ends in ``.gz``):
+        its public domain, released cells and counts and privacy report,
+        nothing else (no raw row).  Read it back with
+        :func:`dpmodels.load_release`; see :mod:`dpmodels.saved`.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, pandas as pd, dpmodels as dpm
+        >>> df = pd.DataFrame({"g": np.repeat(["a", "b"], 50)})
+        >>> rel = dpm.release(df, columns=["g"], epsilon=1.0, levels={"g": ["a", "b"]},
+        ...                   random_state=0)
+        >>> path = rel.save(tempfile.mkdtemp() + "/g.json")
+        >>> dpm.load_release(path).report == rel.report
+        True
+        """
+        from .saved import save_release
+
+        return save_release(self, path)
 
     def plot(self, x: str, y: str | None = None, ax=None):
         """Bars (``x``) or a heat map (``x`` by ``y``) of the released marginal

@@ -1,0 +1,807 @@
+"""Saved releases: write a release to a file and read it back, exactly.
+
+A release (:class:`~dpmodels.release.PrivateHistogram`,
+:class:`~dpmodels.moments.PrivateMoments`, :class:`~dpmodels.newton.PrivateNewton`,
+:class:`~dpmodels.quantile_steps.PrivateQuantileSteps`) is made once from raw
+rows and spends its epsilon then; everything computed from it afterwards is
+post-processing (PRIVACY.md rule 6).  ``release.save(path)`` writes it to one
+self-describing JSON document and :func:`load_release` reads it back, so that
+an analyst can fit models on it another day, on another machine, without
+touching the raw data and without spending budget again.  A model fitted on
+the loaded release gives bit-identical estimates (and, with the same
+``random_state``, bit-identical bootstrap standard errors) to one fitted on
+the original object: every float is written with Python's shortest
+round-trip ``repr``, every integer exactly.
+
+What is in the file (and what is not)
+-------------------------------------
+Only what is already public (PRIVACY.md rules 5 and 10): the public domain
+(variable names, bounds, bin counts, scales, declared levels), the released
+noisy values, the public quantities the mechanism computed from them and
+from public inputs (noise variances, the released centres, scales and
+clipping radius, the formula's public design ranges), and the privacy report.
+Raw rows, exact (pre-noise) counts or sums, and anything else computed from
+the raw data that was not released are never on a release object, so they
+can never be written.  The file is as public as the release itself.
+
+Layout (format ``"dpmodels-release"``, version ``"1.0"``)
+--------------------------------------------------------
+One JSON object::
+
+    {"format": "dpmodels-release", "format_version": "1.0",
+     "release_type": "histogram" | "moments" | "newton" | "quantile-steps",
+     "dpmodels_version": "...",
+     "note": "...",
+     "domain": {"axes": [{"name", "kind": "continuous", "bounds", "bins", "scale"}
+                         | {"name", "kind": "discrete", "levels", "declared_order"}]},
+     "report": {"type": "PrivacyReport" | "MomentsReport", <its fields>},
+     "release": {<the type's released values, see docs/saved-releases.md>}}
+
+Non-finite floats (an ``epsilon`` of ``inf``, the NaN of a non-constant
+column's ``constant_values``) are written as the strings ``"inf"``, ``"-inf"``
+and ``"nan"`` in numeric fields (strict JSON has no such numbers); a level
+that is a non-finite float is written ``{"float": "inf"}``.  A path ending in
+``.gz`` is gzip-compressed; :func:`load_release` recognises gzip by its magic
+bytes whatever the name.
+
+Why one JSON file, also for large histograms
+--------------------------------------------
+A histogram release holds at most ``n`` observed cells plus a bounded number
+of spurious ones (``max_spurious_cells``, 2e6 by default), i.e. two integer
+vectors of a few million entries: tens of megabytes as JSON text, a few as
+``.json.gz``, written and read in seconds.  Parquet would make such a file
+smaller and faster to read, but it needs pyarrow (an optional dependency of
+dpmodels), has no unsigned 64-bit integers in every reader (cell ids go up to
+``2**63 - 1``), and splits one release into two files that can be separated
+or mismatched.  One JSON document is exact, readable by any language, and
+cannot lose its metadata.
+
+Versioning
+----------
+``format_version`` is ``"MAJOR.MINOR"``.  A reader accepts every minor
+version of its major version (a newer minor version may add keys, which are
+ignored); a file of another major version is refused with a
+:class:`SavedReleaseError` saying which versions this dpmodels reads.
+
+Loading checks the whole file before building anything and refuses an
+inconsistent one with a :class:`SavedReleaseError` naming what is wrong:
+missing keys, malformed bounds or levels, cell ids outside the domain or not
+increasing, counts that do not match the cells or are not integers (or are
+below the released threshold), vector lengths that do not match the declared
+design, a report that contradicts the released values.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import pathlib
+import tempfile
+from collections.abc import Mapping
+from dataclasses import fields, replace
+
+import numpy as np
+
+from .domain import SCALES, Axis, Domain, _as_bins, _as_bounds, _as_levels, _check_edges, scale_fits
+from .errors import DPModelsError
+from .formula import caller_namespace
+from .report import MomentsReport, PrivacyReport
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "SavedReleaseError", "save_release", "load_release"]
+
+#: The format's name, the value of the file's ``format`` key.
+FORMAT = "dpmodels-release"
+#: The version this dpmodels writes ("MAJOR.MINOR"); it reads every 1.x.
+FORMAT_VERSION = "1.0"
+_MAJOR = 1
+
+_NOTE = ("A differentially private release made by dpmodels; its privacy report is under "
+         "'report'. It holds the public domain and the released (noisy) values only: no raw "
+         "row. Load it with dpmodels.load_release(path); fits on it spend no budget.")
+
+
+class SavedReleaseError(DPModelsError):
+    """A saved release cannot be written (an unsupported level type) or read
+    (not a dpmodels release, an unknown major version, a missing key, or
+    values that contradict each other or the declared domain)."""
+
+
+# ---- encoding ---------------------------------------------------------------------------------
+
+
+def _float_out(x) -> float | str:
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _floats_out(a) -> list:
+    """A float array (any shape) as nested lists, non-finite values as strings."""
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim == 0:
+        return _float_out(arr)
+    return [_floats_out(row) for row in arr] if arr.ndim > 1 else [_float_out(v) for v in arr]
+
+
+def _level_out(name: str, v):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else {"float": _float_out(v)}
+    if isinstance(v, str):
+        return v
+    raise SavedReleaseError(
+        f"cannot save the level {v!r} of {name!r}: a saved release holds levels that are "
+        f"strings, bools, ints or floats, not {type(v).__name__}; recode {name!r} and "
+        "release again")
+
+
+def _axis_out(axis: Axis) -> dict:
+    if axis.kind == "continuous":
+        return {"name": axis.name, "kind": "continuous", "bounds": [float(b) for b in axis.bounds],
+                "bins": int(axis.bins), "scale": axis.scale}
+    return {"name": axis.name, "kind": "discrete",
+            "levels": [_level_out(axis.name, v) for v in axis.levels],
+            "declared_order": bool(axis.declared_order)}
+
+
+def _report_out(report) -> dict:
+    out = {"type": type(report).__name__}
+    for f in fields(report):
+        v = getattr(report, f.name)
+        if f.name in ("variables", "split"):
+            v = [[str(a), _float_out(b) if f.name == "split" else str(b)] for a, b in v]
+        elif f.name == "columns":
+            v = [str(c) for c in v]
+        elif isinstance(v, (bool, np.bool_)):
+            v = bool(v)
+        elif isinstance(v, (int, np.integer)):
+            v = int(v)
+        elif isinstance(v, (float, np.floating)):
+            v = _float_out(v)
+        out[f.name] = v
+    return out
+
+
+def _space_out(space, response: bool) -> dict:
+    return {"formula": space.formula, "response": response,
+            "exog_names": list(space.exog_names), "endog_name": space.endog_name,
+            "constant": [bool(c) for c in space.constant],
+            "constant_values": _floats_out(space.constant_values),
+            "lo": _floats_out(space.lo), "hi": _floats_out(space.hi),
+            "centre": _floats_out(space.centre), "half": _floats_out(space.half),
+            "exclusive": [[int(i) for i in g] for g in space.exclusive]}
+
+
+def _release_out(rel) -> tuple[str, dict]:
+    from .moments import PrivateMoments
+    from .newton import PrivateNewton
+    from .quantile_steps import PrivateQuantileSteps
+    from .release import PrivateHistogram
+
+    if isinstance(rel, PrivateHistogram):
+        return "histogram", {"cell_ids": [int(i) for i in rel.cell_ids.tolist()],
+                             "counts": [int(c) for c in rel.counts.tolist()]}
+    if isinstance(rel, PrivateMoments):
+        return "moments", {
+            "design": _space_out(rel.space, True), "count": _float_out(rel.count),
+            "sums": _floats_out(rel.sums), "second": _floats_out(rel.second),
+            "noise_var": _floats_out(rel.noise_var), "radius": _float_out(rel.radius),
+            "offsets": _floats_out(rel.offsets), "scales": _floats_out(rel.scales)}
+    if isinstance(rel, PrivateNewton):
+        return "newton", {
+            "design": _space_out(rel.space, False), "beta": _floats_out(rel.beta),
+            "information": _floats_out(rel.information), "score": _floats_out(rel.score),
+            "start": _floats_out(rel.start), "noise_var": _floats_out(rel.noise_var),
+            "moments": _moments_out(rel.moments), "offsets": _floats_out(rel.offsets),
+            "scales": _floats_out(rel.scales), "radius": _float_out(rel.radius),
+            "step_noise": [_floats_out(s) for s in rel.step_noise]}
+    if isinstance(rel, PrivateQuantileSteps):
+        return "quantile-steps", {
+            "design": _space_out(rel.space, False),
+            "quantiles": _floats_out(rel.quantiles), "beta": _floats_out(rel.beta),
+            "density": _floats_out(rel.density), "ls_information": _floats_out(rel.ls_information),
+            "band_prior_var": _floats_out(rel.band_prior_var), "score": _floats_out(rel.score),
+            "start": _floats_out(rel.start), "bandwidth": _floats_out(rel.bandwidth),
+            "steps": [[_floats_out(s) for s in per_q] for per_q in rel.steps],
+            "ls_beta": _floats_out(rel.ls_beta), "ls_noise": _floats_out(rel.ls_noise),
+            "residual_counts": [int(c) for c in np.asarray(rel.residual_counts).tolist()],
+            "residual_edges": _floats_out(rel.residual_edges),
+            "level_counts": _floats_out(rel.level_counts),
+            "level_noise_var": _float_out(rel.level_noise_var),
+            "moments": _moments_out(rel.moments), "offsets": _floats_out(rel.offsets),
+            "scales": _floats_out(rel.scales), "radius": _float_out(rel.radius),
+            "y_centre": _float_out(rel.y_centre), "y_half": _float_out(rel.y_half)}
+    raise SavedReleaseError(
+        f"cannot save a {type(rel).__name__}: saved releases hold a PrivateHistogram, "
+        "PrivateMoments, PrivateNewton or PrivateQuantileSteps")
+
+
+def _moments_out(moments) -> dict:
+    count, mean, cov = moments
+    return {"count": _float_out(count), "mean": _floats_out(mean), "cov": _floats_out(cov)}
+
+
+def _pretty(obj, depth: int = 0) -> str:
+    """JSON with objects indented and lists of numbers on one line."""
+    pad = "  " * depth
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        inner = ",\n".join(f"{pad}  {json.dumps(k)}: {_pretty(v, depth + 1)}"
+                           for k, v in obj.items())
+        return "{\n" + inner + "\n" + pad + "}"
+    if isinstance(obj, list) and any(isinstance(v, dict) for v in obj):
+        inner = ",\n".join(f"{pad}  {_pretty(v, depth + 1)}" for v in obj)
+        return "[\n" + inner + "\n" + pad + "]"
+    return json.dumps(obj, allow_nan=False, separators=(", ", ": "))
+
+
+def release_document(rel) -> dict:
+    """The JSON document (a dict) :func:`save_release` writes for ``rel``."""
+    from . import __version__
+
+    kind, body = _release_out(rel)
+    domain = rel.domain if kind == "histogram" else rel.space.domain
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "release_type": kind,
+            "dpmodels_version": __version__, "note": _NOTE,
+            "domain": {"axes": [_axis_out(a) for a in domain.axes]},
+            "report": _report_out(rel.report), "release": body}
+
+
+def save_release(rel, path: str | os.PathLike) -> pathlib.Path:
+    """Write a release to ``path`` (see the module notes for the format).
+
+    The file holds only what is already public: the public domain, the
+    released noisy values and the privacy report; never a raw row or any
+    quantity computed from the raw data that was not released.  A path
+    ending in ``.gz`` is gzip-compressed.  The file is written to a
+    temporary name and renamed, so a failed save leaves no partial file.
+
+    Parameters
+    ----------
+    rel : PrivateHistogram, PrivateMoments, PrivateNewton or PrivateQuantileSteps
+    path : str or os.PathLike
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, pandas as pd, dpmodels as dpm
+    >>> df = pd.DataFrame({"g": np.repeat(["a", "b"], 50), "x": np.arange(100.0)})
+    >>> rel = dpm.release(df, columns=["g", "x"], epsilon=1.0, bounds={"x": (0, 100)},
+    ...                   levels={"g": ["a", "b"]}, bins=5, random_state=0)
+    >>> path = save_release(rel, tempfile.mkdtemp() + "/rel.json")
+    >>> back = load_release(path)
+    >>> bool((back.counts == rel.counts).all()) and back.report == rel.report
+    True
+    """
+    path = pathlib.Path(os.fspath(path))
+    text = _pretty(release_document(rel)) + "\n"
+    data = text.encode("utf-8")
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# ---- decoding and checks -----------------------------------------------------------------------
+
+
+class _Reader:
+    """Typed access to a decoded JSON object; every refusal names the key."""
+
+    def __init__(self, obj, where: str):
+        if not isinstance(obj, dict):
+            raise SavedReleaseError(f"{where} must be a JSON object, got {type(obj).__name__}")
+        self.obj, self.where = obj, where
+
+    def _get(self, key):
+        if key not in self.obj:
+            raise SavedReleaseError(f"the saved release has no key {self._name(key)}: the file is "
+                                    "incomplete or not a dpmodels release")
+        return self.obj[key]
+
+    def _name(self, key) -> str:
+        return f"{self.where}.{key}" if self.where else repr(key)
+
+    def sub(self, key) -> "_Reader":
+        return _Reader(self._get(key), self._name(key))
+
+    def str(self, key) -> str:
+        v = self._get(key)
+        if not isinstance(v, str):
+            raise SavedReleaseError(f"{self._name(key)} must be a string, got {v!r}")
+        return v
+
+    def bool(self, key) -> bool:
+        v = self._get(key)
+        if not isinstance(v, bool):
+            raise SavedReleaseError(f"{self._name(key)} must be true or false, got {v!r}")
+        return v
+
+    def int(self, key) -> int:
+        return _int(self._get(key), self._name(key))
+
+    def float(self, key, optional: bool = False) -> float | None:
+        v = self._get(key)
+        if v is None and optional:
+            return None
+        return _float(v, self._name(key))
+
+    def floats(self, key, shape: tuple) -> np.ndarray:
+        return _float_array(self._get(key), shape, self._name(key))
+
+    def list(self, key) -> list:
+        v = self._get(key)
+        if not isinstance(v, list):
+            raise SavedReleaseError(f"{self._name(key)} must be a list, got {type(v).__name__}")
+        return v
+
+
+def _int(v, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise SavedReleaseError(f"{where} must be an integer, got {v!r}")
+    return v
+
+
+def _float(v, where: str) -> float:
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise SavedReleaseError(f"{where} must be a number (or \"inf\", \"-inf\", \"nan\"), "
+                                f"got {v!r}")
+    return float(v)
+
+
+def _float_array(v, shape: tuple, where: str) -> np.ndarray:
+    """A float64 array of exactly ``shape`` from nested lists."""
+    def walk(x, dims, at):
+        if not dims:
+            return _float(x, at)
+        if not isinstance(x, list) or len(x) != dims[0]:
+            got = f"{len(x)} entries" if isinstance(x, list) else repr(x)
+            raise SavedReleaseError(
+                f"{at} must be a list of {dims[0]} entries (the declared design has shape "
+                f"{shape}), got {got}")
+        return [walk(e, dims[1:], f"{at}[{i}]") for i, e in enumerate(x)]
+
+    return np.array(walk(v, tuple(shape), where), dtype=np.float64).reshape(shape)
+
+
+def _int_vector(v, where: str) -> list[int]:
+    if not isinstance(v, list):
+        raise SavedReleaseError(f"{where} must be a list of integers, got {type(v).__name__}")
+    for i, x in enumerate(v):
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise SavedReleaseError(
+                f"{where}[{i}] = {x!r} is not an integer: the released counts are integers")
+    return v
+
+
+def _level_in(name: str, v):
+    if isinstance(v, dict) and set(v) == {"float"}:
+        return _float(v["float"], f"the levels of {name!r}")
+    if isinstance(v, (list, dict)) or v is None:
+        raise SavedReleaseError(f"the levels of {name!r} hold {v!r}, which is not a level "
+                                "(a string, bool, int or float)")
+    return v
+
+
+def _domain_in(r: _Reader) -> Domain:
+    axes, names = [], set()
+    for i, raw in enumerate(r.list("axes")):
+        a = _Reader(raw, f"domain.axes[{i}]")
+        name = a.str("name")
+        if name in names:
+            raise SavedReleaseError(f"the domain declares the variable {name!r} twice")
+        names.add(name)
+        kind = a.str("kind")
+        try:
+            if kind == "continuous":
+                bounds = _as_bounds(name, a.list("bounds"))
+                bins = _as_bins(name, a.int("bins"))
+                scale = a.str("scale")
+                if scale not in SCALES or not scale_fits(scale, bounds):
+                    raise SavedReleaseError(
+                        f"the scale of {name!r} is {scale!r}, which is not one of "
+                        f"{sorted(SCALES)} finite and increasing on bounds {bounds}")
+                axis = Axis(name, "continuous", bounds=bounds, bins=bins, scale=scale)
+                _check_edges(name, axis.coord_bounds, bins)
+            elif kind == "discrete":
+                levels = _as_levels(name, [_level_in(name, v) for v in a.list("levels")])
+                axis = Axis(name, "discrete", levels=levels, declared_order=a.bool("declared_order"))
+            else:
+                raise SavedReleaseError(f"domain.axes[{i}].kind must be \"continuous\" or "
+                                        f"\"discrete\", got {kind!r}")
+        except SavedReleaseError:
+            raise
+        except DPModelsError as exc:  # malformed bounds, bins or levels
+            raise SavedReleaseError(f"the saved domain is malformed: {exc}") from None
+        axes.append(axis)
+    if not axes:
+        raise SavedReleaseError("the saved domain has no variable")
+    try:
+        return Domain(tuple(axes))
+    except DPModelsError as exc:
+        raise SavedReleaseError(f"the saved domain is malformed: {exc}") from None
+
+
+_REPORT_KINDS = {
+    PrivacyReport: {"epsilon": "float", "private": "bool", "mechanism": "str",
+                    "noise_scale": "float", "sensitivity": "int", "threshold_rule": "str",
+                    "threshold_A": "float?", "threshold": "float?", "n": "int",
+                    "n_source": "str", "variables": "pairs", "domain_cells": "int",
+                    "expected_spurious_cells": "float", "released_cells": "int",
+                    "noisy_total": "int", "seeded": "bool", "budget": "str"},
+    MomentsReport: {"epsilon": "float", "private": "bool", "mechanism": "str",
+                    "split": "split", "n": "int", "n_source": "str", "variables": "pairs",
+                    "columns": "strs", "radius": "float", "clipped_rows": "float",
+                    "noisy_rows": "float", "seeded": "bool", "budget": "str"},
+}
+
+
+def _report_in(r: _Reader, expected: type):
+    kind = r.str("type")
+    if kind != expected.__name__:
+        raise SavedReleaseError(f"report.type is {kind!r}; this release type carries a "
+                                f"{expected.__name__}")
+    values = {}
+    for key, t in _REPORT_KINDS[expected].items():
+        if t == "float":
+            values[key] = r.float(key)
+        elif t == "float?":
+            values[key] = r.float(key, optional=True)
+        elif t == "int":
+            values[key] = r.int(key)
+        elif t == "bool":
+            values[key] = r.bool(key)
+        elif t == "str":
+            values[key] = r.str(key)
+        elif t == "strs":
+            items = r.list(key)
+            if not all(isinstance(s, str) for s in items):
+                raise SavedReleaseError(f"report.{key} must be a list of strings")
+            values[key] = tuple(items)
+        else:  # pairs (str, str) or split (str, float)
+            pairs = []
+            for j, p in enumerate(r.list(key)):
+                if not (isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)):
+                    raise SavedReleaseError(f"report.{key}[{j}] must be a [label, value] pair")
+                if t == "split":
+                    pairs.append((p[0], _float(p[1], f"report.{key}[{j}]")))
+                elif isinstance(p[1], str):
+                    pairs.append((p[0], p[1]))
+                else:
+                    raise SavedReleaseError(f"report.{key}[{j}] must be a [name, description] "
+                                            "pair of strings")
+            values[key] = tuple(pairs)
+    eps = values["epsilon"]
+    if math.isnan(eps) or eps <= 0:
+        raise SavedReleaseError(f"report.epsilon must be > 0, got {eps}")
+    if values["private"] != math.isfinite(eps):
+        raise SavedReleaseError(f"report.private is {values['private']} but report.epsilon is "
+                                f"{eps:g}: a release is private exactly when epsilon is finite")
+    if values["n"] < 1:
+        raise SavedReleaseError(f"report.n must be a positive integer, got {values['n']}")
+    if expected is MomentsReport:
+        parts = sum(e for _, e in values["split"])
+        if values["private"] and not math.isclose(parts, eps, rel_tol=1e-9):
+            raise SavedReleaseError(f"report.split's parts add up to {parts:g}, not to "
+                                    f"report.epsilon = {eps:g}")
+    return expected(**values)
+
+
+def _histogram_in(doc: _Reader, domain: Domain):
+    from .release import PrivateHistogram
+
+    report = _report_in(doc.sub("report"), PrivacyReport)
+    body = doc.sub("release")
+    ids = _int_vector(body.list("cell_ids"), "release.cell_ids")
+    counts = _int_vector(body.list("counts"), "release.counts")
+    m = domain.size
+    if len(ids) != len(counts):
+        raise SavedReleaseError(
+            f"release.counts has {len(counts)} entries but release.cell_ids has {len(ids)}: "
+            "each released cell has one count")
+    bad = [i for i in ids if not 0 <= i < m]
+    if bad:
+        raise SavedReleaseError(
+            f"release.cell_ids holds {bad[0]}, outside the domain's cells 0..{m - 1} "
+            f"({' x '.join(str(a.size) for a in domain.axes)} = {m} cells)")
+    ids_arr = np.array(ids, dtype=np.uint64)
+    if ids_arr.size > 1 and not np.all(ids_arr[1:] > ids_arr[:-1]):
+        raise SavedReleaseError("release.cell_ids must be strictly increasing (each cell once)")
+    if any(not -2**63 <= c < 2**63 for c in counts):
+        raise SavedReleaseError("release.counts holds a value outside the 64-bit integer range")
+    counts_arr = np.array(counts, dtype=np.int64)
+    if counts_arr.size:
+        low = int(counts_arr.min())
+        if report.threshold is not None and low < math.ceil(report.threshold):
+            raise SavedReleaseError(
+                f"release.counts holds {low}, below the release's threshold "
+                f"{report.threshold:g} (cells below it are never released)")
+        if not report.private and low < 0:
+            raise SavedReleaseError(f"release.counts holds {low}: exact counts (epsilon=inf) "
+                                    "are not negative")
+    checks = [("released_cells", report.released_cells, len(ids)),
+              ("noisy_total", report.noisy_total, sum(counts)),
+              ("domain_cells", report.domain_cells, m)]
+    for key, stated, actual in checks:
+        if stated != actual:
+            raise SavedReleaseError(f"report.{key} is {stated} but the saved release has "
+                                    f"{actual}")
+    if report.variables != tuple(domain.describe().items()):
+        raise SavedReleaseError("report.variables does not describe the saved domain "
+                                f"({report.variables} vs {tuple(domain.describe().items())})")
+    return PrivateHistogram(domain, ids_arr, counts_arr, report)
+
+
+def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
+    from .moments import _describe, design_space  # noqa: F401  (_describe used by callers)
+
+    formula = r.str("formula")
+    if r.bool("response") != response:
+        raise SavedReleaseError(f"release.design.response must be {str(response).lower()} for "
+                                "this release type")
+    try:
+        rebuilt = design_space(formula, domain, namespace, response=response)
+    except Exception as exc:  # patsy, a missing function, a malformed formula
+        raise SavedReleaseError(
+            f"cannot rebuild the design of {formula!r} on the saved domain ({exc}). If the "
+            "formula calls functions other than numpy's (np.*), pass them with "
+            "load_release(path, namespace={...})") from None
+    names = r.list("exog_names")
+    if tuple(names) != rebuilt.exog_names or r.str("endog_name") != rebuilt.endog_name:
+        raise SavedReleaseError(
+            f"release.design's columns {names} do not match the design of {formula!r} on the "
+            f"saved domain {list(rebuilt.exog_names)}")
+    k, q = rebuilt.constant.size, rebuilt.q
+    constant = r.list("constant")
+    if constant != [bool(c) for c in rebuilt.constant]:
+        raise SavedReleaseError("release.design.constant does not match the design's constant "
+                                "columns")
+    exclusive = tuple(tuple(g) for g in r.list("exclusive"))
+    if exclusive != tuple(tuple(int(i) for i in g) for g in rebuilt.exclusive):
+        raise SavedReleaseError("release.design.exclusive does not match the design's groups "
+                                "of dummies")
+    values = {"constant_values": r.floats("constant_values", (k,))}
+    for key in ("lo", "hi", "centre", "half"):
+        values[key] = r.floats(key, (q,))
+        if not np.allclose(values[key], getattr(rebuilt, key), rtol=1e-9, atol=1e-12):
+            raise SavedReleaseError(
+                f"release.design.{key} does not match the public range of {formula!r}'s design "
+                "on the saved domain")
+    if not np.all(values["half"] > 0):
+        raise SavedReleaseError("release.design.half must be positive")
+    # the saved numbers (exact) with the rebuilt patsy coding
+    return replace(rebuilt, **values), q
+
+
+def _describes(report, domain: Domain) -> None:
+    from .moments import _describe
+
+    expected = tuple((a.name, _describe(a)) for a in domain.axes)
+    if report.variables != expected:
+        raise SavedReleaseError(
+            f"report.variables does not describe the saved domain ({report.variables} vs "
+            f"{expected})")
+
+
+def _columns_check(report, space) -> None:
+    if report.columns[:-1] != space.exog_names or len(report.columns) != len(space.exog_names) + 1:
+        raise SavedReleaseError(
+            f"report.columns {list(report.columns)} do not match the design's columns "
+            f"{list(space.exog_names)} (and the response)")
+
+
+def _moments_tuple(r: _Reader, q: int) -> tuple:
+    m = r.sub("moments")
+    return (m.float("count"), m.floats("mean", (q,)), m.floats("cov", (q, q)))
+
+
+def _pairs(v, where: str) -> tuple:
+    if not isinstance(v, list):
+        raise SavedReleaseError(f"{where} must be a list")
+    return tuple(tuple(float(x) for x in _float_array(p, (2,), f"{where}[{i}]"))
+                 for i, p in enumerate(v))
+
+
+def _positive(value: float, where: str) -> float:
+    if not value > 0:
+        raise SavedReleaseError(f"{where} must be > 0, got {value}")
+    return value
+
+
+def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
+    from .moments import PrivateMoments
+
+    report = _report_in(doc.sub("report"), MomentsReport)
+    body = doc.sub("release")
+    space, q = _space_in(body.sub("design"), domain, namespace, response=True)
+    _describes(report, domain)
+    _columns_check(report, space)
+    second = body.floats("second", (q, q))
+    if not np.array_equal(second, second.T):
+        raise SavedReleaseError("release.second must be symmetric")
+    noise_var = tuple(float(v) for v in body.floats("noise_var", (3,)))
+    return PrivateMoments(space, body.float("count"), body.floats("sums", (q,)), second,
+                          noise_var, _positive(body.float("radius"), "release.radius"),
+                          body.floats("offsets", (q,)), body.floats("scales", (q,)), report)
+
+
+def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
+    from .newton import PrivateNewton
+
+    report = _report_in(doc.sub("report"), MomentsReport)
+    body = doc.sub("release")
+    space, q = _space_in(body.sub("design"), domain, namespace, response=False)
+    _describes(report, domain)
+    _columns_check(report, space)
+    k = q + 1
+    return PrivateNewton(
+        space, body.floats("beta", (k,)), body.floats("information", (k, k)),
+        body.floats("score", (k,)), body.floats("start", (k,)),
+        tuple(float(v) for v in body.floats("noise_var", (2,))), _moments_tuple(body, q),
+        body.floats("offsets", (q,)), body.floats("scales", (q,)),
+        _positive(body.float("radius"), "release.radius"), report,
+        _pairs(body.list("step_noise"), "release.step_noise"))
+
+
+def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
+    from .quantile_steps import PrivateQuantileSteps, residual_edges
+
+    report = _report_in(doc.sub("report"), MomentsReport)
+    body = doc.sub("release")
+    space, q = _space_in(body.sub("design"), domain, namespace, response=False)
+    _describes(report, domain)
+    _columns_check(report, space)
+    k = q + 1
+    quantiles = body.list("quantiles")
+    m = len(quantiles)
+    taus = tuple(float(t) for t in body.floats("quantiles", (m,)))
+    if m == 0 or not all(0.0 < t < 1.0 for t in taus):
+        raise SavedReleaseError(f"release.quantiles must be one or more numbers strictly "
+                                f"between 0 and 1, got {list(taus)}")
+    steps = body.list("steps")
+    if len(steps) != m:
+        raise SavedReleaseError(f"release.steps must hold one list per quantile ({m}), got "
+                                f"{len(steps)}")
+    steps = tuple(_pairs(s, f"release.steps[{i}]") for i, s in enumerate(steps))
+    edges = body.floats("residual_edges", (len(body.list("residual_edges")),))
+    if not np.array_equal(edges, residual_edges()):
+        raise SavedReleaseError("release.residual_edges is not the public residual grid of "
+                                "the quantile-steps release")
+    res_counts = _int_vector(body.list("residual_counts"), "release.residual_counts")
+    if len(res_counts) != edges.size + 1:
+        raise SavedReleaseError(
+            f"release.residual_counts has {len(res_counts)} entries; the residual grid has "
+            f"{edges.size + 1} bins")
+    n_levels = len(body.list("level_counts"))
+    if n_levels not in (0, 1 + int(space.dummy.sum())):
+        raise SavedReleaseError(
+            f"release.level_counts has {n_levels} entries; the design has "
+            f"{int(space.dummy.sum())} 0/1 columns (0 or {1 + int(space.dummy.sum())} entries)")
+    return PrivateQuantileSteps(
+        space, taus, body.floats("beta", (m, k)), body.floats("density", (m,)),
+        body.floats("ls_information", (k, k)), body.floats("band_prior_var", (m,)),
+        body.floats("score", (m, k)), body.floats("start", (m, k)),
+        body.floats("bandwidth", (m,)), steps, body.floats("ls_beta", (k,)),
+        tuple(float(v) for v in body.floats("ls_noise", (2,))),
+        np.array(res_counts, dtype=np.int64), edges, body.floats("level_counts", (n_levels,)),
+        body.float("level_noise_var"), _moments_tuple(body, q), body.floats("offsets", (q,)),
+        body.floats("scales", (q,)), _positive(body.float("radius"), "release.radius"),
+        body.float("y_centre"), _positive(body.float("y_half"), "release.y_half"), report)
+
+
+_READERS = {"histogram": _histogram_in, "moments": _moments_in, "newton": _newton_in,
+            "quantile-steps": _quantile_in}
+
+
+def _reject_constant(name: str):
+    raise SavedReleaseError(f"the file holds the non-standard JSON number {name}: a saved "
+                            "release writes non-finite numbers as strings")
+
+
+def read_document(path: str | os.PathLike) -> dict:
+    """The decoded JSON document of a saved release (gzip or plain), unchecked."""
+    path = pathlib.Path(os.fspath(path))
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SavedReleaseError(f"{path} is not a saved dpmodels release (not JSON: {exc})") \
+            from None
+    return doc
+
+
+def release_from_document(doc, namespace: Mapping | None = None):
+    """Check a decoded document and build its release (see :func:`load_release`)."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise SavedReleaseError(f"not a saved dpmodels release: its format is {got!r}, not "
+                                f"{FORMAT!r}")
+    r = _Reader(doc, "")
+    version = r.str("format_version")
+    major, _, minor = version.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise SavedReleaseError(f"format_version must be \"MAJOR.MINOR\", got {version!r}")
+    if int(major) != _MAJOR:
+        raise SavedReleaseError(
+            f"the file is in format version {version}; this dpmodels reads version "
+            f"{_MAJOR}.x only (it writes {FORMAT_VERSION}): "
+            + ("upgrade dpmodels to read it" if int(major) > _MAJOR else
+               "re-save the release with the dpmodels that wrote it, or a converter"))
+    kind = r.str("release_type")
+    if kind not in _READERS:
+        raise SavedReleaseError(f"release_type must be one of {sorted(_READERS)}, got {kind!r}")
+    domain = _domain_in(r.sub("domain"))
+    ns = {"np": np, "numpy": np}
+    ns.update(namespace or {})
+    return _READERS[kind](r, domain, ns) if kind != "histogram" else _histogram_in(r, domain)
+
+
+def load_release(path: str | os.PathLike, *, namespace: Mapping[str, object] | None = None):
+    """Read a release saved by ``release.save(path)``.
+
+    The whole file is checked before the release is built; a fit on the
+    loaded release spends no budget and gives exactly the estimates (and,
+    with the same ``random_state``, the bootstrap standard errors) of a fit
+    on the release that was saved.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.json`` file, or a gzip-compressed one (any name).
+    namespace : mapping, optional
+        Functions a moments, Newton or quantile-steps release's formula calls
+        besides numpy's (``np.log`` needs nothing); defaults to the caller's
+        globals and locals.
+
+    Returns
+    -------
+    PrivateHistogram, PrivateMoments, PrivateNewton or PrivateQuantileSteps
+
+    Raises
+    ------
+    SavedReleaseError
+        The file is not a dpmodels release, is of another major format
+        version, misses a key, or holds values that contradict each other
+        or the declared domain (the message names the key).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, pandas as pd, dpmodels as dpm
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.uniform(0, 10, 2000)})
+    >>> df["y"] = 1 + 2 * df["x"] + rng.normal(size=2000)
+    >>> rel = dpm.release(df, formula="y ~ x", epsilon=1.0,
+    ...                   bounds={"x": (0, 10), "y": (-5, 30)}, random_state=0)
+    >>> path = rel.save(tempfile.mkdtemp() + "/rel.json")
+    >>> same = dpm.load_release(path)
+    >>> a = dpm.dp_ols("y ~ x", rel).fit(cov_type="naive").params
+    >>> b = dpm.dp_ols("y ~ x", same).fit(cov_type="naive").params
+    >>> bool((a == b).all())
+    True
+    """
+    if namespace is None:
+        namespace = caller_namespace(1)
+    return release_from_document(read_document(path), namespace)
