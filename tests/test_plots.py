@@ -423,3 +423,16 @@ def test_plan_refuses_a_missing_guess_or_domain():
     with pytest.raises(DPModelsError, match="'y'"):  # no bound for y: named, before any noise
         dpm.plan("y ~ x", guess=guess_fn, **{**PLAN_ARGS, "bounds": {"x": (0, 10)},
                                              "levels": None})
+
+
+def test_release_plot_without_a_threshold(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        signed = dpm.release(data(2000), columns=["x", "g"], epsilon=1.0, bounds=BOUNDS,
+                             levels={"g": ["a", "b"]}, bins=5, threshold=None, random_state=0)
+    fig = signed.plot("x")
+    saved_png(fig, tmp_path, "signed")
+    ax = fig.axes[0]
+    assert "signed counts (no threshold)" in ax.get_title()
+    assert not [ln for ln in ax.lines if ln.get_gid() in ("threshold", "spurious")]
+    assert sum(p.get_height() for p in ax.patches) == signed.report.noisy_total
