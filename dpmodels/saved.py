@@ -314,12 +314,12 @@ class _Reader:
 
     def _get(self, key):
         if key not in self.obj:
-            raise SavedReleaseError(f"the saved release has no key {self._name(key)}: the file is "
+            raise SavedReleaseError(f"the saved release has no key {self._name(key)!r}: the file is "
                                     "incomplete or not a dpmodels release")
         return self.obj[key]
 
     def _name(self, key) -> str:
-        return f"{self.where}.{key}" if self.where else repr(key)
+        return f"{self.where}.{key}" if self.where else str(key)
 
     def sub(self, key) -> "_Reader":
         return _Reader(self._get(key), self._name(key))
