@@ -46,8 +46,6 @@ def test_page_examples_run(page, monkeypatch, tmp_path):
 
 
 def test_mkdocs_builds_strict(tmp_path):
-    pytest.importorskip("mkdocs", reason="the docs extra: pip install '.[docs]'")
-    pytest.importorskip("mkdocstrings")
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
                           "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path / "site")],
                          cwd=ROOT, capture_output=True, text=True, timeout=600,
