@@ -30,8 +30,8 @@ One JSON object::
 
     {"format": "dpmodels-release", "format_version": "1.0",
      "release_type": "histogram" | "moments" | "newton" | "quantile-steps",
-     "dpmodels_version": "...",
-     "note": "...",
+     "dpmodels_version": "...", "note": "...",
+     "guarantee": {"definition", "epsilon", "delta": 0, "neighbouring", "mechanism"},
      "domain": {"axes": [{"name", "kind": "continuous", "bounds", "bins", "scale"}
                          | {"name", "kind": "discrete", "levels", "declared_order"}]},
      "report": {"type": "PrivacyReport" | "MomentsReport", <its fields>},
@@ -89,7 +89,8 @@ from .errors import DPModelsError
 from .formula import caller_namespace
 from .report import MomentsReport, PrivacyReport
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SavedReleaseError", "save_release", "load_release"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "NEIGHBOURING", "SavedReleaseError", "save_release",
+           "load_release"]
 
 #: The format's name, the value of the file's ``format`` key.
 FORMAT = "dpmodels-release"
@@ -100,6 +101,11 @@ _MAJOR = 1
 _NOTE = ("A differentially private release made by dpmodels; its privacy report is under "
          "'report'. It holds the public domain and the released (noisy) values only: no raw "
          "row. Load it with dpmodels.load_release(path); fits on it spend no budget.")
+
+
+#: The neighbouring relation of every dpmodels release (PRIVACY.md, "Model").
+NEIGHBOURING = ("replace-one: two data sets with the same public number of rows n that "
+                "differ in one row")
 
 
 class SavedReleaseError(DPModelsError):
@@ -248,8 +254,13 @@ def release_document(rel) -> dict:
 
     kind, body = _release_out(rel)
     domain = rel.domain if kind == "histogram" else rel.space.domain
+    report = rel.report
+    guarantee = {"definition": "pure epsilon-differential privacy (delta = 0)" if report.private
+                 else "none: epsilon = inf, exact values (NOT private)",
+                 "epsilon": _float_out(report.epsilon), "delta": 0.0,
+                 "neighbouring": NEIGHBOURING, "mechanism": report.mechanism}
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "release_type": kind,
-            "dpmodels_version": __version__, "note": _NOTE,
+            "dpmodels_version": __version__, "note": _NOTE, "guarantee": guarantee,
             "domain": {"axes": [_axis_out(a) for a in domain.axes]},
             "report": _report_out(rel.report), "release": body}
 
@@ -508,7 +519,7 @@ def _report_in(r: _Reader, expected: type):
     return expected(**values)
 
 
-def _histogram_in(doc: _Reader, domain: Domain):
+def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None):
     from .release import PrivateHistogram
 
     report = _report_in(doc.sub("report"), PrivacyReport)
@@ -554,7 +565,7 @@ def _histogram_in(doc: _Reader, domain: Domain):
 
 
 def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
-    from .moments import _describe, design_space  # noqa: F401  (_describe used by callers)
+    from .moments import design_space
 
     formula = r.str("formula")
     if r.bool("response") != response:
@@ -753,10 +764,17 @@ def release_from_document(doc, namespace: Mapping | None = None):
     kind = r.str("release_type")
     if kind not in _READERS:
         raise SavedReleaseError(f"release_type must be one of {sorted(_READERS)}, got {kind!r}")
+    guarantee = r.sub("guarantee")
     domain = _domain_in(r.sub("domain"))
     ns = {"np": np, "numpy": np}
     ns.update(namespace or {})
-    return _READERS[kind](r, domain, ns) if kind != "histogram" else _histogram_in(r, domain)
+    rel = _READERS[kind](r, domain, ns)
+    stated = guarantee.float("epsilon")
+    if not (stated == rel.report.epsilon and guarantee.float("delta") == 0.0):
+        raise SavedReleaseError(
+            f"guarantee.epsilon = {stated:g} (delta {guarantee.float('delta'):g}) contradicts "
+            f"report.epsilon = {rel.report.epsilon:g} (delta 0)")
+    return rel
 
 
 def load_release(path: str | os.PathLike, *, namespace: Mapping[str, object] | None = None):

@@ -90,6 +90,8 @@ def test_save_returns_path_and_writes_the_format_keys(releases):
         assert doc["release_type"] == kind
         assert {"domain", "report", "release", "dpmodels_version"} <= set(doc)
         assert doc["report"]["epsilon"] == originals[kind].report.epsilon
+        assert doc["guarantee"]["delta"] == 0 and "replace-one" in doc["guarantee"]["neighbouring"]
+        assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file
     assert paths["newton"].read_bytes()[:2] == b"\x1f\x8b"  # .gz is compressed
 
 
@@ -340,6 +342,8 @@ def _histogram_edits(doc):
         "report variables": (_set(["report", "variables"], [["y", "continuous"]]),
                              "report.variables"),
         "report wrong type": (_set(["report", "type"], "MomentsReport"), "report.type"),
+        "guarantee epsilon": (_set(["guarantee", "epsilon"], 0.1), "contradicts report.epsilon"),
+        "missing guarantee": (_drop(["guarantee"]), "no key 'guarantee'"),
     }
 
 
@@ -447,3 +451,19 @@ def test_an_unsaveable_level_is_refused_at_save(tmp_path):
     with pytest.raises(SavedReleaseError, match="cannot save the level"):
         rel.save(tmp_path / "d.json")
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize("threshold", [None, "zero", 3])
+def test_signed_and_other_thresholds_round_trip(tmp_path, threshold):
+    """Signed counts (threshold=None) may be negative; a cut keeps counts >= it."""
+    df = _frame(500, 9)
+    rel = dpm.release(df, columns=["x", "g"], epsilon=0.5, bounds=BOUNDS, levels=LEVELS,
+                      bins=20, threshold=threshold, random_state=0)
+    back = dpm.load_release(rel.save(tmp_path / "s.json"))
+    np.testing.assert_array_equal(back.counts, rel.counts)
+    assert back.report == rel.report
+    if threshold is None:
+        assert rel.counts.min() < 0  # the check below is not vacuous
+        doc = _doc(tmp_path / "s.json")
+        doc["report"]["threshold"] = 0.0
+        _refused(tmp_path, doc, "below the release's threshold")
