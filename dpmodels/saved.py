@@ -625,7 +625,8 @@ def _columns_check(report, space) -> None:
 
 def _moments_tuple(r: _Reader, q: int) -> tuple:
     m = r.sub("moments")
-    return (m.float("count"), m.floats("mean", (q,)), m.floats("cov", (q, q)))
+    return (m.float("count"), m.floats("mean", (q,)),
+            _symmetric(m.floats("cov", (q, q)), "release.moments.cov"))
 
 
 def _pairs(v, where: str) -> tuple:
@@ -641,6 +642,28 @@ def _positive(value: float, where: str) -> float:
     return value
 
 
+def _variances(values, where: str):
+    """Noise variances: finite and >= 0 (the bootstrap draws noise of this law)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(arr) & (arr >= 0)):
+        raise SavedReleaseError(f"{where} holds a noise variance that is negative or not "
+                                f"finite: {arr.ravel().tolist()[:6]}")
+    return values
+
+
+def _symmetric(matrix: np.ndarray, where: str) -> np.ndarray:
+    if not np.array_equal(matrix, np.swapaxes(matrix, -1, -2)):
+        raise SavedReleaseError(f"{where} must be symmetric (it is released as one triangle)")
+    return matrix
+
+
+def _scales(body: _Reader, q: int) -> np.ndarray:
+    scales = body.floats("scales", (q,))
+    if not np.all(scales > 0):
+        raise SavedReleaseError(f"release.scales must be positive, got {scales.tolist()}")
+    return scales
+
+
 def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
     from .moments import PrivateMoments
 
@@ -649,13 +672,12 @@ def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
     space, q = _space_in(body.sub("design"), domain, namespace, response=True)
     _describes(report, domain)
     _columns_check(report, space)
-    second = body.floats("second", (q, q))
-    if not np.array_equal(second, second.T):
-        raise SavedReleaseError("release.second must be symmetric")
-    noise_var = tuple(float(v) for v in body.floats("noise_var", (3,)))
+    second = _symmetric(body.floats("second", (q, q)), "release.second")
+    noise_var = _variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
+                           "release.noise_var")
     return PrivateMoments(space, body.float("count"), body.floats("sums", (q,)), second,
                           noise_var, _positive(body.float("radius"), "release.radius"),
-                          body.floats("offsets", (q,)), body.floats("scales", (q,)), report)
+                          body.floats("offsets", (q,)), _scales(body, q), report)
 
 
 def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
@@ -668,12 +690,13 @@ def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
     _columns_check(report, space)
     k = q + 1
     return PrivateNewton(
-        space, body.floats("beta", (k,)), body.floats("information", (k, k)),
+        space, body.floats("beta", (k,)),
+        _symmetric(body.floats("information", (k, k)), "release.information"),
         body.floats("score", (k,)), body.floats("start", (k,)),
-        tuple(float(v) for v in body.floats("noise_var", (2,))), _moments_tuple(body, q),
-        body.floats("offsets", (q,)), body.floats("scales", (q,)),
+        _variances(tuple(float(v) for v in body.floats("noise_var", (2,))), "release.noise_var"),
+        _moments_tuple(body, q), body.floats("offsets", (q,)), _scales(body, q),
         _positive(body.float("radius"), "release.radius"), report,
-        _pairs(body.list("step_noise"), "release.step_noise"))
+        _variances(_pairs(body.list("step_noise"), "release.step_noise"), "release.step_noise"))
 
 
 def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
@@ -695,7 +718,8 @@ def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
     if len(steps) != m:
         raise SavedReleaseError(f"release.steps must hold one list per quantile ({m}), got "
                                 f"{len(steps)}")
-    steps = tuple(_pairs(s, f"release.steps[{i}]") for i, s in enumerate(steps))
+    steps = tuple(_variances(_pairs(s, f"release.steps[{i}]"), f"release.steps[{i}]")
+                  for i, s in enumerate(steps))
     edges = body.floats("residual_edges", (len(body.list("residual_edges")),))
     if not np.array_equal(edges, residual_edges()):
         raise SavedReleaseError("release.residual_edges is not the public residual grid of "
@@ -712,13 +736,14 @@ def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
             f"{int(space.dummy.sum())} 0/1 columns (0 or {1 + int(space.dummy.sum())} entries)")
     return PrivateQuantileSteps(
         space, taus, body.floats("beta", (m, k)), body.floats("density", (m,)),
-        body.floats("ls_information", (k, k)), body.floats("band_prior_var", (m,)),
+        _symmetric(body.floats("ls_information", (k, k)), "release.ls_information"),
+        _variances(body.floats("band_prior_var", (m,)), "release.band_prior_var"),
         body.floats("score", (m, k)), body.floats("start", (m, k)),
         body.floats("bandwidth", (m,)), steps, body.floats("ls_beta", (k,)),
-        tuple(float(v) for v in body.floats("ls_noise", (2,))),
+        _variances(tuple(float(v) for v in body.floats("ls_noise", (2,))), "release.ls_noise"),
         np.array(res_counts, dtype=np.int64), edges, body.floats("level_counts", (n_levels,)),
-        body.float("level_noise_var"), _moments_tuple(body, q), body.floats("offsets", (q,)),
-        body.floats("scales", (q,)), _positive(body.float("radius"), "release.radius"),
+        _variances(body.float("level_noise_var"), "release.level_noise_var"),
+        _moments_tuple(body, q), body.floats("offsets", (q,)), _scales(body, q), _positive(body.float("radius"), "release.radius"),
         body.float("y_centre"), _positive(body.float("y_half"), "release.y_half"), report)
 
 

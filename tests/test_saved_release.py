@@ -403,6 +403,7 @@ def test_formula_release_refusals(releases, tmp_path, kind):
         "missing design": (_drop(["release", "design"]), "release.design"),
         "split": (_set(["report", "split"], [["all", 0.5]]), "add up to"),
         "report columns": (_set(["report", "columns"], ["x"]), "report.columns"),
+        "zero scale": (_set(["release", "scales"], [0.0] * q), "scales must be positive"),
         "bad bounds": (_set(["domain", "axes", 1, "bounds"], ["a", "b"]), "malformed"),
     }
     if kind == "moments":
@@ -410,6 +411,11 @@ def test_formula_release_refusals(releases, tmp_path, kind):
                                  rf"release.second must be a list of {q} entries")
         edits["sums"] = (_set(["release", "sums"], []), "release.sums must be a list")
         edits["noise_var"] = (_set(["release", "noise_var"], [1.0]), "release.noise_var")
+        edits["negative variance"] = (_set(["release", "noise_var"], [1.0, -1.0, 1.0]),
+                                      "negative or not finite")
+        edits["asymmetric"] = (
+            lambda d: d["release"]["second"][0].__setitem__(1, d["release"]["second"][0][1] + 1),
+            "release.second must be symmetric")
     elif kind == "newton":
         edits["beta"] = (_set(["release", "beta"], doc["release"]["beta"][:-1]),
                          rf"release.beta must be a list of {q + 1} entries")
@@ -417,6 +423,11 @@ def test_formula_release_refusals(releases, tmp_path, kind):
                                 rf"release.information must be a list of {q + 1}")
         edits["moments mean"] = (_set(["release", "moments", "mean"], [0.0]),
                                  "release.moments.mean")
+        edits["step variance"] = (_set(["release", "step_noise"], [[1.0, "nan"]]),
+                                  "negative or not finite")
+        edits["asymmetric"] = (
+            lambda d: d["release"]["information"][0].__setitem__(1, 123.0),
+            "release.information must be symmetric")
     else:
         edits["beta rows"] = (_set(["release", "beta"], doc["release"]["beta"][:1]),
                               "release.beta must be a list of 2 entries")
@@ -434,6 +445,8 @@ def test_formula_release_refusals(releases, tmp_path, kind):
                           "public residual grid")
         edits["level counts"] = (_set(["release", "level_counts"], [1.0]),
                                  "level_counts has 1 entries")
+        edits["band variance"] = (_set(["release", "band_prior_var"], [-1.0, 1.0]),
+                                  "negative or not finite")
     dpm.load_release(paths[kind])
     for name, (edit, match) in edits.items():
         try:
