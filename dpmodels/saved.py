@@ -85,7 +85,8 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from .domain import SCALES, Axis, Domain, _as_bins, _as_bounds, _as_levels, _check_edges, scale_fits
+from .domain import (SCALES, Axis, Domain, _as_bins, _as_bounds, _as_levels, _check_edges,
+                     scale_fits)
 from .errors import DPModelsError
 from .formula import caller_namespace
 from .report import MomentsReport, PrivacyReport
@@ -326,8 +327,8 @@ class _Reader:
 
     def _get(self, key):
         if key not in self.obj:
-            raise SavedReleaseError(f"the saved release has no key {self._name(key)!r}: the file is "
-                                    "incomplete or not a dpmodels release")
+            raise SavedReleaseError(f"the saved release has no key {self._name(key)!r}: the "
+                                    "file is incomplete or not a dpmodels release")
         return self.obj[key]
 
     def _name(self, key) -> str:
@@ -438,7 +439,8 @@ def _domain_in(r: _Reader) -> Domain:
                 _check_edges(name, axis.coord_bounds, bins)
             elif kind == "discrete":
                 levels = _as_levels(name, [_level_in(name, v) for v in a.list("levels")])
-                axis = Axis(name, "discrete", levels=levels, declared_order=a.bool("declared_order"))
+                axis = Axis(name, "discrete", levels=levels,
+                            declared_order=a.bool("declared_order"))
             else:
                 raise SavedReleaseError(f"domain.axes[{i}].kind must be \"continuous\" or "
                                         f"\"discrete\", got {kind!r}")
@@ -664,6 +666,13 @@ def _scales(body: _Reader, q: int) -> np.ndarray:
     return scales
 
 
+def _bandwidths(body: _Reader, m: int) -> np.ndarray:
+    h = body.floats("bandwidth", (m,))
+    if not np.all(np.isfinite(h) & (h > 0)):
+        raise SavedReleaseError(f"release.bandwidth must be positive, got {h.tolist()}")
+    return h
+
+
 def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
     from .moments import PrivateMoments
 
@@ -739,11 +748,12 @@ def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
         _symmetric(body.floats("ls_information", (k, k)), "release.ls_information"),
         _variances(body.floats("band_prior_var", (m,)), "release.band_prior_var"),
         body.floats("score", (m, k)), body.floats("start", (m, k)),
-        body.floats("bandwidth", (m,)), steps, body.floats("ls_beta", (k,)),
+        _bandwidths(body, m), steps, body.floats("ls_beta", (k,)),
         _variances(tuple(float(v) for v in body.floats("ls_noise", (2,))), "release.ls_noise"),
         np.array(res_counts, dtype=np.int64), edges, body.floats("level_counts", (n_levels,)),
         _variances(body.float("level_noise_var"), "release.level_noise_var"),
-        _moments_tuple(body, q), body.floats("offsets", (q,)), _scales(body, q), _positive(body.float("radius"), "release.radius"),
+        _moments_tuple(body, q), body.floats("offsets", (q,)), _scales(body, q),
+        _positive(body.float("radius"), "release.radius"),
         body.float("y_centre"), _positive(body.float("y_half"), "release.y_half"), report)
 
 

@@ -190,7 +190,8 @@ def test_exact_and_log_scale_releases_round_trip(tmp_path):
         assert back.report == rel.report
     back = dpm.load_release(hist.save(tmp_path / "h.json"))
     assert back.domain == hist.domain
-    assert back.domain.axis("f").levels == (0.5, 1.5) and back.domain.axis("t").levels == (False, True)
+    assert back.domain.axis("f").levels == (0.5, 1.5)
+    assert back.domain.axis("t").levels == (False, True)
     np.testing.assert_array_equal(
         dpm.dp_ols("w ~ np.log(z) + C(f) + t", back).fit(cov_type="naive").params,
         dpm.dp_ols("w ~ np.log(z) + C(f) + t", hist).fit(cov_type="naive").params)
@@ -445,6 +446,8 @@ def test_formula_release_refusals(releases, tmp_path, kind):
                           "public residual grid")
         edits["level counts"] = (_set(["release", "level_counts"], [1.0]),
                                  "level_counts has 1 entries")
+        edits["bandwidth"] = (_set(["release", "bandwidth"], [0.1, 0.0]),
+                              "bandwidth must be positive")
         edits["band variance"] = (_set(["release", "band_prior_var"], [-1.0, 1.0]),
                                   "negative or not finite")
     dpm.load_release(paths[kind])
