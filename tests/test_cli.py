@@ -1,4 +1,4 @@
-"""Tests for the ``dpmodels`` command (:mod:`dpmodels.__main__`)."""
+"""Tests for the ``dpmodels`` command (:mod:`dpmodels.cli`, run by :mod:`dpmodels.__main__`)."""
 
 import os
 import subprocess
@@ -64,7 +64,8 @@ def test_demo_epsilon_option(capsys):
 @pytest.mark.parametrize("argv", [["demo", "--epsilon", "0"], ["demo", "--n", "0"], ["nope"]])
 def test_usage_errors_return_2(argv, capsys):
     assert main(argv) == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error:" in err and "--help" in err
 
 
 def test_no_command_prints_help(capsys):
@@ -86,3 +87,275 @@ def test_version_subprocess():
     )
     assert proc.returncode == 0, proc.stderr
     assert dpmodels.__version__ in proc.stdout
+
+
+# ---- schema, fit, release, ledger: through ``python -m dpmodels`` on real files --------------
+
+import json  # noqa: E402
+import tomllib  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+BOUNDS = {"price": (100000, 900000), "size": (0, 3000)}
+LEVELS = {"year": [1, 2, 3, 4], "county": [f"County{i}" for i in range(1, 7)],
+          "expensive": [0, 1]}
+BINS = {"size": 12}
+SCHEMA = """
+[variables.price]
+bounds = [100000, 900000]
+
+[variables.size]
+bounds = [0, 3000]
+bins = 12
+
+[variables.year]
+levels = [1, 2, 3, 4]
+
+[variables.county]
+levels = ["County1", "County2", "County3", "County4", "County5", "County6"]
+
+[variables.expensive]
+levels = [0, 1]
+"""
+OLS = "price ~ size + year + C(county)"
+
+
+def cli(*args, cwd):
+    """Run ``python -m dpmodels ARGS`` in ``cwd``; return the CompletedProcess."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "dpmodels", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A housing CSV and the same rows as Parquet, a filled schema, the frame."""
+    d = tmp_path_factory.mktemp("cli")
+    df = dpmodels.datasets.housing(n=2000, seed=0)
+    df["expensive"] = (df["price"] > 500_000).astype(int)
+    df.to_csv(d / "houses.csv", index=False)
+    df.to_parquet(d / "houses.parquet", index=False)
+    (d / "schema.toml").write_text(SCHEMA)
+    return d, df
+
+
+def _rows(res, what):
+    return getattr(res, what).to_dict()
+
+
+def assert_same_results(doc, res):
+    """The JSON of a CLI fit against a fit done in Python."""
+    for what in ("params", "bse", "pvalues"):
+        got = doc[what]
+        want = getattr(res, what)
+        assert list(got) == [str(i) for i in want.index], what
+        assert list(got.values()) == pytest.approx(list(want.to_numpy()), rel=1e-12), what
+    ci = res.conf_int()
+    assert list(doc["conf_int"]) == [str(i) for i in ci.index]
+    assert np.array(list(doc["conf_int"].values())) == pytest.approx(ci.to_numpy(), rel=1e-12)
+    assert doc["nobs"] == res.nobs
+    assert doc["privacy"]["epsilon"] == res.privacy.epsilon
+    assert doc["privacy"]["noisy_total"] == res.privacy.noisy_total
+    assert doc["privacy"]["seeded"] is True
+
+
+def test_schema_init_writes_types_and_todos_only(files):
+    d, df = files
+    for data, out in (("houses.csv", "s_csv.toml"), ("houses.parquet", "s_pq.toml")):
+        proc = cli("schema", "init", data, "--out", out, cwd=d)
+        assert proc.returncode == 0, proc.stderr
+        text = (d / out).read_text()
+        doc = tomllib.loads(text)["variables"]
+        assert list(doc) == list(df.columns)
+        assert doc["price"] == {"type": "float", "bounds": "TODO"}
+        assert doc["year"] == {"type": "integer", "bounds": "TODO"}
+        assert doc["expensive"] == {"type": "integer", "bounds": "TODO"}
+        assert doc["county"] == {"type": "string", "levels": "TODO"}
+        # no value of the data: no level, no number of the rows (as pandas or CSV prints it)
+        assert "County" not in text
+        for v in df[["price", "size"]].to_numpy().ravel()[:200]:
+            assert repr(float(v)) not in text and f"{v:.0f}" not in text
+        assert "codebook" in text and "NEVER take bounds or levels from the data" in text
+
+
+def test_fit_json_matches_python_and_parquet_matches_csv(files):
+    d, df = files
+    docs = {}
+    for data in ("houses.csv", "houses.parquet"):
+        proc = cli("fit", "ols", OLS, "--data", data, "--schema", "schema.toml", "--epsilon", 1,
+                   "--seed", 7, "--format", "json", "--out", f"{data}.json", cwd=d)
+        assert proc.returncode == 0, proc.stderr
+        docs[data] = json.loads((d / f"{data}.json").read_text())
+    res = dpmodels.dp_ols(OLS, df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, bins=BINS,
+                          random_state=7).fit(random_state=7)
+    assert_same_results(docs["houses.csv"], res)
+    assert docs["houses.csv"]["epsilon_spent"] == 1.0
+    # the Parquet file is counted by an engine (Dask), to the very same release and fit
+    assert docs["houses.parquet"]["params"] == docs["houses.csv"]["params"]
+    assert docs["houses.parquet"]["privacy"]["rows"] == docs["houses.csv"]["privacy"]["rows"]
+
+
+def test_fit_text_and_markdown_outputs(files):
+    d, _ = files
+    proc = cli("fit", "logit", "expensive ~ size + C(county)", "--data", "houses.csv",
+               "--schema", "schema.toml", "--epsilon", 2, "--seed", 1, "--format", "markdown",
+               cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "| term | coef | std err |" in out
+    assert "| size |" in out and "| C(county)[T.County6] |" in out
+    assert "**Differential privacy**" in out and "epsilon = 2, delta = 0" in out
+    # text, html and latex are the summary's own renderings (in process: same code path)
+    for fmt, mark in (("text", "Differential privacy"), ("html", "<table"),
+                      ("latex", "\\begin{tabular}")):
+        target = d / f"out.{fmt}"
+        assert main(["fit", "logit", "expensive ~ size + C(county)", "--data",
+                     str(d / "houses.csv"), "--schema", str(d / "schema.toml"), "--epsilon",
+                     "2", "--seed", "1", "--format", fmt, "--out", str(target)]) == 0
+        text = target.read_text()
+        assert mark in text and "epsilon" in text
+
+
+def test_quantreg_q_option(files):
+    d, df = files
+    proc = cli("fit", "quantreg", "price ~ size + C(county)", "--data", "houses.csv",
+               "--schema", "schema.toml", "--epsilon", 1, "--q", 0.25, "--seed", 3,
+               "--format", "json", cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["q"] == 0.25
+    res = dpmodels.dp_quantreg("price ~ size + C(county)", df, epsilon=1.0, bounds=BOUNDS,
+                               levels=LEVELS, bins=BINS, random_state=3).fit(q=0.25,
+                                                                            random_state=3)
+    assert_same_results(doc, res)
+
+
+def test_release_then_free_fits_with_ledger(files, tmp_path):
+    d, df = files
+    ledger = tmp_path / "budget.json"
+    rel = tmp_path / "rel.json"
+    proc = cli("ledger", "init", ledger, "--total", 1.5, cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("release", "price ~ size + year + C(county) + expensive", "--data", "houses.csv",
+               "--schema", "schema.toml", "--epsilon", 1, "--seed", 11, "--ledger", ledger,
+               "--out", rel, cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    spends = json.loads(ledger.read_text())["spends"]
+    assert [s["epsilon"] for s in spends] == [1.0]
+    assert "dpmodels release" in spends[0]["command"] and spends[0]["timestamp"].endswith("Z")
+    assert str(df["price"].iloc[0]) not in rel.read_text()  # a release file holds no raw row
+
+    # the same release in Python, then fits on the saved file, for free
+    same = dpmodels.release(df, formula="price ~ size + year + C(county) + expensive",
+                            epsilon=1.0, bounds=BOUNDS, levels=LEVELS, bins=BINS,
+                            random_state=11)
+    loaded = dpmodels.load_release(rel)
+    assert np.array_equal(loaded.counts, same.counts)
+    for model, formula, fn in (("ols", OLS, dpmodels.dp_ols),
+                               ("mnlogit", "county ~ size", dpmodels.dp_mnlogit)):
+        proc = cli("fit", model, formula, "--release", rel, "--seed", 2, "--format", "json",
+                   cwd=d)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert doc["epsilon_spent"] == 0.0
+        res = fn(formula, same).fit(random_state=2)
+        if model == "ols":
+            assert_same_results(doc, res)
+        else:  # equations x terms
+            assert list(doc["params"]) == [str(c) for c in res.params.columns]
+            for c in res.params.columns:
+                assert doc["params"][str(c)] == pytest.approx(res.params[c].to_dict(),
+                                                              rel=1e-12)
+            assert set(doc["conf_int"]) == {str(c) for c in res.params.columns}
+    assert json.loads(ledger.read_text())["spends"] == spends  # the fits spent nothing
+
+    # 0.5 left: a fit asking 1 is refused before the data file is even opened
+    proc = cli("fit", "ols", OLS, "--data", "no-such-file.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--ledger", ledger, cwd=d)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "0.5 of epsilon 1.5 left" in proc.stderr
+    assert "--release" in proc.stderr
+    assert json.loads(ledger.read_text())["spends"] == spends
+    # 0.5 fits, and is recorded
+    proc = cli("fit", "ols", OLS, "--data", "houses.csv", "--schema", "schema.toml",
+               "--epsilon", 0.5, "--ledger", ledger, "--seed", 1, cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    assert "accountant: 1.5 of 1.5 spent" in proc.stdout
+    assert [s["epsilon"] for s in json.loads(ledger.read_text())["spends"]] == [1.0, 0.5]
+
+
+def test_todo_in_schema_is_refused(files, tmp_path):
+    d, _ = files
+    schema = tmp_path / "todo.toml"
+    schema.write_text(SCHEMA.replace("bounds = [0, 3000]", 'bounds = "TODO"'))
+    proc = cli("fit", "ols", OLS, "--data", "houses.csv", "--schema", schema, "--epsilon", 1,
+               cwd=d)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "'size'" in proc.stderr and "TODO" in proc.stderr and "codebook" in proc.stderr
+    # a TODO for a variable the formula does not use is fine
+    assert main(["fit", "ols", "price ~ C(county)", "--data", str(d / "houses.csv"),
+                 "--schema", str(schema), "--epsilon", "1", "--seed", "0",
+                 "--format", "json", "--out", str(tmp_path / "ok.json")]) == 0
+
+
+@pytest.mark.parametrize("case", [
+    "missing data", "missing schema", "bad toml", "unknown model", "not in schema",
+    "not in data", "no epsilon", "epsilon 0", "epsilon text", "epsilon inf",
+    "missing release", "missing ledger",
+])
+def test_errors_one_line_exit_2(files, tmp_path, case, capsys):
+    d, _ = files
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[variables.price\nbounds = [1, 2]\n")
+    small = tmp_path / "small.toml"
+    small.write_text(SCHEMA.replace("[variables.year]\nlevels = [1, 2, 3, 4]\n", ""))
+    base = ["fit", "ols", OLS, "--data", str(d / "houses.csv"), "--schema",
+            str(d / "schema.toml"), "--epsilon", "1"]
+    argv, expect = {
+        "missing data": (base[:4] + ["nope.csv"] + base[5:], ["'nope.csv'", "check the path"]),
+        "missing schema": (base[:6] + ["nope.toml"] + base[7:], ["'nope.toml'", "check the path"]),
+        "bad toml": (base[:6] + [str(bad)] + base[7:], ["not valid TOML", "schema init"]),
+        "unknown model": (["fit", "probit"] + base[2:], ["unknown model 'probit'", "ols, logit"]),
+        "not in schema": (base[:6] + [str(small)] + base[7:],
+                          ["'year'", "not declared in the schema", "[variables.year]"]),
+        "not in data": (["fit", "ols", "price ~ rooms"] + base[3:], ["rooms"]),
+        "no epsilon": (base[:-2], ["--epsilon is required", "--release"]),
+        "epsilon 0": (base[:-1] + ["0"], ["--epsilon", "> 0"]),
+        "epsilon text": (base[:-1] + ["one"], ["--epsilon", "'one'"]),
+        "epsilon inf": (base[:-1] + ["inf"], ["--epsilon", "finite"]),
+        "missing release": (["fit", "ols", OLS, "--release", "nope.json"],
+                            ["'nope.json'", "check the path"]),
+        "missing ledger": (base + ["--ledger", str(tmp_path / "none.json")],
+                           ["ledger", "does not exist", "ledger init"]),
+    }[case]
+    if case in ("missing data", "unknown model", "no epsilon"):  # through the real command
+        proc = cli(*argv, cwd=tmp_path)
+        code, err = proc.returncode, proc.stderr
+    else:
+        code, err = main(argv), capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("dpmodels")
+    for word in expect:
+        assert word in err, (word, err)
+
+
+def test_debug_shows_the_traceback(files, tmp_path):
+    d, _ = files
+    proc = cli("fit", "ols", OLS, "--data", "nope.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--debug", cwd=d)
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith(
+        "dpmodels fit: error:")
+
+
+def test_ledger_init_refuses_to_overwrite(tmp_path, capsys):
+    ledger = tmp_path / "l.json"
+    assert main(["ledger", "init", str(ledger), "--total", "2"]) == 0
+    doc = json.loads(ledger.read_text())
+    assert doc == {"format": "dpmodels-ledger", "version": 1, "total_epsilon": 2.0, "spends": []}
+    assert main(["ledger", "init", str(ledger), "--total", "5"]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert json.loads(ledger.read_text())["total_epsilon"] == 2.0
