@@ -625,7 +625,8 @@ def results_markdown(res, title: str) -> str:
     import pandas as pd
 
     params, bse, pv, ci = res.params, res.bse, res.pvalues, res.conf_int()
-    head = "| term | coef | std err | P>\\|z\\| | [0.025 | 0.975] |\n|---|---:|---:|---:|---:|---:|"
+    head = ("| term | coef | std err | P>\\|z\\| | 95% CI low | 95% CI high |\n"
+            "|---|---:|---:|---:|---:|---:|")
     lines = [f"### {title}", ""]
     if isinstance(params, pd.DataFrame):  # mnlogit: one table per equation
         for eq in params.columns:
