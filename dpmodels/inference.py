@@ -717,6 +717,10 @@ class DPInference:
     #: Continuous variables of the model binned one or two units wide with edges
     #: on whole numbers (:func:`dpmodels.domain.whole_number_bins`): a note.
     whole_number_bins: tuple = ()
+    #: The bootstraps of several populations (``population="deconvolved"``: the
+    #: deconvolved and the smooth one, half of B each); empty for one population.
+    #: The MSE is then the larger per coefficient (:attr:`mse`).
+    parts: tuple = ()
 
     @property
     def se_description(self) -> str:
@@ -736,10 +740,18 @@ class DPInference:
     def spread(self) -> np.ndarray:
         """Covariance of the replicate estimates (their spread around their mean)."""
         k = self.params.size
-        if self.n_ok < 2:
+        if self.parts:  # pooled within each population's replicates
+            dof = sum(p.n_ok - 1 for p in self.parts if p.n_ok >= 2)
+            cov = (sum((p.n_ok - 1) * np.atleast_2d(np.cov(p.replicates, rowvar=False))
+                       for p in self.parts if p.n_ok >= 2) / dof
+                   if dof > 0 else np.full((k, k), np.nan))
+        elif self.n_ok < 2:
             cov = np.full((k, k), np.nan)
         else:
             cov = np.atleast_2d(np.cov(self.replicates, rowvar=False))
+        return self._mark_uninformative(cov)
+
+    def _mark_uninformative(self, cov: np.ndarray) -> np.ndarray:
         if self.uninformative is not None and self.uninformative.any():
             u = np.asarray(self.uninformative, bool)
             cov[u, :] = np.nan
@@ -760,7 +772,11 @@ class DPInference:
         up to the shift's size (at least 95% for a bias of one SE)."""
         cov = np.array(self.spread, dtype=float)
         ok = np.isfinite(np.diag(cov))
-        shifts = [np.nan_to_num(self.bias, nan=0.0)]
+        if self.parts:
+            cov = self._mark_uninformative(self._parts_mse())
+            shifts = []
+        else:
+            shifts = [np.nan_to_num(self.bias, nan=0.0)]
         if self.binning is not None:
             shifts.extend(self.binning.shifts)
         for v in shifts:
@@ -792,10 +808,43 @@ class DPInference:
     def bias(self) -> np.ndarray:
         """Mean replicate minus the estimate: the thresholding/noise bias as
         the bootstrap sees it (binning bias is invisible to it)."""
+        if self.parts:  # the bias of the population whose MSE is the larger
+            pick = self._parts_pick()
+            return np.array([self.parts[j].bias[i] for i, j in enumerate(pick)])
         if self.n_ok < 1:
             return np.full(self.params.size, np.nan)
         target = self.params if self.target is None else self.target
         return self.replicates.mean(axis=0) - target
+
+    def _parts_each_mse(self) -> list[np.ndarray]:
+        return [np.array(p.spread, float) + np.outer(np.nan_to_num(p.bias, nan=0.0),
+                                                     np.nan_to_num(p.bias, nan=0.0))
+                for p in self.parts]
+
+    def _parts_pick(self) -> np.ndarray:
+        """Per coefficient, the part whose mean squared error is the larger."""
+        diags = np.array([np.nan_to_num(np.diag(m), nan=-np.inf) for m in self._parts_each_mse()])
+        return np.argmax(diags, axis=0)
+
+    def _parts_mse(self) -> np.ndarray:
+        """The parts' MSE matrices joined: per coefficient the larger variance
+        (the population model is uncertain, so the larger error is the honest
+        one), with the parts' average correlations."""
+        each = self._parts_each_mse()
+        # a part whose replicates mostly failed (NaN spread) does not vote
+        d = np.fmax.reduce([np.diag(m) for m in each], axis=0)
+        corr = []
+        for m in each:
+            if not np.all(np.isfinite(np.diag(m))):
+                continue
+            sd = np.sqrt(np.clip(np.diag(m), 0, None))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                c = m / np.outer(sd, sd)
+            corr.append(np.where(np.isfinite(c), c, 0.0))
+        r = np.mean(corr, axis=0) if corr else np.eye(d.size)
+        np.fill_diagonal(r, 1.0)
+        sd = np.sqrt(np.clip(d, 0, None))
+        return r * np.outer(sd, sd)
 
     @property
     def center(self) -> np.ndarray:
@@ -1046,8 +1095,47 @@ def parametric_bootstrap(
         raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}")
     t0 = time.perf_counter()
     rng = make_rng(random_state)
-    sim = ReleaseSimulator(release, population=population)
     params = np.asarray(params, dtype=float).ravel()
+    sims = [ReleaseSimulator(release, population=population)]
+    if population == "deconvolved" and sims[0].deconvolved:
+        # the population model is uncertain: half of B from the smooth population
+        # too, and per coefficient the larger error (DPInference.parts)
+        sims.append(ReleaseSimulator(release, population="smooth"))
+    share = int(n_boot) // len(sims)
+    sizes = [int(n_boot) - share * (len(sims) - 1)] + [share] * (len(sims) - 1)
+    refits = [-(-int(n_refit) // len(sims))] * len(sims)
+    runs = [_replicates(sim, design, refit, params, rng, b, r, label)
+            for sim, b, r in zip(sims, sizes, refits)]
+    seeded = random_state is not None
+    whole = tuple((ax.name, *ax.bounds, (ax.bounds[1] - ax.bounds[0]) / ax.bins)
+                  for ax in design.sub.axes if whole_number_bins(ax))
+    common = dict(params=params, interval=interval, seeded=seeded,
+                  uninformative=uninformative, whole_number_bins=whole)
+    if len(runs) == 1:
+        est, n_failed, target, description = runs[0]
+        inf = DPInference(replicates=est, n_boot=int(n_boot), n_failed=n_failed,
+                          simulation=description, target=target, **common)
+    else:
+        parts = tuple(DPInference(params=params, replicates=est, n_boot=b, n_failed=nf,
+                                  interval=interval, simulation=desc, target=target)
+                      for (est, nf, target, desc), b in zip(runs, sizes))
+        description = (f"{runs[0][3]}; and {sizes[1]} of the {int(n_boot)} replicates from the "
+                       f"smooth population ({runs[1][3].split('population: ', 1)[-1]}); per "
+                       "coefficient the larger mean squared error of the two")
+        inf = DPInference(replicates=np.vstack([p.replicates for p in parts]),
+                          n_boot=int(n_boot), n_failed=sum(p.n_failed for p in parts),
+                          simulation=description, parts=parts, **common)
+    check = binning(inf.spread_se) if binning is not None else None
+    object.__setattr__(inf, "binning", check)
+    object.__setattr__(inf, "elapsed", time.perf_counter() - t0)
+    return inf
+
+
+def _replicates(sim: ReleaseSimulator, design: CellDesign, refit: Callable, params: np.ndarray,
+                rng: np.random.Generator, n_boot: int, n_refit: int, label: str):
+    """``n_boot`` replicate releases from ``sim`` refitted: (the successful
+    replicate estimates, the number that failed, the bootstrap world's
+    estimand or None, the simulation's description)."""
     support_rows = design.rows(sim.support)
     target = None
     if sim.hidden > 0 or sim.removed > 0:  # the bootstrap world's estimand: the fit on the population
@@ -1098,17 +1186,7 @@ def parametric_bootstrap(
         est, ok, note = _extend_refits(est, ok, np.vstack(fixed), np.vstack(refitted),
                                        np.concatenate(ok_pairs), np.concatenate(pair_at))
         description += note
-    seeded = random_state is not None
-    whole = tuple((ax.name, *ax.bounds, (ax.bounds[1] - ax.bounds[0]) / ax.bins)
-                  for ax in design.sub.axes if whole_number_bins(ax))
-    inf = DPInference(params=params, replicates=est[ok], n_boot=int(n_boot),
-                      n_failed=int((~ok).sum()), interval=interval, simulation=description,
-                      seeded=seeded, target=target, uninformative=uninformative,
-                      whole_number_bins=whole)
-    check = binning(inf.spread_se) if binning is not None else None
-    object.__setattr__(inf, "binning", check)
-    object.__setattr__(inf, "elapsed", time.perf_counter() - t0)
-    return inf
+    return est[ok], int((~ok).sum()), target, description
 
 
 def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str], factor: int = 2

@@ -154,12 +154,24 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     assert res.cov_type == "dp" and naive.cov_type == "nonrobust"
     np.testing.assert_allclose(res.bse, inf.se)
     np.testing.assert_allclose(res.cov_params().to_numpy(), inf.cov)
-    # one centre: the estimate; the covariance is the mean squared error (spread, the
-    # bootstrap's bias and the binning check's shifts, each an outer product)
-    mse = np.cov(inf.replicates, rowvar=False) + np.outer(inf.bias, inf.bias)
-    for shift in inf.binning.shifts:
+    # one centre: the estimate; the covariance is the mean squared error: by default two
+    # bootstraps, from the deconvolved and the smooth population (half of B each), and
+    # per coefficient the larger of their spread^2 + bias^2; plus the binning shifts
+    assert len(inf.parts) == 2 and [p.n_boot for p in inf.parts] == [60, 60]
+    assert inf.replicates.shape[0] == sum(p.n_ok for p in inf.parts)
+    each = [np.diag(np.cov(p.replicates, rowvar=False)) + p.bias ** 2 for p in inf.parts]
+    shifts2 = sum(shift ** 2 for shift in inf.binning.shifts)
+    np.testing.assert_allclose(np.diag(inf.cov), np.max(each, axis=0) + shifts2)
+    assert np.all(np.linalg.eigvalsh(inf.cov) > -1e-9 * np.abs(inf.cov).max())
+    pick = np.argmax(each, axis=0)
+    np.testing.assert_allclose(inf.bias, [inf.parts[j].bias[i] for i, j in enumerate(pick)])
+    # one population: spread plus the bias and the binning shifts, each an outer product
+    one = model.fit(random_state=0, n_boot=120, cov_kwds={"population": "smooth"}).dp_inference
+    assert not one.parts
+    mse = np.cov(one.replicates, rowvar=False) + np.outer(one.bias, one.bias)
+    for shift in one.binning.shifts:
         mse += np.outer(shift, shift)
-    np.testing.assert_allclose(inf.cov, mse)
+    np.testing.assert_allclose(one.cov, mse)
     np.testing.assert_allclose(res.tvalues, res.params / inf.se)
     np.testing.assert_allclose(res.pvalues, 2 * stats.norm.sf(np.abs(res.tvalues)))
     ci = res.conf_int(0.1)
@@ -176,7 +188,7 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     assert float(wt.statistic) == pytest.approx(float(res.tvalues.iloc[-1]) ** 2)
     # bc-normal: the estimate minus the bootstrap bias, the replicates' spread only
     bc = res.conf_int(0.1, method="bc-normal").to_numpy()
-    sd = np.sqrt(np.diag(np.cov(inf.replicates, rowvar=False)))
+    sd = np.sqrt(np.diag(inf.spread))  # pooled within the two populations' replicates
     np.testing.assert_allclose(bc, np.column_stack([center - inf.bias - z * sd,
                                                     center - inf.bias + z * sd]))
     for method in ("normal", "basic", "percentile"):
@@ -259,6 +271,14 @@ def test_marginal_fit_simulates_the_joint_release(housing_small):
     assert np.all(np.isfinite(res.bse)) and np.all(res.bse > 0)
 
 
+def _core_mse_diag(inf):
+    """spread^2 + bias^2 per coefficient; with two populations the larger of theirs."""
+    if inf.parts:
+        return np.max([np.var(p.replicates, axis=0, ddof=1) + p.bias ** 2 for p in inf.parts],
+                      axis=0)
+    return inf.spread_se ** 2 + inf.bias ** 2
+
+
 def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     rng = np.random.default_rng(8)
     n = 100_000
@@ -272,8 +292,9 @@ def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     inf = res.dp_inference
     assert inf.binning.flagged[1]
     assert "binning may bias Intercept, x" in res.summary().as_text()
-    # the shifts widen the default interval: se^2 = spread^2 + bias^2 + shifts^2
-    expected = inf.spread_se ** 2 + inf.bias ** 2 + sum(v ** 2 for v in inf.binning.shifts)
+    # the shifts widen the default interval: se^2 = spread^2 + bias^2 + shifts^2 (spread^2 +
+    # bias^2: the larger of the two populations' bootstraps)
+    expected = _core_mse_diag(inf) + sum(v ** 2 for v in inf.binning.shifts)
     np.testing.assert_allclose(inf.se ** 2, expected)
     assert inf.se[1] > 1.1 * inf.spread_se[1]
     lo, hi = res.conf_int().loc["x"]

@@ -47,6 +47,7 @@ def _notes1(text: str) -> list[str]:
 def _notes2(text: str) -> list[str]:
     """summary2()'s notes: numbered after "Notes:", wrapped."""
     body = text.split("Notes:", 1)[1]
+    body = re.sub(r"-\n", "-", body)  # statsmodels' wrap breaks after hyphens
     return [" ".join(n.split()) for n in re.split(r"\n?\[\d+\] ", body)[1:]]
 
 
