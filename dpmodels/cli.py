@@ -836,7 +836,10 @@ def cmd_fit(args) -> int:
             if not raw.is_formula:
                 raise CLIError(f"{args.formula!r} is not a formula: write \"y ~ x + C(g)\"")
             data = load_data(raw.path, raw.variables)
-            kw.update(raw.options(args.seed, acct))
+            # schema bins are the histogram's: they make "auto" the histogram (as bins= in
+            # Python) and are left out of the other releases
+            kw.update(raw.options(args.seed, acct,
+                                  bins=args.method in ("auto", "histogram")))
             if args.model == "quantreg":
                 kw["q"] = fit_kw["q"]
             source = {"data": str(raw.path)}
@@ -863,9 +866,6 @@ def cmd_release(args) -> int:
         if args.method != "histogram" and not raw.is_formula:
             raise CLIError(f"--method {args.method} releases for a formula: write "
                            "\"y ~ x + ...\"")
-        if args.method != "histogram" and raw.bins:
-            raise CLIError(f"bins in the schema apply to the histogram release; --method "
-                           f"{args.method} takes none: remove them or use --method histogram")
         data = load_data(raw.path, raw.variables)
         opts = raw.options(args.seed, acct, bins=args.method == "histogram")
         if args.method == "histogram":
@@ -1087,10 +1087,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        kind = "" if isinstance(exc, CLIError | OSError) else f"{type(exc).__name__}: "
         from .errors import DPModelsError
 
         expected = isinstance(exc, CLIError | OSError | DPModelsError | tomllib.TOMLDecodeError)
+        kind = "" if expected else f"{type(exc).__name__}: "
         hint = "" if args.debug or expected else " (--debug shows the traceback)"
         print(f"dpmodels {name}: error: {kind}{_one_line(exc)}{hint}", file=sys.stderr)
         return 2
