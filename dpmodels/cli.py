@@ -795,6 +795,14 @@ def _load_release(path: str):
 
 
 def _command_line(argv) -> str:
+    """The command as the ledger records it, a seed's value masked (with the seed,
+    the noise could be redrawn and subtracted from the release)."""
+    argv = list(argv)
+    for i, a in enumerate(argv):
+        if a == "--seed" and i + 1 < len(argv):
+            argv[i + 1] = "***"
+        elif a.startswith("--seed="):
+            argv[i] = "--seed=***"
     return shlex.join(["dpmodels", *argv])
 
 
@@ -845,8 +853,9 @@ def cmd_fit(args) -> int:
             source = {"data": str(raw.path)}
         model = fn(args.formula, data, eval_env=_namespace(), **kw)
         res = model.fit(**fit_kw)
+    # (never the seed's value: with it, anyone could redraw the noise and subtract it)
     meta = {"model": args.model, "formula": args.formula, **source,
-            "epsilon_spent": 0.0 if raw is None else raw.epsilon, "seed": args.seed}
+            "epsilon_spent": 0.0 if raw is None else raw.epsilon}
     if args.model == "quantreg":
         meta["q"] = fit_kw["q"]
     title = f"DP {args.model} on {args.release or args.data}: {args.formula}"

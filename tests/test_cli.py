@@ -192,6 +192,7 @@ def test_fit_json_matches_python_and_parquet_matches_csv(files):
     res = dpmodels.dp_ols(OLS, df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, bins=BINS,
                           random_state=7).fit(random_state=7)
     assert_same_results(docs["houses.csv"], res)
+    assert "seed" not in docs["houses.csv"]  # the seed would let anyone redraw the noise
     assert docs["houses.csv"]["epsilon_spent"] == 1.0
     # the Parquet file is counted by an engine (Dask), to the very same release and fit
     assert docs["houses.parquet"]["params"] == docs["houses.csv"]["params"]
@@ -246,6 +247,7 @@ def test_release_then_free_fits_with_ledger(files, tmp_path, capsys):
     spends = json.loads(ledger.read_text())["spends"]
     assert [s["epsilon"] for s in spends] == [1.0]
     assert "dpmodels release" in spends[0]["command"] and spends[0]["timestamp"].endswith("Z")
+    assert "--seed '***'" in spends[0]["command"] and "11" not in spends[0]["command"]
     assert str(df["price"].iloc[0]) not in rel.read_text()  # a release file holds no raw row
 
     # the same release in Python, then fits on the saved file, for free
