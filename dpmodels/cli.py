@@ -806,6 +806,16 @@ def _command_line(argv) -> str:
     return shlex.join(["dpmodels", *argv])
 
 
+def _check_response(model: str, formula: str, levels: Mapping[str, list]) -> None:
+    """OLS and quantile regression need a numeric response: refuse one declared
+    with non-numeric levels before anything is released."""
+    lhs = formula.split("~", 1)[0].strip()
+    if model in ("ols", "quantreg") and lhs in levels and not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in levels[lhs]):
+        raise CLIError(f"the response {lhs!r} of {model} must be numeric; the schema declares "
+                       "it with non-numeric levels: use mnlogit (or logit for two levels)")
+
+
 def cmd_fit(args) -> int:
     from . import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
 
@@ -843,6 +853,7 @@ def cmd_fit(args) -> int:
             raw.prepare(args.formula)
             if not raw.is_formula:
                 raise CLIError(f"{args.formula!r} is not a formula: write \"y ~ x + C(g)\"")
+            _check_response(args.model, args.formula, raw.levels)
             data = load_data(raw.path, raw.variables)
             # schema bins are the histogram's: they make "auto" the histogram (as bins= in
             # Python) and are left out of the other releases

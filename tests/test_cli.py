@@ -308,7 +308,7 @@ def test_todo_in_schema_is_refused(files, tmp_path):
 @pytest.mark.parametrize("case", [
     "missing data", "missing schema", "bad toml", "unknown model", "not in schema",
     "not in data", "no epsilon", "epsilon 0", "epsilon text", "epsilon inf",
-    "missing release", "missing ledger",
+    "missing release", "missing ledger", "string response",
 ])
 def test_errors_one_line_exit_2(files, tmp_path, case, capsys):
     d, _ = files
@@ -334,6 +334,8 @@ def test_errors_one_line_exit_2(files, tmp_path, case, capsys):
                             ["'nope.json'", "check the path"]),
         "missing ledger": (base + ["--ledger", str(tmp_path / "none.json")],
                            ["ledger", "does not exist", "ledger init"]),
+        "string response": (["fit", "ols", "county ~ size"] + base[3:],
+                            ["'county'", "must be numeric", "mnlogit"]),
     }[case]
     if case in ("missing data", "unknown model", "no epsilon"):  # through the real command
         proc = cli(*argv, cwd=tmp_path)
