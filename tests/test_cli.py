@@ -257,7 +257,7 @@ def test_release_then_free_fits_with_ledger(files, tmp_path, capsys):
     loaded = dpmodels.load_release(rel)
     assert np.array_equal(loaded.counts, same.counts)
     for model, formula, fn in (("ols", OLS, dpmodels.dp_ols),
-                               ("mnlogit", "county ~ size", dpmodels.dp_mnlogit)):
+                               ("mnlogit", "county ~ expensive", dpmodels.dp_mnlogit)):
         proc = cli("fit", model, formula, "--release", rel, "--seed", 2, "--format", "json",
                    cwd=d)
         assert proc.returncode == 0, proc.stderr
