@@ -673,14 +673,22 @@ def _bandwidths(body: _Reader, m: int) -> np.ndarray:
     return h
 
 
+def _formula_release_in(doc: "_Reader", domain: Domain, namespace: Mapping, *, response: bool):
+    """The parts every formula release (moments, Newton, quantile steps) reads
+    first: its report, its body, its design space checked against the domain
+    and the report's columns, and the number of design columns."""
+    report = _report_in(doc.sub("report"), MomentsReport)
+    body = doc.sub("release")
+    space, q = _space_in(body.sub("design"), domain, namespace, response=response)
+    _describes(report, domain)
+    _columns_check(report, space)
+    return report, body, space, q
+
+
 def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
     from .moments import PrivateMoments
 
-    report = _report_in(doc.sub("report"), MomentsReport)
-    body = doc.sub("release")
-    space, q = _space_in(body.sub("design"), domain, namespace, response=True)
-    _describes(report, domain)
-    _columns_check(report, space)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=True)
     second = _symmetric(body.floats("second", (q, q)), "release.second")
     noise_var = _variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
                            "release.noise_var")
@@ -692,11 +700,7 @@ def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
 def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
     from .newton import PrivateNewton
 
-    report = _report_in(doc.sub("report"), MomentsReport)
-    body = doc.sub("release")
-    space, q = _space_in(body.sub("design"), domain, namespace, response=False)
-    _describes(report, domain)
-    _columns_check(report, space)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
     return PrivateNewton(
         space, body.floats("beta", (k,)),
@@ -711,11 +715,7 @@ def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
 def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
     from .quantile_steps import PrivateQuantileSteps, residual_edges
 
-    report = _report_in(doc.sub("report"), MomentsReport)
-    body = doc.sub("release")
-    space, q = _space_in(body.sub("design"), domain, namespace, response=False)
-    _describes(report, domain)
-    _columns_check(report, space)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
     quantiles = body.list("quantiles")
     m = len(quantiles)
