@@ -26,6 +26,18 @@ re-runs the same estimator.  The replicates' spread covers sampling, the
 privacy noise and the estimator's nonlinearity (the floor); their mean
 minus the estimate is the bias, which the default "normal" interval carries
 as a shift of unknown sign (:attr:`~dpmodels.inference.DPInference.mse`).
+
+Coefficients the floor absorbs
+------------------------------
+Where the floor binds on the covariates (small n * epsilon, rare levels, many
+covariates) it can swallow a coefficient whole: the estimate barely moves
+whatever the true value, and the bootstrap, built on that shrunk estimate,
+cannot see how much was lost.  ``_shrinkage`` measures, per coefficient, the
+share of a change in the true value that the expected estimate keeps (finite
+differences over bootstrap worlds that differ only in that coefficient, under
+common random numbers); below ``SHRINK_MIN`` (a tenth) the coefficient is
+reported as carrying no information (infinite standard error, p = 1, a
+``ReleaseWarning`` naming it), as a level with no rows is.
 """
 
 from __future__ import annotations
@@ -65,6 +77,20 @@ FLOOR_BIAS_WEIGHT = 1.0
 #: the largest factor it is scaled up by (DPMomentsOLS._clip_shift).
 CLIP_SIM_ROWS = 20_000
 CLIP_SCALE_MAX = 10.0
+#: A coefficient the estimator keeps less than this share of (the derivative of
+#: its expected estimate in its true value, DPMomentsOLS._shrinkage) is one the
+#: release carries no information about: the noise floor absorbs the rest.
+SHRINK_MIN = 0.1
+#: Replicates of the shrinkage's finite differences (common random numbers).
+SHRINK_REPS = 200
+#: The shrinkage is measured only where the floor may bind on the covariates:
+#: the released covariates' covariance has an eigenvalue below this many floors
+#: (above it the floor moves the slopes by about a floor over that eigenvalue,
+#: a few percent: only the residual's direction is raised).
+SHRINK_BINDS = 20.0
+#: The covariates' and residual's covariance of the shrinkage's worlds is the
+#: released one, its eigenvalues raised to this share of the floor only.
+SHRINK_POPULATION_FLOOR = 0.01
 
 
 def noise_floor(moments: PrivateMoments) -> float:
@@ -140,6 +166,20 @@ def _as_released(space: DesignSpace, sums, second):
     return second
 
 
+def _noise_draws(mom: PrivateMoments, rng, B: int):
+    """B draws of the release's noise (discrete Laplace of huge scale ~ Laplace):
+    the noisy count, the noise of the sums and the symmetric noise of the
+    released second moments (zero on the pairs not released)."""
+    var_n, var_s, var_m = mom.noise_var
+    q = mom.space.q
+    count = float(mom.count) + rng.laplace(0.0, math.sqrt(var_n / 2.0), B)
+    e_s = rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, q))
+    i, j = mom.space.released_pairs
+    E = np.zeros((B, q, q))
+    E[:, i, j] = rng.laplace(0.0, math.sqrt(var_m / 2.0), (B, i.size))
+    return count, e_s, E + np.swapaxes(np.triu(E, 1), -1, -2)
+
+
 def _points(space: DesignSpace, count: float, mu: np.ndarray, C: np.ndarray):
     """``2q`` weighted rows of ``[X y]`` whose weighted moments are (mu, C)."""
     q = mu.size
@@ -152,14 +192,23 @@ def _points(space: DesignSpace, count: float, mu: np.ndarray, C: np.ndarray):
     return X, pts[:, -1], np.full(2 * q, count / (2 * q))
 
 
-def warn_uninformative(names, flags: np.ndarray) -> None:
-    """The ReleaseWarning naming the coefficients the release says nothing about."""
+def warn_uninformative(names, flags: np.ndarray, shrunk: np.ndarray | None = None) -> None:
+    """The ReleaseWarning naming the coefficients the release says nothing about
+    (``shrunk``: those the noise floor absorbs, named apart)."""
     if flags.any():
-        shown = [nm for nm, f in zip(names, flags) if f]
+        shrunk = np.zeros(len(flags), bool) if shrunk is None else np.asarray(shrunk, bool)
+        within = [nm for nm, f, r in zip(names, flags, shrunk) if f and not r]
+        absorbed = [nm for nm, r in zip(names, shrunk) if r]
+        why = []
+        if within:
+            why.append(f"{', '.join(within)}: the noisy mass behind them is within the noise")
+        if absorbed:
+            why.append(f"{', '.join(absorbed)}: the estimate keeps less than "
+                       f"{SHRINK_MIN:.0%} of any change in them (the noise floor absorbs it)")
         warnings.warn(
-            f"the release carries no information about {', '.join(shown)}: the noisy "
-            "mass behind them is within the noise. Their standard errors are set to "
-            "infinity (p = 1, unbounded intervals); use a larger epsilon or fewer levels",
+            f"the release carries no information about {'; '.join(why)}. Their standard "
+            "errors are set to infinity (p = 1, unbounded intervals); use a larger epsilon, "
+            "fewer levels or fewer covariates",
             ReleaseWarning, stacklevel=user_stacklevel())
 
 
@@ -331,8 +380,9 @@ class DPMomentsOLS(FormulaReleaseModel):
         return np.where(np.isfinite(shift), shift, 0.0)
 
     # ---- inference -------------------------------------------------------------------------
-    def _uninformative(self) -> np.ndarray:
-        """Design columns whose noisy mass is within INFO_SDS noise sds of nothing."""
+    def _uninformative(self, shrunk: np.ndarray | None = None) -> np.ndarray:
+        """Design columns whose noisy mass is within INFO_SDS noise sds of nothing,
+        or (``shrunk``, design order) that the noise floor absorbs."""
         mom, space = self.release, self.release.space
         sd_s, sd_m = math.sqrt(mom.noise_var[1]), math.sqrt(mom.noise_var[2])
         flags = np.zeros(space.constant.size, bool)
@@ -343,6 +393,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         dummy = space.dummy
         weak = np.where(dummy[:-1], mom.sums[:-1] < INFO_SDS * sd_s,
                         spread[:-1] < INFO_SDS * sd_m)
+        if shrunk is not None:
+            weak = weak | np.asarray(shrunk, bool)[~space.constant]
         flags[np.flatnonzero(~space.constant)] = weak
         # the intercept is the response's mean minus sum_j b_j mean_j: a slope the
         # release says nothing about leaves it unknown too, unless that column's
@@ -351,8 +403,65 @@ class DPMomentsOLS(FormulaReleaseModel):
         mean = mom.centre[:-1] + mom.half[:-1] * mu[:-1]
         if np.any(weak & ~dummy[:-1] & (np.abs(mean) > INFO_SDS * mean_sd)):
             flags[space.constant] = True
-        warn_uninformative(space.exog_names, flags)
+        warn_uninformative(space.exog_names, flags,
+                           None if shrunk is None else flags & np.asarray(shrunk, bool))
         return flags
+
+    def _shrinkage(self, params: np.ndarray, floor: float, rng) -> np.ndarray | None:
+        """How much of a change in each true coefficient the estimate keeps: the
+        diagonal of the derivative of the expected estimate in the coefficients,
+        by finite differences under common random numbers (SHRINK_REPS replicate
+        releases of the bootstrap's law, post-processing).  ``None`` where the
+        floor cannot bind on the covariates (SHRINK_BINDS).
+
+        The worlds differ only in the response's regression on the covariates:
+        the covariates' covariance and the residual variance are the released
+        ones with the floor left out (raised to SHRINK_POPULATION_FLOOR of it):
+        worlds built on the floored covariance spread more than the data, and
+        the floor binds less there than it did on the release."""
+        mom, space = self.release, self.release.space
+        N, q = float(mom.count), space.q
+        mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, SHRINK_POPULATION_FLOOR * floor)
+        if not floor > 0 or np.linalg.eigvalsh(C_v[:-1, :-1])[0] >= SHRINK_BINDS * floor:
+            return None
+        B = SHRINK_REPS
+        z = rng.standard_normal((B, q))
+        W = np.reshape(stats.wishart(df=max(N - 1.0, float(q)), scale=np.eye(q))
+                       .rvs(size=B, random_state=rng), (B, q, q))
+        count, e_s, E = _noise_draws(mom, rng, B)
+        if not mom.noise_var[2] > 0:
+            return None
+        nc, const = np.flatnonzero(~space.constant), np.flatnonzero(space.constant)
+        half, centre = mom.half, mom.centre
+        Cxx, Cxy = C_v[:-1, :-1], C_v[:-1, -1]
+        s2 = max(float(C_v[-1, -1] - Cxy @ np.linalg.lstsq(Cxx, Cxy, rcond=None)[0]), 0.0)
+
+        def replicates(theta):
+            # the Gaussian world whose response has design coefficients theta
+            gamma = theta[nc] * half[:-1] / half[-1]
+            C = np.array(C_v)
+            C[:-1, -1] = C[-1, :-1] = Cxx @ gamma
+            C[-1, -1] = gamma @ Cxx @ gamma + s2
+            mu = np.array(mu_v)
+            mu[-1] = (theta[const] @ space.constant_values[const] + theta[nc] @ centre[:-1]
+                      - centre[-1]) / half[-1] + gamma @ mu_v[:-1]
+            lam, V = np.linalg.eigh(C)
+            root = V * np.sqrt(np.maximum(lam, 0.0))
+            mean = mu + z @ root.T / math.sqrt(N)
+            sums = N * mean + e_s
+            second = root @ W @ root.T + N * mean[:, :, None] * mean[:, None, :]
+            reps = estimate(mom, count, sums, _as_released(space, sums, second) + E, floor)
+            return np.where(np.isfinite(reps), reps, np.nan)
+
+        reps = replicates(params)
+        base, sd = np.nanmean(reps, axis=0), np.nanstd(reps, axis=0)
+        keep = np.ones(params.size)
+        for c in nc:  # a step of one replicate SD: the floor is a kink, not a slope
+            step = sd[c] if sd[c] > 1e-9 * (abs(params[c]) + 1.0) else abs(params[c]) + 1.0
+            theta = np.array(params, float)
+            theta[c] += step
+            keep[c] = (np.nanmean(replicates(theta)[:, c]) - base[c]) / step
+        return keep
 
     def _bootstrap(self, params: np.ndarray, floor: float, opts: dict) -> DPInference:
         t0 = time.perf_counter()
@@ -371,23 +480,20 @@ class DPMomentsOLS(FormulaReleaseModel):
         sums = N * mean
         second = scatter + N * mean[:, :, None] * mean[:, None, :]
         count = np.full(B, N)
-        var_n, var_s, var_m = mom.noise_var
-        if var_m > 0:  # the release's noise: discrete Laplace of huge scale ~ Laplace
-            count = count + rng.laplace(0.0, math.sqrt(var_n / 2.0), B)
-            sums = sums + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, q))
-            second = _as_released(space, sums, second)
-            i, j = space.released_pairs
-            E = np.zeros((B, q, q))
-            E[:, i, j] = rng.laplace(0.0, math.sqrt(var_m / 2.0), (B, i.size))
-            second = second + E + np.swapaxes(np.triu(E, 1), -1, -2)
+        if mom.noise_var[2] > 0:  # the release's noise on every entry
+            count, e_s, E = _noise_draws(mom, rng, B)
+            sums = sums + e_s
+            second = _as_released(space, sums, second) + E
         reps = estimate(mom, count, sums, second, floor)
         # the floor's own pull on the estimate is a bias the bootstrap population (built
         # from the floored estimate) cannot see: carry it as uncertainty, |shift| wider
         shift = FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) + self._clip_shift(
             mu_v, C_v, rng)
         reps = reps + shift * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
+        keep = self._shrinkage(params, floor, rng)
+        shrunk = None if keep is None else ~(keep >= SHRINK_MIN)
         return MomentsInference.of(
-            params, reps, opts, t0, self._uninformative(),
+            params, reps, opts, t0, self._uninformative(shrunk),
             "Gaussian population with the released mean and covariance, Wishart scatter, "
             "the release's noise on every entry")
 
