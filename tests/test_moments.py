@@ -237,6 +237,39 @@ def test_the_shrinkage_is_the_mechanism_s():
     assert 0.5 * actual < diagnosed < 2.0 * actual
 
 
+def test_what_the_floor_took_widens_the_interval():
+    """Slopes the floor shrinks to about a third (not flagged: they keep more
+    than a tenth) carry what was taken, ``b (1/keep - 1)``, as a shift of
+    unknown sign, and the intercept the slopes' shifts times the columns' means
+    (the grid's cont10 at n = 2e3, epsilon 3: the intercept's null rejections
+    12.5% before the shift).  The shift's arithmetic, and its size inside the
+    standard errors."""
+    from dpmodels.models import moments_ols as mo
+
+    n, k = 2000, 10
+    names = [f"x{i}" for i in range(1, k + 1)]
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(n, k))
+    df = pd.DataFrame(X, columns=names)
+    df["y"] = X[:, :9].sum(axis=1) + rng.normal(size=n).clip(-4, 4)
+    bounds = {nm: (0.0, 1.0) for nm in names} | {"y": (-4.0, 13.0)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dpm.dp_ols("y ~ " + " + ".join(names), df, epsilon=3.0, bounds=bounds,
+                           method="moments", random_state=3)
+        res = model.fit(random_state=0)
+    b = np.asarray(model.fit(cov_type="naive").params)
+    keep = model._shrinkage(b, mo.noise_floor(model.release), np.random.default_rng(1))
+    assert keep is not None and np.all(keep[1:] < 0.8)
+    shift = model._shrinkage_shift(b, keep)
+    k_ = np.clip(keep, mo.SHRINK_MIN, 1.0)
+    np.testing.assert_allclose(shift[1:], b[1:] * (1 / k_[1:] - 1))
+    means = df[names].mean().to_numpy()  # the noisy means are within a few % at epsilon 3
+    assert shift[0] == pytest.approx(-(shift[1:] @ means), rel=0.1)
+    # the shift enters the MSE whole (another draw of keep: within 20%)
+    assert np.all(np.asarray(res.bse) >= 0.8 * np.abs(shift))
+
+
 def test_a_well_informed_release_flags_nothing():
     """At n = 50,000 and epsilon 1 the estimate keeps most of every coefficient
     (30 data sets of this design at n = 5,000 never went below SHRINK_MIN): no

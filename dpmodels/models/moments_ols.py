@@ -37,7 +37,11 @@ share of a change in the true value that the expected estimate keeps (finite
 differences over bootstrap worlds that differ only in that coefficient, under
 common random numbers); below ``SHRINK_MIN`` (a tenth) the coefficient is
 reported as carrying no information (infinite standard error, p = 1, a
-``ReleaseWarning`` naming it), as a level with no rows is.
+``ReleaseWarning`` naming it), as a level with no rows is.  Above it, what
+the floor took is carried as a shift of unknown sign
+(``_shrinkage_shift``): ``b (1/keep - 1)`` for each slope (the coefficient
+whose expected estimate is b, minus b) and, through the columns' means, the
+intercept's share of it.
 """
 
 from __future__ import annotations
@@ -463,6 +467,20 @@ class DPMomentsOLS(FormulaReleaseModel):
             keep[c] = (np.nanmean(replicates(theta)[:, c]) - base[c]) / step
         return keep
 
+    def _shrinkage_shift(self, params: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """What the floor took from the estimate, as a shift: each slope's
+        ``b (1/keep - 1)`` (the coefficient whose expected estimate is b, minus
+        b), and the intercept's through the columns' means."""
+        mom, space = self.release, self.release.space
+        nc, const = np.flatnonzero(~space.constant), np.flatnonzero(space.constant)
+        k = np.clip(keep, SHRINK_MIN, 1.0)
+        shift = np.zeros(params.size)
+        shift[nc] = params[nc] * (1.0 / k[nc] - 1.0)
+        mean = mom.centre[:-1] + mom.half[:-1] * (mom.sums[:-1] / max(mom.count, 1.0))
+        if const.size:
+            shift[const] = -(shift[nc] @ mean) / const.size
+        return np.where(np.isfinite(shift), shift, 0.0)
+
     def _bootstrap(self, params: np.ndarray, floor: float, opts: dict) -> DPInference:
         t0 = time.perf_counter()
         mom, space = self.release, self.release.space
@@ -492,6 +510,9 @@ class DPMomentsOLS(FormulaReleaseModel):
         reps = reps + shift * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
         keep = self._shrinkage(params, floor, rng)
         shrunk = None if keep is None else ~(keep >= SHRINK_MIN)
+        if keep is not None:
+            lost = self._shrinkage_shift(params, keep)
+            reps = reps + lost * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
         return MomentsInference.of(
             params, reps, opts, t0, self._uninformative(shrunk),
             "Gaussian population with the released mean and covariance, Wishart scatter, "
