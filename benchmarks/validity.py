@@ -143,6 +143,22 @@ takes off its sparse 40-bin grid) 0.03-0.12 / 0.05-0.1 / 0.1-0.3; logit4
   or adding data sets later with ``--first-rep``, gives the same rows).  The
   merged rows are ``benchmarks/results/validity_grid.csv.gz``; tabulate them
   with ``--from-csv``.
+
+  A second round (after the histogram bootstrap's two-population default and
+  the moments' floor-shrinkage diagnostic) replaced the rows of the cells
+  those changes touch, about 45 minutes on 2 cores::
+
+    python benchmarks/validity.py --n 2000 --reps 200 --jobs 2 \
+        --scenarios cont10 housing40 cont5 linear logskew empty_level rare_level randhie
+    python benchmarks/validity.py --n 20000 --reps 100 --jobs 2 \
+        --scenarios cont10 housing40 cont5 linear logskew empty_level rare_level randhie
+    python benchmarks/validity.py --scenarios housing3 --reps 200   # 100 at n = 2e5
+    python benchmarks/validity.py --scenarios mnlogit --reps 100
+    python benchmarks/validity.py --scenarios housing40 --n 200000 --eps 3 --reps 30
+
+  and ``benchmarks/results/validity_population_randhie_rare.csv.gz`` holds
+  randhie_rare at n = 2e4 (40 data sets per epsilon) with the default
+  population and with ``--population smooth``.
 """
 
 from __future__ import annotations
