@@ -170,6 +170,11 @@ def _as_released(space: DesignSpace, sums, second):
     return second
 
 
+def _column_means(mom: PrivateMoments) -> np.ndarray:
+    """The noisy means of the non-constant design columns, in design units."""
+    return mom.centre[:-1] + mom.half[:-1] * (mom.sums[:-1] / max(mom.count, 1.0))
+
+
 def _noise_draws(mom: PrivateMoments, rng, B: int):
     """B draws of the release's noise (discrete Laplace of huge scale ~ Laplace):
     the noisy count, the noise of the sums and the symmetric noise of the
@@ -404,7 +409,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         # release says nothing about leaves it unknown too, unless that column's
         # mean is within the noise of 0 (a dummy flagged as weak always is)
         mean_sd = sd_s * mom.half[:-1] / max(mom.count, 1.0)
-        mean = mom.centre[:-1] + mom.half[:-1] * mu[:-1]
+        mean = _column_means(mom)
         if np.any(weak & ~dummy[:-1] & (np.abs(mean) > INFO_SDS * mean_sd)):
             flags[space.constant] = True
         warn_uninformative(space.exog_names, flags,
@@ -433,8 +438,6 @@ class DPMomentsOLS(FormulaReleaseModel):
         W = np.reshape(stats.wishart(df=max(N - 1.0, float(q)), scale=np.eye(q))
                        .rvs(size=B, random_state=rng), (B, q, q))
         count, e_s, E = _noise_draws(mom, rng, B)
-        if not mom.noise_var[2] > 0:
-            return None
         nc, const = np.flatnonzero(~space.constant), np.flatnonzero(space.constant)
         half, centre = mom.half, mom.centre
         Cxx, Cxy = C_v[:-1, :-1], C_v[:-1, -1]
@@ -476,9 +479,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         k = np.clip(keep, SHRINK_MIN, 1.0)
         shift = np.zeros(params.size)
         shift[nc] = params[nc] * (1.0 / k[nc] - 1.0)
-        mean = mom.centre[:-1] + mom.half[:-1] * (mom.sums[:-1] / max(mom.count, 1.0))
         if const.size:
-            shift[const] = -(shift[nc] @ mean) / const.size
+            shift[const] = -(shift[nc] @ _column_means(mom)) / const.size
         return np.where(np.isfinite(shift), shift, 0.0)
 
     def _bootstrap(self, params: np.ndarray, floor: float, opts: dict) -> DPInference:
