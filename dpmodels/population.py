@@ -104,7 +104,7 @@ def smooth_tails(domain: Domain, ids: np.ndarray, mass: np.ndarray, k: int):
     """Expected counts of the unreleased cells under a log-linear model of the
     released ones, capped at the threshold; cells below 1e-3 dropped.
     Returns (cell ids, counts)."""
-    from .inference import _complement_ids  # the id arithmetic lives with the simulator
+    from .simulation import _complement_ids  # the id arithmetic lives with the simulator
 
     m = int(domain.size)
     none = (np.zeros(0, np.uint64), np.zeros(0))

@@ -16,18 +16,15 @@ from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import caller_namespace, formula_variables, user_stacklevel
 from ..information import column_information
-from ..inference import (
-    DEFAULT_INTERVAL,
+from ..bootstrap import (
     DEFAULT_N_BOOT,
     DEFAULT_N_REFIT,
-    BinningCheck,
     CellDesign,
-    DPInference,
-    attach_dp_inference,
     coarsen_frame,
     parametric_bootstrap,
-    resolve_cov_type,
 )
+from ..dp_results import attach_dp_inference
+from ..intervals import DEFAULT_INTERVAL, BinningCheck, DPInference, resolve_cov_type
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 from ..representatives import (
     DEFAULT_REPRESENTATIVES,

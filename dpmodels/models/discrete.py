@@ -50,7 +50,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
 from ..errors import SeparationError, SeparationWarning, SingularDesignError
-from ..inference import DPInferenceResultsMixin
+from ..dp_results import DPInferenceResultsMixin
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = [

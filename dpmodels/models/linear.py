@@ -25,7 +25,7 @@ from statsmodels.tools.tools import pinv_extended
 from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly, cache_writable
 
-from ..inference import DPInferenceResultsMixin
+from ..dp_results import DPInferenceResultsMixin
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
 

@@ -23,7 +23,9 @@ from statsmodels.tools.sm_exceptions import (
 from ..domain import Axis, Domain, _level_index
 from ..errors import DomainError, DPModelsError
 from ..formula import FormulaVariables, formula_variables
-from ..inference import refit_logit
+from scipy.special import expit
+
+from ..batched import batched_newton, outer_rows
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
     FreqLogit,
@@ -58,6 +60,26 @@ def _lhs_is_variable(formula: str, name: str) -> bool:
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q"
             and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
             and node.args[0].value == name)
+
+
+def refit_logit(X, y, W, start):
+    """Frequency-weighted logit MLE for every column of ``W`` (C, b)."""
+    XX = outer_rows(X)
+    p = X.shape[1]
+
+    def loglik(theta, idx=None):
+        Wb = W if idx is None else W[:, idx]
+        eta = X @ theta.T
+        return np.sum(Wb * (y[:, None] * eta - np.logaddexp(0.0, eta)), axis=0)
+
+    def grad_hess(theta, idx):
+        Wb = W[:, idx]
+        mu = expit(X @ theta.T)
+        g = (X.T @ (Wb * (y[:, None] - mu))).T
+        info = ((Wb * mu * (1.0 - mu)).T @ XX).reshape(idx.size, p, p)
+        return g, info
+
+    return batched_newton(X, W, start, grad_hess, loglik)
 
 
 class _DPChoiceModel(DPModel):

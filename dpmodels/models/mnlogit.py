@@ -19,11 +19,56 @@ from ..errors import SeparationError
 from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
-from ..inference import refit_mnlogit
+from scipy.special import logsumexp
+
+from ..batched import batched_newton, outer_rows
 from .base import dp_options, formula_env
 from .logit import _DPChoiceModel
 
 __all__ = ["DPMNLogit", "DPMNLogitResultsWrapper", "dp_mnlogit"]
+
+
+def refit_mnlogit(X, y, W, start, n_classes: int):
+    """Frequency-weighted multinomial logit MLE for every column of ``W``.
+
+    ``y`` holds class codes 0..J-1; parameters are flattened equation by
+    equation (statsmodels' order of ``cov_params``).
+    """
+    C, p = X.shape
+    J1 = n_classes - 1
+    Y = np.zeros((C, n_classes))
+    Y[np.arange(C), y.astype(np.int64)] = 1.0
+    XX = outer_rows(X)
+
+    def eta_of(theta):  # theta (b, J1*p) -> eta (C, b, J1)
+        b = theta.shape[0]
+        B = theta.reshape(b, J1, p).transpose(2, 0, 1).reshape(p, b * J1)
+        return (X @ B).reshape(C, b, J1)
+
+    def logprob(theta):
+        eta = eta_of(theta)
+        full = np.concatenate([np.zeros(eta.shape[:2] + (1,)), eta], axis=2)
+        return full - logsumexp(full, axis=2, keepdims=True)
+
+    def loglik(theta, idx=None):
+        Wb = W if idx is None else W[:, idx]
+        return np.einsum("cb,cj,cbj->b", Wb, Y, logprob(theta))
+
+    def grad_hess(theta, idx):
+        b = idx.size
+        Wb = W[:, idx]
+        P = np.exp(logprob(theta))[:, :, 1:]  # (C, b, J1)
+        R = (Wb[:, :, None] * (Y[:, None, 1:] - P)).reshape(C, b * J1)
+        g = (X.T @ R).reshape(p, b, J1).transpose(1, 2, 0).reshape(b, J1 * p)
+        F = -P[:, :, :, None] * P[:, :, None, :]
+        ar = np.arange(J1)
+        F[:, :, ar, ar] += P
+        F *= Wb[:, :, None, None]
+        H = (F.reshape(C, b * J1 * J1).T @ XX).reshape(b, J1, J1, p, p)
+        info = H.transpose(0, 1, 3, 2, 4).reshape(b, J1 * p, J1 * p)
+        return g, info
+
+    return batched_newton(X, W, start, grad_hess, loglik)
 
 
 class DPMNLogitResultsWrapper(FreqMNLogitResultsWrapper):

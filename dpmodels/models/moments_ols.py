@@ -56,7 +56,8 @@ from scipy import stats
 
 from ..errors import DPModelsError, ReleaseWarning
 from ..formula import user_stacklevel
-from ..inference import DPInference, attach_dp_inference
+from ..dp_results import attach_dp_inference
+from ..intervals import DPInference
 from ..moments import DesignSpace, PrivateMoments, release_moments
 from ..randomness import make_rng
 from .base import dp_options

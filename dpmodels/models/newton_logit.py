@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
-from ..inference import attach_dp_inference
+from ..dp_results import attach_dp_inference
 from ..newton import PrivateNewton, _floored, newton_update, release_newton
 from ..randomness import make_rng
 from .base import dp_options

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.tools._decorators import cache_readonly
 
-from ..inference import attach_dp_inference
+from ..dp_results import attach_dp_inference
 from ..newton import newton_update
 from ..quantile_steps import (
     BandCount,

@@ -7,13 +7,22 @@ import warnings
 import numpy as np
 
 from ..errors import ReleaseWarning
-from ..inference import refit_ols
+from ..batched import full_rank, outer_rows, solve_ok
 from ..methods import choose_ols_method
 from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
 from .moments_ols import DPMomentsOLS
 
 __all__ = ["DPOLS", "dp_ols"]
+
+
+def refit_ols(X, y, W, start):
+    """Weighted least squares of every column of ``W`` (C, b): ``(b, p)``
+    estimates and a mask of replicates with a full-rank design."""
+    A = (W.T @ outer_rows(X)).reshape(W.shape[1], X.shape[1], X.shape[1])
+    c = W.T @ (X * y[:, None])
+    ok = full_rank(A)
+    return solve_ok(A, c, ok), ok
 
 
 class DPOLS(DPModel):

@@ -52,11 +52,11 @@ from statsmodels.tools.validation import string_like
 
 from ..errors import ReleaseWarning
 from ..formula import formula_variables, user_stacklevel
-from ..inference import DPInference, DPInferenceResultsMixin, attach_dp_inference
+from ..dp_results import DPInferenceResultsMixin, attach_dp_inference
+from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
-from ..inference import refit_quantreg
 from .base import DPModel, dp_options, formula_env
 
 __all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg", "dp_quantreg"]
@@ -408,6 +408,29 @@ def _unresolved_coefficients(exog, w, resid, groups, share: float = _UNRESOLVED_
             found.append((labels[g], float(weight[g] / total), fixed))
     found.sort(key=lambda t: -t[1])
     return mask, found
+
+
+def refit_quantreg(X, y, W, start, q: float):
+    """Exact weighted quantile regression (dual LP) of every column of ``W``."""
+    b = W.shape[1]
+    out = np.full((b, X.shape[1]), np.nan)
+    ok = np.zeros(b, bool)
+    for j in range(b):
+        w = W[:, j]
+        pos = w > 0
+        if not pos.any():
+            continue
+        Xp = X[pos]
+        if np.linalg.matrix_rank(Xp) < X.shape[1]:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                params, _ = _solve_check_loss(y[pos], Xp, w[pos], q)
+            except RuntimeError:
+                continue
+        out[j], ok[j] = params, True
+    return out, ok
 
 
 def _solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:

@@ -1,0 +1,420 @@
+"""The bootstrap's answer: standard errors, bias, intervals and p-values
+from the replicate estimates (:class:`DPInference`), and the binning
+diagnostic's (:class:`BinningCheck`).  Pure arithmetic on replicates; no
+release, no data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["DPInference", "BinningCheck", "INTERVALS", "DEFAULT_INTERVAL", "COV_TYPES",
+           "BINNING_WARN_RATIO", "BINNING_MIN_BINS", "resolve_cov_type"]
+
+#: Interval types :meth:`DPInference.conf_int` computes.
+INTERVALS = ("bc-normal", "normal", "basic", "percentile")
+DEFAULT_INTERVAL = "normal"
+
+#: cov_type names accepted at the DP model layer.
+COV_TYPES = ("dp", "naive", "nonrobust")
+
+#: A coefficient's binning diagnostic fires when its estimated binning bias
+#: (Richardson extrapolation from fits on bins 2 and 4 times as wide)
+#: exceeds this many (dp) standard errors (a bias of 0.5 SE takes a 95%
+#: interval to 92%).
+BINNING_WARN_RATIO = 0.5
+#: Continuous variables with fewer bins than this are not coarsened (merging
+#: groups of 4 would leave 1 bin); the summary says their binning is unchecked.
+BINNING_MIN_BINS = 8
+
+
+def resolve_cov_type(cov_type: str, *, allow_nonrobust: bool = True) -> str:
+    """Normalize the DP layer's ``cov_type``: "dp" or "naive"."""
+    if not isinstance(cov_type, str):
+        raise TypeError(f"cov_type must be a string, got {type(cov_type).__name__}")
+    name = cov_type.lower()
+    if name == "dp":
+        return "dp"
+    if name == "naive" or (allow_nonrobust and name == "nonrobust"):
+        return "naive"
+    choices = '"dp" (default) or "naive"' + (' (alias "nonrobust")' if allow_nonrobust else "")
+    raise ValueError(f"cov_type must be {choices}, got {cov_type!r}")
+
+
+@dataclass(frozen=True)
+class BinningCheck:
+    """Binning diagnostic: how far the estimate moves when the bins or the
+    rows' places inside them change, two shifts the bootstrap cannot see
+    (its population is binned as the release is).
+
+    ``shift`` (Richardson): the same model fitted on the same release with
+    the bins of every continuous variable merged in groups of 2 and of 4.
+    If the binning bias of a coefficient behaves like ``c h**r`` in the bin
+    width ``h``, the fits on bins 2 and 4 times as wide give
+    ``d1 = b(2h) - b(h) = (2**r - 1) b(h)`` and ``d2 = b(4h) - b(2h) = 2**r d1``,
+    so ``2**r = |d2 / d1|`` (clamped to [2, 16], i.e. r in [1, 4]) and the
+    bias at the released bins is ``|d1| / (2**r - 1)`` (Richardson
+    extrapolation with an estimated order).  Variables with fewer than
+    ``BINNING_MIN_BINS`` bins cannot be coarsened (``unchecked``).
+
+    ``placement``: the estimate with other representatives of the same
+    cells (bin midpoints in place of the fitted within-cell density, or the
+    neighbour shift in place of midpoints) minus the estimate.  The
+    representatives correct the midpoints' O(h**2) error; how much they
+    move the estimate bounds what is left of it on a smooth density
+    (docs/inference.md measures it on housing with 3 bins: the estimate's
+    error was 0.45-0.75 of this shift).  It is what covers variables too
+    coarse for the Richardson check.
+
+    Both enter the default ("normal") interval as shifts of unknown sign
+    (:attr:`DPInference.mse`); ``ratio`` is the larger over the dp spread SE.
+    """
+
+    variables: tuple[str, ...]
+    coarse_params: np.ndarray  # fit on bins twice as wide
+    shift: np.ndarray  # estimated binning bias (signed as d1)
+    ratio: np.ndarray  # max(|shift|, |placement|) / se
+    unchecked: tuple[str, ...] = ()
+    threshold: float = BINNING_WARN_RATIO
+    placement: np.ndarray | None = None
+    placement_method: str = ""
+
+    @property
+    def flagged(self) -> np.ndarray:
+        return np.isfinite(self.ratio) & (self.ratio > self.threshold)
+
+    @property
+    def shifts(self) -> list[np.ndarray]:
+        """The shift vectors the default interval carries (non-finite -> 0)."""
+        out = [np.nan_to_num(np.asarray(self.shift, float), nan=0.0, posinf=0.0, neginf=0.0)]
+        if self.placement is not None:
+            out.append(np.nan_to_num(np.asarray(self.placement, float), nan=0.0, posinf=0.0,
+                                     neginf=0.0))
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class DPInference:
+    """Bootstrap inference from a release: standard errors, intervals and
+    tests that include the privacy noise, thresholding and sampling.
+
+    Attributes
+    ----------
+    params : ndarray
+        The estimate from the release (flattened; for a multinomial logit
+        equation by equation, as statsmodels' ``cov_params``).
+    target : ndarray or None
+        The estimand of the bootstrap world: the model fitted on the
+        estimated population (``params`` when that is the release itself).
+    replicates : ndarray, (B_ok, k)
+        Estimates from the replicate releases that could be fitted.
+    n_boot : int
+        Replicates drawn (B).
+    n_failed : int
+        Replicates whose refit failed (rank-deficient released design, no
+        convergence, separation): left out.
+    interval : str
+        Default interval type of :meth:`conf_int`.
+    simulation : str
+        What each replicate simulates.
+    seeded : bool
+        True when a ``random_state`` made the bootstrap reproducible.
+    elapsed : float
+        Seconds spent.
+    binning : BinningCheck or None
+    """
+
+    params: np.ndarray
+    replicates: np.ndarray
+    n_boot: int
+    n_failed: int
+    interval: str = DEFAULT_INTERVAL
+    simulation: str = ""
+    seeded: bool = False
+    elapsed: float = 0.0
+    binning: BinningCheck | None = None
+    target: np.ndarray | None = None
+    #: Coefficients the release carries no information about
+    #: (:mod:`dpmodels.information`): infinite SE, z = 0, p = 1, interval (-inf, inf).
+    uninformative: np.ndarray | None = None
+    #: Continuous variables of the model binned one or two units wide with edges
+    #: on whole numbers (:func:`dpmodels.domain.whole_number_bins`): a note.
+    whole_number_bins: tuple = ()
+    #: The bootstraps of several populations (``population="deconvolved"``: the
+    #: deconvolved and the smooth one, half of B each); empty for one population.
+    #: The MSE is then the larger per coefficient (:attr:`mse`).
+    parts: tuple = ()
+
+    @property
+    def se_description(self) -> str:
+        """What the standard errors measure, for the summary's notes."""
+        if self.interval != "normal":
+            return "replicates' spread"
+        what = "the bootstrap's bias"
+        if self.binning is not None:
+            what += " and the binning check's shifts"
+        return f"root mean squared error of the estimate (the replicates' spread plus {what})"
+
+    @property
+    def n_ok(self) -> int:
+        return int(self.replicates.shape[0])
+
+    @cached_property
+    def spread(self) -> np.ndarray:
+        """Covariance of the replicate estimates (their spread around their mean)."""
+        k = self.params.size
+        if self.parts:  # pooled within each population's replicates
+            dof = sum(p.n_ok - 1 for p in self.parts if p.n_ok >= 2)
+            cov = (sum((p.n_ok - 1) * np.atleast_2d(np.cov(p.replicates, rowvar=False))
+                       for p in self.parts if p.n_ok >= 2) / dof
+                   if dof > 0 else np.full((k, k), np.nan))
+        elif self.n_ok < 2:
+            cov = np.full((k, k), np.nan)
+        else:
+            cov = np.atleast_2d(np.cov(self.replicates, rowvar=False))
+        return self._mark_uninformative(cov)
+
+    def _mark_uninformative(self, cov: np.ndarray) -> np.ndarray:
+        if self.uninformative is not None and self.uninformative.any():
+            u = np.asarray(self.uninformative, bool)
+            cov[u, :] = np.nan
+            cov[:, u] = np.nan
+            cov[u, u] = np.inf
+        return cov
+
+    @cached_property
+    def mse(self) -> np.ndarray:
+        """Mean squared error matrix of the estimate: the spread, plus each
+        shift the estimate may carry, as a shift of unknown sign (outer
+        product): the bootstrap's bias (mean replicate minus the bootstrap
+        world's estimand) and the binning check's shifts
+        (:class:`BinningCheck`).  A shift whose sign the data cannot pin
+        down (the bootstrap's bias estimate had the wrong sign on housing
+        with 40 bins) is uncertainty, not a correction: interval
+        ``estimate -/+ z sqrt(mse)`` covers ``estimate - b`` for any ``b``
+        up to the shift's size (at least 95% for a bias of one SE)."""
+        cov = np.array(self.spread, dtype=float)
+        ok = np.isfinite(np.diag(cov))
+        if self.parts:
+            cov = self._mark_uninformative(self._parts_mse())
+            shifts = []
+        else:
+            shifts = [np.nan_to_num(self.bias, nan=0.0)]
+        if self.binning is not None:
+            shifts.extend(self.binning.shifts)
+        for v in shifts:
+            cov[np.ix_(ok, ok)] += np.outer(v, v)[np.ix_(ok, ok)]
+        return cov
+
+    @property
+    def cov(self) -> np.ndarray:
+        """The covariance every test reads (``bse``, ``cov_params``,
+        ``t_test``, ``wald_test``, ``f_test``): :attr:`mse` under the
+        default "normal" interval (one centre, the estimate), the spread
+        under the other intervals."""
+        return self.mse if self.interval == "normal" else self.spread
+
+    def _se_for(self, method: str) -> np.ndarray:
+        return np.sqrt(np.diag(self.mse if method == "normal" else self.spread))
+
+    @property
+    def se(self) -> np.ndarray:
+        """Standard errors of the default interval (the square root of :attr:`cov`)."""
+        return self._se_for(self.interval)
+
+    @property
+    def spread_se(self) -> np.ndarray:
+        """The replicates' standard deviations."""
+        return self._se_for("spread")
+
+    @cached_property
+    def bias(self) -> np.ndarray:
+        """Mean replicate minus the estimate: the thresholding/noise bias as
+        the bootstrap sees it (binning bias is invisible to it)."""
+        if self.parts:  # the bias of the population whose MSE is the larger
+            pick = self._parts_pick()
+            return np.array([self.parts[j].bias[i] for i, j in enumerate(pick)])
+        if self.n_ok < 1:
+            return np.full(self.params.size, np.nan)
+        target = self.params if self.target is None else self.target
+        return self.replicates.mean(axis=0) - target
+
+    def _parts_each_mse(self) -> list[np.ndarray]:
+        return [np.array(p.spread, float) + np.outer(np.nan_to_num(p.bias, nan=0.0),
+                                                     np.nan_to_num(p.bias, nan=0.0))
+                for p in self.parts]
+
+    def _parts_pick(self) -> np.ndarray:
+        """Per coefficient, the part whose mean squared error is the larger."""
+        diags = np.array([np.nan_to_num(np.diag(m), nan=-np.inf) for m in self._parts_each_mse()])
+        return np.argmax(diags, axis=0)
+
+    def _parts_mse(self) -> np.ndarray:
+        """The parts' MSE matrices joined: per coefficient the larger variance
+        (the population model is uncertain, so the larger error is the honest
+        one), with the parts' average correlations."""
+        each = self._parts_each_mse()
+        # a part whose replicates mostly failed (NaN spread) does not vote
+        d = np.fmax.reduce([np.diag(m) for m in each], axis=0)
+        corr = []
+        for m in each:
+            if not np.all(np.isfinite(np.diag(m))):
+                continue
+            sd = np.sqrt(np.clip(np.diag(m), 0, None))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                c = m / np.outer(sd, sd)
+            corr.append(np.where(np.isfinite(c), c, 0.0))
+        r = np.mean(corr, axis=0) if corr else np.eye(d.size)
+        np.fill_diagonal(r, 1.0)
+        sd = np.sqrt(np.clip(d, 0, None))
+        return r * np.outer(sd, sd)
+
+    @property
+    def center(self) -> np.ndarray:
+        """Center of the default interval and of the z statistics."""
+        return self.params - self.bias if self.interval == "bc-normal" else self.params
+
+    def _no_information(self) -> np.ndarray:
+        if self.uninformative is None:
+            return np.zeros(self.params.size, bool)
+        return np.asarray(self.uninformative, bool)
+
+    @property
+    def tvalues(self) -> np.ndarray:
+        """z statistics for H0: coefficient = 0, consistent with the default interval
+        (0 for a coefficient the release carries no information about)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self._no_information(), 0.0, self.center / self.se)
+
+    @property
+    def pvalues(self) -> np.ndarray:
+        if self.interval in ("basic", "percentile"):
+            return np.where(self._no_information(), 1.0, self._boot_pvalues())
+        return 2.0 * stats.norm.sf(np.abs(self.tvalues))
+
+    def _boot_pvalues(self) -> np.ndarray:
+        # the smallest alpha whose interval excludes 0
+        out = np.empty(self.params.size)
+        target = self.params if self.target is None else self.target
+        for j in range(self.params.size):
+            r = self.replicates[:, j] - target[j] + self.params[j]
+            if self.interval == "basic":
+                r = 2 * self.params[j] - r
+            frac = min(np.mean(r <= 0), np.mean(r >= 0))
+            out[j] = min(1.0, 2.0 * frac) if r.size else np.nan
+        return out
+
+    def conf_int(self, alpha: float = 0.05, method: str | None = None) -> np.ndarray:
+        """``(k, 2)`` intervals of level ``1 - alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+        method : {"bc-normal", "normal", "basic", "percentile"}, optional
+            "normal" (default): ``params -/+ z se`` with ``se`` from
+            :attr:`mse` (spread, bootstrap bias and binning shifts); "bc-normal":
+            ``params - bias -/+ z sd`` with ``sd`` the replicates' spread; "basic": ``2 params - q(1 - alpha/2),
+            2 params - q(alpha/2)``; "percentile": ``q(alpha/2), q(1 - alpha/2)``;
+            ``q`` are the replicates' quantiles moved by ``params - target``
+            (the bootstrap world's estimand is the fit on the estimated
+            population, ``target``, which is ``params`` when that population
+            is the release itself).
+        """
+        method = self.interval if method is None else method
+        if method not in INTERVALS:
+            raise ValueError(f"method must be one of {INTERVALS}, got {method!r}")
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        none = self._no_information()
+        if method in ("normal", "bc-normal"):
+            z = stats.norm.ppf(1 - alpha / 2)
+            c = self.params - (self.bias if method == "bc-normal" else 0.0)
+            se = self._se_for(method)
+            ci = np.column_stack([c - z * se, c + z * se])
+        elif self.n_ok < 2:
+            return np.full((self.params.size, 2), np.nan)
+        else:
+            lo, hi = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+            target = self.params if self.target is None else self.target
+            if method == "basic":  # the law of (estimate - target), reflected
+                ci = np.column_stack([self.params + target - hi, self.params + target - lo])
+            else:
+                ci = np.column_stack([self.params + lo - target, self.params + hi - target])
+        ci[none] = (-np.inf, np.inf)
+        return ci
+
+    def describe_interval(self) -> str:
+        return {
+            "bc-normal": "bias-corrected normal (estimate - bootstrap bias -/+ z * bootstrap SE)",
+            "normal": "normal (estimate -/+ z * SE)",
+            "basic": "basic bootstrap (2 * estimate - replicate quantiles)",
+            "percentile": "bootstrap percentile",
+        }[self.interval]
+
+    def notes(self, names: Sequence[str] | None = None) -> list[str]:
+        """Lines for the summary."""
+        lines = [
+            f"Covariance type dp: parametric bootstrap of the release (post-processing), "
+            f"B = {self.n_boot} replicates ({self.simulation}); standard errors are the "
+            f"{self.se_description}, intervals are " + self.describe_interval()
+            + "; z statistics and p-values use the same center and SE.",
+        ]
+        none = np.flatnonzero(self._no_information())
+        if none.size:
+            shown = [str(names[i]) if names is not None else str(i) for i in none[:6]]
+            more = "" if none.size <= 6 else f" and {none.size - 6} more"
+            lines.append(
+                "WARNING: the release carries no information about " + ", ".join(shown) + more
+                + ": the noisy count behind them is not above what the threshold's spurious "
+                "cells alone put there, so their estimates are noise. Their standard errors "
+                "are infinite and their intervals unbounded (a declared level without rows, or "
+                "whose rows the threshold removed; use a larger epsilon, fewer bins or fewer "
+                "variables).")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shift = np.abs(self.bias) / self.se
+        big = np.flatnonzero(np.isfinite(shift) & (shift > 1.0))
+        if self.interval == "bc-normal" and big.size:
+            shown = [str(names[i]) if names is not None else str(i) for i in big[:6]]
+            more = "" if big.size <= 6 else f" and {big.size - 6} more"
+            lines.append(
+                "The bootstrap puts the bias of the thresholded release at more than one standard "
+                f"error for {', '.join(shown)}{more} (up to {float(np.nanmax(shift)):.2g} SE): "
+                "their intervals and z statistics are centred on the estimate minus that bias, "
+                "and may exclude the estimate itself.")
+        if self.n_failed:
+            share = self.n_failed / max(self.n_boot, 1)
+            lines.append(
+                f"{self.n_failed} of {self.n_boot} replicates could not be fitted (rank-deficient "
+                "or separated replicate release) and were left out"
+                + (": standard errors are unreliable." if share > 0.1 else "."))
+        if self.binning is not None and self.binning.flagged.any():
+            idx = np.flatnonzero(self.binning.flagged)
+            shown = [str(names[i]) if names is not None else str(i) for i in idx[:6]]
+            more = "" if idx.size <= 6 else f" and {idx.size - 6} more"
+            worst = float(np.nanmax(self.binning.ratio))
+            carried = ("their standard errors and intervals carry these shifts as uncertainty "
+                       "of unknown sign, so they are wider" if self.interval == "normal" else
+                       f"the {self.interval} intervals do not include them and may undercover "
+                       "(the default \"normal\" interval does)")
+            lines.append(
+                "WARNING: binning may bias " + ", ".join(shown) + more + f" by up to {worst:.2g} "
+                "standard errors (refits with the bins merged in groups of 2 and 4, or with "
+                f"{self.binning.placement_method or 'other'} representatives): " + carried
+                + ". Use more bins (more data or a larger epsilon) or a design less sensitive "
+                "to binning.")
+        for name, lo, hi, width in self.whole_number_bins:
+            lines.append(
+                f"{name} is cut into bins {width:g} wide with edges on whole "
+                f"numbers: if {name} takes whole values (a count), each value sits on its bin's "
+                "left edge and the fit places it inside the bin, a bias the binning check cannot "
+                f"see; declare bounds ({lo - 0.5:g}, {hi - 0.5:g}) to centre the bins on them.")
+        if self.binning is not None and self.binning.unchecked:
+            lines.append(
+                f"Fewer than {BINNING_MIN_BINS} bins for {', '.join(self.binning.unchecked)}: "
+                "too few to coarsen, so their binning is measured only by the other "
+                "representatives' shift.")
+        return lines
