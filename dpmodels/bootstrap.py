@@ -160,6 +160,7 @@ class CellDesign:
         rep = self.representer
         est = np.full((W.shape[1], np.asarray(start).size), np.nan)
         ok = np.zeros(W.shape[1], bool)
+        frames, which = [], []
         for j in range(W.shape[1]):
             rows = np.flatnonzero(W[:, j])
             if rows.size == 0:
@@ -169,11 +170,20 @@ class CellDesign:
             own = type(rep)(self.sub, ids, counts, method=rep.method, epsilon=rep.epsilon,
                             threshold=rep.threshold, n=rep.n, start=rep, one_step=True)
             pts = own.frame(ids, counts, "__w__")
-            w = pts["__w__"].to_numpy(float)
-            frame = pts.drop(columns=["__w__"])
-            frame.attrs = {}
-            X, y, valid = self._build(frame)
-            e, o = refit(X, y, np.where(valid, w, 0.0)[:, None], start)
+            pts.attrs = {}
+            frames.append(pts)
+            which.append(j)
+        if not frames:
+            return est, ok
+        # one design build for every replicate's points (the formula acts row by row)
+        sizes = [len(f) for f in frames]
+        points = pd.concat(frames, ignore_index=True)
+        w = points.pop("__w__").to_numpy(float)
+        X, y, valid = self._build(points)
+        w = np.where(valid, w, 0.0)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        for j, a, b in zip(which, bounds[:-1], bounds[1:]):
+            e, o = refit(X[a:b], y[a:b], w[a:b, None], start)
             est[j], ok[j] = e[0], o[0]
         return est, ok
 

@@ -19,8 +19,6 @@ from ..errors import SeparationError
 from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
-from scipy.special import logsumexp
-
 from ..batched import batched_newton, outer_rows
 from .base import dp_options, formula_env
 from .logit import _DPChoiceModel
@@ -39,32 +37,46 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
     Y = np.zeros((C, n_classes))
     Y[np.arange(C), y.astype(np.int64)] = 1.0
     XX = outer_rows(X)
+    upper = np.triu_indices(J1)
+    diag = np.arange(J1)
 
     def eta_of(theta):  # theta (b, J1*p) -> eta (C, b, J1)
         b = theta.shape[0]
         B = theta.reshape(b, J1, p).transpose(2, 0, 1).reshape(p, b * J1)
         return (X @ B).reshape(C, b, J1)
 
-    def logprob(theta):
-        eta = eta_of(theta)
-        full = np.concatenate([np.zeros(eta.shape[:2] + (1,)), eta], axis=2)
-        return full - logsumexp(full, axis=2, keepdims=True)
+    code = y.astype(np.int64)
+    rows = np.flatnonzero(code > 0)  # cells of a non-base class, and the class's equation
+    eq = code[rows] - 1
+
+    def log_norm(eta):  # log(1 + sum_j exp(eta_j)) over the equations, stably: (C, b)
+        top = np.maximum(eta.max(axis=2), 0.0)
+        return top + np.log(np.exp(-top) + np.exp(eta - top[:, :, None]).sum(axis=2))
 
     def loglik(theta, idx=None):
         Wb = W if idx is None else W[:, idx]
-        return np.einsum("cb,cj,cbj->b", Wb, Y, logprob(theta))
+        eta = eta_of(theta)
+        val = -log_norm(eta)
+        val[rows] += eta[rows, :, eq]
+        return np.einsum("cb,cb->b", Wb, val)
 
     def grad_hess(theta, idx):
         b = idx.size
         Wb = W[:, idx]
-        P = np.exp(logprob(theta))[:, :, 1:]  # (C, b, J1)
+        eta = eta_of(theta)
+        P = np.exp(eta - log_norm(eta)[:, :, None])  # (C, b, J1)
         R = (Wb[:, :, None] * (Y[:, None, 1:] - P)).reshape(C, b * J1)
         g = (X.T @ R).reshape(p, b, J1).transpose(1, 2, 0).reshape(b, J1 * p)
-        F = -P[:, :, :, None] * P[:, :, None, :]
-        ar = np.arange(J1)
-        F[:, :, ar, ar] += P
-        F *= Wb[:, :, None, None]
-        H = (F.reshape(C, b * J1 * J1).T @ XX).reshape(b, J1, J1, p, p)
+        # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck); the
+        # blocks are symmetric in (j, k), so only the upper triangle's products are formed
+        PW = P * Wb[:, :, None]
+        H_diag = (PW.reshape(C, b * J1).T @ XX).reshape(b, J1, p, p)
+        H_pair = ((PW[:, :, upper[0]] * P[:, :, upper[1]]).reshape(C, -1).T @ XX
+                  ).reshape(b, upper[0].size, p, p)
+        H = np.empty((b, J1, J1, p, p))
+        H[:, upper[0], upper[1]] = -H_pair
+        H[:, upper[1], upper[0]] = -H_pair
+        H[:, diag, diag] += H_diag
         info = H.transpose(0, 1, 3, 2, 4).reshape(b, J1 * p, J1 * p)
         return g, info
 

@@ -58,6 +58,7 @@ from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
 from .base import DPModel, dp_options, formula_env
+from .quantreg_lp import refit_quantreg_batch
 
 __all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg", "dp_quantreg"]
 
@@ -410,29 +411,6 @@ def _unresolved_coefficients(exog, w, resid, groups, share: float = _UNRESOLVED_
     return mask, found
 
 
-def refit_quantreg(X, y, W, start, q: float):
-    """Exact weighted quantile regression (dual LP) of every column of ``W``."""
-    b = W.shape[1]
-    out = np.full((b, X.shape[1]), np.nan)
-    ok = np.zeros(b, bool)
-    for j in range(b):
-        w = W[:, j]
-        pos = w > 0
-        if not pos.any():
-            continue
-        Xp = X[pos]
-        if np.linalg.matrix_rank(Xp) < X.shape[1]:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                params, _ = _solve_check_loss(y[pos], Xp, w[pos], q)
-            except RuntimeError:
-                continue
-        out[j], ok[j] = params, True
-    return out, ok
-
-
 def _solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
     """Minimize ``sum w rho_q(y - X b)`` exactly (dual LP, HiGHS)."""
     pos = w > 0
@@ -622,7 +600,7 @@ class DPQuantReg(DPModel):
         if message:
             warnings.warn(message, ReleaseWarning, stacklevel=user_stacklevel())
         if kind == "dp":
-            inference = self._dp_inference(res, partial(refit_quantreg, q=q),
+            inference = self._dp_inference(res, partial(refit_quantreg_batch, q=q),
                                            np.asarray(res.params), opts,
                                            label=f"DP QuantReg (q={q:g}) bootstrap")
             if unresolved is not None and unresolved.any():
