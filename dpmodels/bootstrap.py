@@ -155,10 +155,14 @@ class CellDesign:
         replicate's points are placed by a representer refitted on that
         replicate -- as the point estimate's were on the release -- and the
         replicates carry the variability of that fit.  ``W`` is the
-        ``(n_rows, b)`` replicate counts of the cell rows.
+        ``(n_rows, b)`` replicate counts of the cell rows; ``start`` is one
+        start for all (``(k,)``) or one per replicate (``(b, k)``: e.g. the
+        same replicates' fixed-points estimates, close to the optimum).
         """
         rep = self.representer
-        est = np.full((W.shape[1], np.asarray(start).size), np.nan)
+        starts = np.broadcast_to(np.asarray(start, dtype=float),
+                                 (W.shape[1], np.shape(start)[-1]))
+        est = np.full((W.shape[1], starts.shape[1]), np.nan)
         ok = np.zeros(W.shape[1], bool)
         frames, which = [], []
         for j in range(W.shape[1]):
@@ -183,7 +187,7 @@ class CellDesign:
         w = np.where(valid, w, 0.0)
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         for j, a, b in zip(which, bounds[:-1], bounds[1:]):
-            e, o = refit(X[a:b], y[a:b], w[a:b, None], start)
+            e, o = refit(X[a:b], y[a:b], w[a:b, None], starts[j])
             est[j], ok[j] = e[0], o[0]
         return est, ok
 
@@ -357,7 +361,7 @@ def _replicates(sim: ReleaseSimulator, design: CellDesign, refit: Callable, para
             est, ok = refit(*design.expand(used, W[used]), params)
             r = min(size, n_refit - sum(len(e) for e in refitted)) if design.representer else 0
             if r > 0:  # the same replicates with refitted representatives
-                est_r, ok_r = design.refit_each(W[:, :r], refit, params)
+                est_r, ok_r = design.refit_each(W[:, :r], refit, np.where(ok[:r, None], est[:r], params))
                 refitted.append(est_r)
                 fixed.append(est[:r])
                 pair_at.append(done + np.arange(r))

@@ -30,55 +30,68 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
     """Frequency-weighted multinomial logit MLE for every column of ``W``.
 
     ``y`` holds class codes 0..J-1; parameters are flattened equation by
-    equation (statsmodels' order of ``cov_params``).
+    equation (statsmodels' order of ``cov_params``).  Arrays are laid out
+    equation first, ``(J-1, C, b)``, so that every sum over the equations
+    and every product of two equations is an operation on whole contiguous
+    ``(C, b)`` slabs.
     """
     C, p = X.shape
     J1 = n_classes - 1
-    Y = np.zeros((C, n_classes))
-    Y[np.arange(C), y.astype(np.int64)] = 1.0
     XX = outer_rows(X)
-    upper = np.triu_indices(J1)
-    diag = np.arange(J1)
-
-    def eta_of(theta):  # theta (b, J1*p) -> eta (C, b, J1)
-        b = theta.shape[0]
-        B = theta.reshape(b, J1, p).transpose(2, 0, 1).reshape(p, b * J1)
-        return (X @ B).reshape(C, b, J1)
-
     code = y.astype(np.int64)
     rows = np.flatnonzero(code > 0)  # cells of a non-base class, and the class's equation
     eq = code[rows] - 1
+    Y = [(code == j + 1).astype(float)[:, None] for j in range(J1)]
+    b_all = W.shape[1]
+    # the last linear predictors and normalizers loglik computed, per replicate: Newton's
+    # next grad_hess is at the point its line search accepted (batched_newton)
+    seen = np.full((b_all, J1 * p), np.nan)
+    eta_seen = np.empty((J1, C, b_all))
+    norm_seen = np.empty((C, b_all))
 
-    def log_norm(eta):  # log(1 + sum_j exp(eta_j)) over the equations, stably: (C, b)
-        top = np.maximum(eta.max(axis=2), 0.0)
-        return top + np.log(np.exp(-top) + np.exp(eta - top[:, :, None]).sum(axis=2))
+    def eta_of(theta):  # theta (b, J1*p) -> eta (J1, C, b)
+        th = theta.reshape(theta.shape[0], J1, p)
+        return np.stack([X @ th[:, j, :].T for j in range(J1)])
+
+    def log_norm(eta):  # log(1 + sum_j exp(eta_j)), stably: (C, b)
+        top = np.maximum(np.max(eta, axis=0), 0.0)
+        total = np.exp(-top)
+        for e in eta:
+            total += np.exp(e - top)
+        return top + np.log(total)
 
     def loglik(theta, idx=None):
-        Wb = W if idx is None else W[:, idx]
+        idx = np.arange(b_all) if idx is None else idx
         eta = eta_of(theta)
-        val = -log_norm(eta)
-        val[rows] += eta[rows, :, eq]
-        return np.einsum("cb,cb->b", Wb, val)
+        norm = log_norm(eta)
+        seen[idx], eta_seen[:, :, idx], norm_seen[:, idx] = theta, eta, norm
+        val = -norm
+        val[rows] += eta[eq, rows]
+        return np.einsum("cb,cb->b", W[:, idx], val)
 
     def grad_hess(theta, idx):
         b = idx.size
         Wb = W[:, idx]
-        eta = eta_of(theta)
-        P = np.exp(eta - log_norm(eta)[:, :, None])  # (C, b, J1)
-        R = (Wb[:, :, None] * (Y[:, None, 1:] - P)).reshape(C, b * J1)
-        g = (X.T @ R).reshape(p, b, J1).transpose(1, 2, 0).reshape(b, J1 * p)
-        # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck); the
-        # blocks are symmetric in (j, k), so only the upper triangle's products are formed
-        PW = P * Wb[:, :, None]
-        H_diag = (PW.reshape(C, b * J1).T @ XX).reshape(b, J1, p, p)
-        H_pair = ((PW[:, :, upper[0]] * P[:, :, upper[1]]).reshape(C, -1).T @ XX
-                  ).reshape(b, upper[0].size, p, p)
-        H = np.empty((b, J1, J1, p, p))
-        H[:, upper[0], upper[1]] = -H_pair
-        H[:, upper[1], upper[0]] = -H_pair
-        H[:, diag, diag] += H_diag
-        info = H.transpose(0, 1, 3, 2, 4).reshape(b, J1 * p, J1 * p)
-        return g, info
+        if np.array_equal(seen[idx], theta):
+            eta, norm = eta_seen[:, :, idx], norm_seen[:, idx]
+        else:
+            eta = eta_of(theta)
+            norm = log_norm(eta)
+        P = np.exp(eta - norm)  # (J1, C, b)
+        PW = P * Wb
+        g = np.concatenate([X.T @ (Y[j] * Wb - PW[j]) for j in range(J1)]).T  # (b, J1 p)
+        # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck),
+        # symmetric in (j, k): each pair's weights are formed once
+        info = np.empty((b, J1, p, J1, p))
+        for j in range(J1):
+            for k in range(j, J1):
+                block = ((PW[j] * P[k]).T @ XX).reshape(b, p, p)
+                if j == k:
+                    info[:, j, :, j, :] = (PW[j].T @ XX).reshape(b, p, p) - block
+                else:
+                    info[:, j, :, k, :] = -block
+                    info[:, k, :, j, :] = -block
+        return g, info.reshape(b, J1 * p, J1 * p)
 
     return batched_newton(X, W, start, grad_hess, loglik)
 
