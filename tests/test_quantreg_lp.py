@@ -107,7 +107,7 @@ def test_matches_reference_and_skips(q):
     np.testing.assert_array_equal(ok, expected_ok)
     assert np.isnan(est[~ok]).all() and np.isfinite(est[ok]).all()
     # every solvable column was solved (and verified) by the hot-started model
-    assert stats == {"solved": B - 2, "fallback": 0, "failed": 0, "skipped": 2,
+    assert stats == {"solved": B - 2, "near": 0, "fallback": 0, "failed": 0, "skipped": 2,
                      "iterations": stats["iterations"]}
 
     cols = np.flatnonzero(ok)
@@ -229,3 +229,41 @@ def test_rank_certificate_agrees_with_matrix_rank(monkeypatch, near):
     else:
         assert full.sum() == (b - 2 if near == 1e-6 else 0)
         assert len(calls) == b - 1  # undecided by the certificate
+
+
+@pytest.mark.parametrize("q", [0.25, 0.5, 0.9])
+def test_single_fit_on_a_band_around_a_close_start(q):
+    """One column with a close start (the estimate on slightly moved rows, as
+    the refitted-representatives replicates have) is solved on a band and
+    gives the full program's optimum."""
+    X, y = _design(3)
+    w = _weights(4)[:, :1]
+    start, _ = refit_quantreg_batch(X, y, w, None, q)
+    rng = np.random.default_rng(5)
+    X2 = X.copy()
+    X2[:, 2:4] *= 1.0 + 0.01 * rng.standard_normal((C, 2))
+    y2 = y + 0.5 * rng.standard_normal(C)
+    stats = {}
+    est, ok = refit_quantreg_batch(X2, y2, w, start[0], q, stats=stats)
+    ref, ok_ref = _reference(X2, y2, w, q), True
+    assert ok[0] and stats["near"] == 1
+    scale = np.abs(X2).max(axis=0) / np.abs(y2).max()
+    assert np.max(np.abs((est[0] - ref[0]) * scale)) < COEF_TOL
+
+
+def test_band_rejects_a_far_start():
+    """From a start far from the optimum the band's solution is not verified:
+    _solve_near says None (never a wrong answer), and the batch solves in full."""
+    from dpmodels.models.quantreg_lp import _solve_near
+
+    X, y = _design(6)
+    w = _weights(7)[:, 0]
+    pos = w > 0
+    far = np.array([0.0, 500.0, -40.0, 5.0, -60.0])
+    assert _solve_near(X[pos], y[pos], w[pos], 0.5, far) is None
+    stats = {}
+    est, ok = refit_quantreg_batch(X, y, w[:, None], far, 0.5, stats=stats)
+    ref = _reference(X, y, w[:, None], 0.5)
+    assert ok[0] and stats["near"] == 0
+    scale = np.abs(X).max(axis=0) / np.abs(y).max()
+    assert np.max(np.abs((est[0] - ref[0]) * scale)) < COEF_TOL

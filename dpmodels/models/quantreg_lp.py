@@ -57,6 +57,16 @@ replicates, on how they are batched, or on a failed solve before it.
 the measurement's noise, but makes the last bits of every estimate depend on
 the order; see :func:`refit_quantreg_batch`, Notes.)
 
+A single fit with a good start (the bootstrap's refitted-representatives
+replicates start from the same replicate's fixed-points estimate) is solved
+on a band instead (:func:`_solve_near`, Portnoy and Koenker's 1997
+"globbing"): the rows whose residual at the start is far from zero keep its
+sign at the optimum, so their ``a_i`` sit at their bounds and leave the
+program as a constant right-hand side; only the band's ``a_i`` remain.  The
+band's solution is the full program's when every row outside the band has
+the residual sign it was fixed with and the duality gap closes (checked;
+else the full program is solved).
+
 Every solution is checked as the reference checks it: the model status must
 be optimal and the check loss of the returned ``beta`` must equal the dual
 objective within the reference's relative tolerance.  A replicate failing
@@ -87,6 +97,67 @@ _RANK_SAFETY = 10.0
 _GRAM_CHUNK_ELEMENTS = 1 << 22
 
 _EPS = float(np.finfo(float).eps)
+
+
+
+#: Rows kept in the band of :func:`_solve_near`: ``max(_BAND_MIN_PER_PARAM p,
+#: _BAND_SQRT sqrt(p C))`` (Portnoy and Koenker's order ``sqrt(p n)``).
+_BAND_MIN_PER_PARAM = 30
+_BAND_SQRT = 3.0
+
+
+def _gap_ok(primal: float, dual: float, floor: float) -> bool:
+    """The reference's duality-gap test (see :data:`GAP_RTOL`)."""
+    return (np.isfinite(primal) and np.isfinite(dual)
+            and abs(primal - dual) <= GAP_RTOL * max(abs(primal), abs(dual), floor))
+
+
+def _solve_near(X: np.ndarray, y: np.ndarray, w: np.ndarray, q: float,
+                start: np.ndarray) -> np.ndarray | None:
+    """The weighted ``q``-quantile regression of positive weights ``w``, solved
+    on the band of rows whose residual at ``start`` is closest to zero; None
+    when the band's solution is not verified optimal for all rows.
+
+    Rows above the band are fixed at ``a_i = q w_i`` and rows below at
+    ``a_i = -(1 - q) w_i`` (their residual signs at ``start``); the band's
+    program is ``min -y_B'a_B`` subject to ``X_B'a_B = -X_F'a_F`` and the
+    band's boxes.  Its solution ``beta`` is optimal for all rows when every
+    fixed row's residual at ``beta`` has its sign (complementary slackness),
+    which the duality-gap test of the full problem confirms.
+    """
+    from scipy.optimize import linprog
+
+    from .quantreg import _check_loss
+
+    C, p = X.shape
+    m = int(max(_BAND_MIN_PER_PARAM * p, _BAND_SQRT * np.sqrt(p * C)))
+    if m >= C or not np.all(np.isfinite(start)):
+        return None
+    r = y - X @ start
+    band = np.zeros(C, bool)
+    band[np.argpartition(np.abs(r), m)[:m]] = True
+    a_fixed = np.where(r > 0, q * w, -(1.0 - q) * w)
+    a_fixed[band] = 0.0
+    y_scale = float(np.max(np.abs(y))) or 1.0
+    x_scale = np.max(np.abs(X), axis=0)
+    x_scale[x_scale == 0] = 1.0
+    w_scale = float(w.max())
+    Z = X / x_scale
+    rhs = -(Z.T @ a_fixed) / w_scale
+    wb = w[band] / w_scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = linprog(-y[band] / y_scale, A_eq=Z[band].T, b_eq=rhs,
+                      bounds=np.column_stack([-(1.0 - q) * wb, q * wb]), method="highs")
+    if res.status != 0:
+        return None
+    beta = -np.asarray(res.eqlin.marginals) * y_scale / x_scale
+    a = a_fixed.copy()
+    a[band] = np.asarray(res.x) * w_scale
+    floor = GAP_FLOOR * float(np.abs(y).max()) * float(w.sum())
+    if not _gap_ok(_check_loss(y - X @ beta, w, q), float(y @ a), floor):
+        return None
+    return beta
 
 
 def _full_rank(X: np.ndarray, pos: np.ndarray, x_scale: np.ndarray) -> np.ndarray:
@@ -218,13 +289,17 @@ def refit_quantreg_batch(
         Non-negative weights, one column per fit (zeros allowed: a row of
         weight 0 is absent from that fit).
     start : ndarray or None
-        Accepted for the refit interface and ignored: the linear programs are
-        solved exactly, hot-started from the first solved column's basis.
+        For a single column (``b == 1``), a close start (e.g. the same
+        replicate's estimate on slightly different points): the program is
+        first solved on the band of rows nearest to it (:func:`_solve_near`,
+        verified; else solved in full).  Several columns ignore it: they are
+        hot-started from the first solved column's basis.
     q : float
         Quantile, strictly between 0 and 1.
     stats : dict, optional
         If given, filled with ``"solved"`` (columns solved by the batch
-        model), ``"fallback"`` (columns re-solved by ``_solve_check_loss``
+        model), ``"near"`` (single columns solved on a band around ``start``),
+        ``"fallback"`` (columns re-solved by ``_solve_check_loss``
         after a non-optimal status or a duality gap), ``"failed"`` (columns
         whose fallback failed too), ``"skipped"`` (columns without positive
         weight or of deficient rank) and ``"iterations"`` (simplex
@@ -296,7 +371,7 @@ def refit_quantreg_batch(
     b = W.shape[1]
     out = np.full((b, p), np.nan)
     ok = np.zeros(b, bool)
-    counts = {"solved": 0, "fallback": 0, "failed": 0, "skipped": 0, "iterations": 0}
+    counts = {"solved": 0, "near": 0, "fallback": 0, "failed": 0, "skipped": 0, "iterations": 0}
     if stats is not None:
         stats.clear()
         stats.update(counts)
@@ -304,6 +379,16 @@ def refit_quantreg_batch(
     pos = W > 0
     x_scale = np.max(np.abs(X), axis=0) if C else np.ones(p)
     x_scale[x_scale == 0] = 1.0
+    if b == 1 and start is not None and pos.any():  # one fit from a close start: the band first
+        pj = pos[:, 0]
+        if np.linalg.matrix_rank(X[pj]) == p:
+            params = _solve_near(X[pj], y[pj], W[pj, 0], q, np.asarray(start, float).reshape(-1))
+            if params is not None:
+                counts["near"] = 1
+                if stats is not None:
+                    stats.update(counts)
+                out[0], ok[0] = params, True
+                return out, ok
     todo = pos.any(axis=0)
     if todo.any():
         todo[todo] = _full_rank(X, pos[:, todo], x_scale)
