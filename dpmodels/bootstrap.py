@@ -79,6 +79,8 @@ class CellDesign:
         self._npoints = np.zeros(0, np.int64)  # each cell row's number of points
         self.valid = np.zeros(0, bool)  # per cell row: every point usable
         self.cell_ids = np.zeros(0, np.uint64)  # each cell row's marginal id
+        self._frames: list[pd.DataFrame] = []  # the points' frames, in point order
+        self._slopes = None  # see _design_slopes
 
     def marginal_ids(self, full_ids: np.ndarray) -> np.ndarray:
         codes = self.domain.decode(np.asarray(full_ids, dtype=np.uint64))
@@ -108,6 +110,8 @@ class CellDesign:
         if new.size:
             frame, cell, share = self._points_frame(new)
             X, y, valid_pt = self._build(frame)
+            self._frames.append(frame)
+            self._slopes = None
             start = self.n_rows
             first_pt = 0 if self.X is None else self.X.shape[0]
             self.X = X if self.X is None else np.vstack([self.X, X])
@@ -147,6 +151,78 @@ class CellDesign:
         pts = self._first[cells][owner] + offset
         return self.X[pts], self.y[pts], W[owner] * self.point_share[pts][:, None]
 
+    def _design_slopes(self) -> list[np.ndarray] | None:
+        """Where the design is affine in the continuous variables across every
+        point's cell, the slopes ``d[y, X] / d x_k`` at each point (one
+        ``(points, 1 + p)`` array per continuous axis of the marginal); else
+        None.
+
+        Within its cell, a point's design row is then the stored row plus
+        ``sum_k slope_k (x_k - x_k_stored)`` exactly (up to rounding): a
+        replicate's refitted points need no new design build.  Checked, not
+        assumed: the design is rebuilt with each variable at its cell's lower
+        and upper edges (every stored row must lie on that line) and with all
+        of them at their upper edges at once (no interaction between them).
+        ``price ~ size + C(county)`` or ``standardize(x)`` pass; ``log(x)``,
+        ``x1:x2`` or a spline do not (the replicates' designs are built).
+        """
+        if self._slopes is not None:
+            return self._slopes or None
+        cont = [i for i, a in enumerate(self.sub.axes) if a.kind == "continuous"]
+        self._slopes = []
+        if not cont or self.X is None:
+            return None
+        frame = pd.concat(self._frames, ignore_index=True)
+        base = np.column_stack([self.y, self.X])
+        tol = 1e-9 * (np.abs(base).max(axis=0) + 1.0)
+        codes = self.sub.decode(self.cell_ids[self.point_cell])
+
+        def design(f):
+            X, y, valid = self._build(f)
+            return np.column_stack([y, X]), np.asarray(valid, bool)
+
+        slopes, tops = [], []
+        for i in cont:
+            ax = self.sub.axes[i]
+            x = frame[ax.name].to_numpy(float)
+            lo = ax.to_values(ax.edges[codes[i]])
+            hi = ax.to_values(ax.edges[codes[i] + 1])
+            (b_lo, v_lo), (b_hi, v_hi) = (design(frame.assign(**{ax.name: e})) for e in (lo, hi))
+            span = np.where(hi > lo, hi - lo, 1.0)[:, None]
+            slope = (b_hi - b_lo) / span
+            if not (v_lo.all() and v_hi.all()
+                    and np.all(np.abs(b_lo + slope * (x - lo)[:, None] - base) <= tol)):
+                return None
+            slopes.append(slope)
+            tops.append((ax.name, hi, x))
+        b_top, v_top = design(frame.assign(**{name: hi for name, hi, _ in tops}))
+        pred = base + sum(sl * (hi - x)[:, None] for sl, (_, hi, x) in zip(slopes, tops))
+        if not (v_top.all() and np.all(np.abs(b_top - pred) <= tol)):
+            return None
+        self._slopes = slopes
+        return slopes
+
+    def _moved(self, slopes, rows: np.ndarray, points: pd.DataFrame):
+        """Design rows ``(X, y)`` of ``points`` -- the cell rows ``rows``' points,
+        in the stored order, moved -- from the stored rows and the slopes;
+        None when the points do not match the stored ones one to one."""
+        n = self._npoints[rows]
+        cell = np.asarray(points.attrs.get("cell", ()), dtype=np.int64)
+        if cell.size != len(points) or not np.array_equal(np.bincount(cell, minlength=rows.size), n):
+            return None
+        offset = np.arange(cell.size) - np.repeat(np.cumsum(n) - n, n)
+        pts = self._first[rows][cell] + offset
+        stored = pd.concat(self._frames, ignore_index=True) if len(self._frames) > 1 \
+            else self._frames[0]
+        if len(self._frames) > 1:  # keep the concatenation for the next replicates
+            self._frames = [stored]
+        out = np.column_stack([self.y[pts], self.X[pts]])
+        cont = [a.name for a in self.sub.axes if a.kind == "continuous"]
+        for name, slope in zip(cont, slopes):
+            out += slope[pts] * (points[name].to_numpy(float)
+                                 - stored[name].to_numpy(float)[pts])[:, None]
+        return out[:, 1:], out[:, 0]
+
     def refit_each(self, W: np.ndarray, refit: Callable, start: np.ndarray):
         """Refit every replicate with its own representatives.
 
@@ -164,16 +240,25 @@ class CellDesign:
                                  (W.shape[1], np.shape(start)[-1]))
         est = np.full((W.shape[1], starts.shape[1]), np.nan)
         ok = np.zeros(W.shape[1], bool)
+        slopes = self._design_slopes()
         frames, which = [], []
         for j in range(W.shape[1]):
             rows = np.flatnonzero(W[:, j])
             if rows.size == 0:
                 continue
             order = np.argsort(self.cell_ids[rows])
-            ids, counts = self.cell_ids[rows][order], W[rows, j][order]
+            rows = rows[order]
+            ids, counts = self.cell_ids[rows], W[rows, j]
             own = type(rep)(self.sub, ids, counts, method=rep.method, epsilon=rep.epsilon,
                             threshold=rep.threshold, n=rep.n, start=rep, one_step=True)
             pts = own.frame(ids, counts, "__w__")
+            moved = (self._moved(slopes, rows, pts)
+                     if slopes is not None and own.method == rep.method else None)
+            if moved is not None:  # the design rows follow the points (affine design)
+                X, y = moved
+                e, o = refit(X, y, pts["__w__"].to_numpy(float)[:, None], starts[j])
+                est[j], ok[j] = e[0], o[0]
+                continue
             pts.attrs = {}
             frames.append(pts)
             which.append(j)
