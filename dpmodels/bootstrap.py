@@ -80,7 +80,8 @@ class CellDesign:
         self.valid = np.zeros(0, bool)  # per cell row: every point usable
         self.cell_ids = np.zeros(0, np.uint64)  # each cell row's marginal id
         self._frames: list[pd.DataFrame] = []  # the points' frames, in point order
-        self._slopes = None  # see _design_slopes
+        self._stored: pd.DataFrame | None = None  # their concatenation
+        self._slopes: list | bool | None = None  # per frame, see _design_slopes
 
     def marginal_ids(self, full_ids: np.ndarray) -> np.ndarray:
         codes = self.domain.decode(np.asarray(full_ids, dtype=np.uint64))
@@ -111,7 +112,6 @@ class CellDesign:
             frame, cell, share = self._points_frame(new)
             X, y, valid_pt = self._build(frame)
             self._frames.append(frame)
-            self._slopes = None
             start = self.n_rows
             first_pt = 0 if self.X is None else self.X.shape[0]
             self.X = X if self.X is None else np.vstack([self.X, X])
@@ -165,17 +165,30 @@ class CellDesign:
         of them at their upper edges at once (no interaction between them).
         ``price ~ size + C(county)`` or ``standardize(x)`` pass; ``log(x)``,
         ``x1:x2`` or a spline do not (the replicates' designs are built).
+        Points added later (cells new to the design) are checked as they come.
         """
-        if self._slopes is not None:
-            return self._slopes or None
+        if self._slopes is False:
+            return None
         cont = [i for i, a in enumerate(self.sub.axes) if a.kind == "continuous"]
-        self._slopes = []
         if not cont or self.X is None:
             return None
-        frame = pd.concat(self._frames, ignore_index=True)
-        base = np.column_stack([self.y, self.X])
+        parts = self._slopes or []
+        done = sum(len(f) for f in self._frames[:len(parts)])
+        for frame in self._frames[len(parts):]:
+            part = self._slopes_of(frame, cont, slice(done, done + len(frame)))
+            if part is None:
+                self._slopes = False
+                return None
+            parts.append(part)
+            done += len(frame)
+        self._slopes = parts
+        return [np.concatenate([part[k] for part in parts]) for k in range(len(cont))]
+
+    def _slopes_of(self, frame: pd.DataFrame, cont: list[int], at: slice):
+        """:meth:`_design_slopes` of the stored points ``at`` (their frame ``frame``)."""
+        base = np.column_stack([self.y[at], self.X[at]])
         tol = 1e-9 * (np.abs(base).max(axis=0) + 1.0)
-        codes = self.sub.decode(self.cell_ids[self.point_cell])
+        codes = self.sub.decode(self.cell_ids[self.point_cell[at]])
 
         def design(f):
             X, y, valid = self._build(f)
@@ -199,7 +212,6 @@ class CellDesign:
         pred = base + sum(sl * (hi - x)[:, None] for sl, (_, hi, x) in zip(slopes, tops))
         if not (v_top.all() and np.all(np.abs(b_top - pred) <= tol)):
             return None
-        self._slopes = slopes
         return slopes
 
     def _moved(self, slopes, rows: np.ndarray, points: pd.DataFrame):
@@ -212,10 +224,9 @@ class CellDesign:
             return None
         offset = np.arange(cell.size) - np.repeat(np.cumsum(n) - n, n)
         pts = self._first[rows][cell] + offset
-        stored = pd.concat(self._frames, ignore_index=True) if len(self._frames) > 1 \
-            else self._frames[0]
-        if len(self._frames) > 1:  # keep the concatenation for the next replicates
-            self._frames = [stored]
+        if self._stored is None or len(self._stored) != self.X.shape[0]:
+            self._stored = pd.concat(self._frames, ignore_index=True)
+        stored = self._stored
         out = np.column_stack([self.y[pts], self.X[pts]])
         cont = [a.name for a in self.sub.axes if a.kind == "continuous"]
         for name, slope in zip(cont, slopes):
