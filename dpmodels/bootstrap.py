@@ -214,24 +214,24 @@ class CellDesign:
             return None
         return slopes
 
-    def _moved(self, slopes, rows: np.ndarray, points: pd.DataFrame):
-        """Design rows ``(X, y)`` of ``points`` -- the cell rows ``rows``' points,
-        in the stored order, moved -- from the stored rows and the slopes;
-        None when the points do not match the stored ones one to one."""
+    def _moved(self, slopes, rows: np.ndarray, points):
+        """Design rows ``(X, y)`` of ``points`` (a
+        :class:`~dpmodels.representatives.CellPoints` of the cell rows
+        ``rows``, in the stored order, moved) from the stored rows and the
+        slopes; None when the points do not match the stored ones one to one."""
         n = self._npoints[rows]
-        cell = np.asarray(points.attrs.get("cell", ()), dtype=np.int64)
-        if cell.size != len(points) or not np.array_equal(np.bincount(cell, minlength=rows.size), n):
+        cell = np.asarray(points.cell, dtype=np.int64)
+        if not np.array_equal(np.bincount(cell, minlength=rows.size), n):
             return None
         offset = np.arange(cell.size) - np.repeat(np.cumsum(n) - n, n)
         pts = self._first[rows][cell] + offset
         if self._stored is None or len(self._stored) != self.X.shape[0]:
             self._stored = pd.concat(self._frames, ignore_index=True)
-        stored = self._stored
         out = np.column_stack([self.y[pts], self.X[pts]])
         cont = [a.name for a in self.sub.axes if a.kind == "continuous"]
         for name, slope in zip(cont, slopes):
-            out += slope[pts] * (points[name].to_numpy(float)
-                                 - stored[name].to_numpy(float)[pts])[:, None]
+            moved = np.asarray(points.values[name], float)
+            out += slope[pts] * (moved - self._stored[name].to_numpy(float)[pts])[:, None]
         return out[:, 1:], out[:, 0]
 
     def refit_each(self, W: np.ndarray, refit: Callable, start: np.ndarray):
@@ -262,14 +262,14 @@ class CellDesign:
             ids, counts = self.cell_ids[rows], W[rows, j]
             own = type(rep)(self.sub, ids, counts, method=rep.method, epsilon=rep.epsilon,
                             threshold=rep.threshold, n=rep.n, start=rep, one_step=True)
+            if slopes is not None and own.method == rep.method:
+                points = own.points(ids, counts)
+                moved = self._moved(slopes, rows, points)
+                if moved is not None:  # the design rows follow the points (affine design)
+                    e, o = refit(*moved, points.weights[:, None], starts[j])
+                    est[j], ok[j] = e[0], o[0]
+                    continue
             pts = own.frame(ids, counts, "__w__")
-            moved = (self._moved(slopes, rows, pts)
-                     if slopes is not None and own.method == rep.method else None)
-            if moved is not None:  # the design rows follow the points (affine design)
-                X, y = moved
-                e, o = refit(X, y, pts["__w__"].to_numpy(float)[:, None], starts[j])
-                est[j], ok[j] = e[0], o[0]
-                continue
             pts.attrs = {}
             frames.append(pts)
             which.append(j)

@@ -57,7 +57,7 @@ def test_design_moves_with_the_points_exactly_or_is_rebuilt(housing_release, for
                       threshold=rel.threshold, n=rel.n, start=rep, one_step=True)
     pts = own.frame(rep.ids, counts, "__w__")
     rows = design.rows(np.asarray(rep.ids, np.uint64))
-    X, y = design._moved(slopes, rows, pts)
+    X, y = design._moved(slopes, rows, own.points(rep.ids, counts))
     fresh = pts.drop(columns=["__w__"])
     fresh.attrs = {}
     Xb, yb, _ = build(fresh)
@@ -66,5 +66,5 @@ def test_design_moves_with_the_points_exactly_or_is_rebuilt(housing_release, for
     np.testing.assert_allclose(X, Xb, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(y, yb, rtol=1e-12)
     # points that do not match the stored ones one to one (midpoints: one per cell) are refused
-    mid = Representer(rep.domain, rep.ids, counts, method="midpoint").frame(rep.ids, counts)
+    mid = Representer(rep.domain, rep.ids, counts, method="midpoint").points(rep.ids, counts)
     assert design._moved(slopes, rows, mid) is None
