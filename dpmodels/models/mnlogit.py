@@ -31,9 +31,10 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
 
     ``y`` holds class codes 0..J-1; parameters are flattened equation by
     equation (statsmodels' order of ``cov_params``).  Arrays are laid out
-    equation first, ``(J-1, C, b)``, so that every sum over the equations
-    and every product of two equations is an operation on whole contiguous
-    ``(C, b)`` slabs.
+    replicate, equation, cell ``(b, J-1, C)``: the linear predictors are one
+    matrix product, every sum over the equations and every product of two
+    equations is an operation on ``(b, C)`` slabs, and a subset of
+    replicates is a block of rows.
     """
     C, p = X.shape
     J1 = n_classes - 1
@@ -41,53 +42,53 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
     code = y.astype(np.int64)
     rows = np.flatnonzero(code > 0)  # cells of a non-base class, and the class's equation
     eq = code[rows] - 1
-    Y = [(code == j + 1).astype(float)[:, None] for j in range(J1)]
+    Y = np.stack([(code == j + 1).astype(float) for j in range(J1)])  # (J1, C)
+    WT = np.ascontiguousarray(W.T)  # (b, C)
     b_all = W.shape[1]
     # the last linear predictors and normalizers loglik computed, per replicate: Newton's
     # next grad_hess is at the point its line search accepted (batched_newton)
     seen = np.full((b_all, J1 * p), np.nan)
-    eta_seen = np.empty((J1, C, b_all))
-    norm_seen = np.empty((C, b_all))
+    eta_seen = np.empty((b_all, J1, C))
+    norm_seen = np.empty((b_all, C))
 
-    def eta_of(theta):  # theta (b, J1*p) -> eta (J1, C, b)
-        th = theta.reshape(theta.shape[0], J1, p)
-        return np.stack([X @ th[:, j, :].T for j in range(J1)])
+    def eta_of(theta):  # theta (b, J1*p) -> eta (b, J1, C)
+        return (theta.reshape(-1, p) @ X.T).reshape(theta.shape[0], J1, C)
 
-    def log_norm(eta):  # log(1 + sum_j exp(eta_j)), stably: (C, b)
-        top = np.maximum(np.max(eta, axis=0), 0.0)
+    def log_norm(eta):  # log(1 + sum_j exp(eta_j)), stably: (b, C)
+        top = np.maximum(eta.max(axis=1), 0.0)
         total = np.exp(-top)
-        for e in eta:
-            total += np.exp(e - top)
+        for j in range(J1):
+            total += np.exp(eta[:, j] - top)
         return top + np.log(total)
 
     def loglik(theta, idx=None):
         idx = np.arange(b_all) if idx is None else idx
         eta = eta_of(theta)
         norm = log_norm(eta)
-        seen[idx], eta_seen[:, :, idx], norm_seen[:, idx] = theta, eta, norm
+        seen[idx], eta_seen[idx], norm_seen[idx] = theta, eta, norm
         val = -norm
-        val[rows] += eta[eq, rows]
-        return np.einsum("cb,cb->b", W[:, idx], val)
+        val[:, rows] += eta[:, eq, rows]
+        return np.einsum("bc,bc->b", WT[idx], val)
 
     def grad_hess(theta, idx):
         b = idx.size
-        Wb = W[:, idx]
+        Wb = WT[idx]
         if np.array_equal(seen[idx], theta):
-            eta, norm = eta_seen[:, :, idx], norm_seen[:, idx]
+            eta, norm = eta_seen[idx], norm_seen[idx]
         else:
             eta = eta_of(theta)
             norm = log_norm(eta)
-        P = np.exp(eta - norm)  # (J1, C, b)
-        PW = P * Wb
-        g = np.concatenate([X.T @ (Y[j] * Wb - PW[j]) for j in range(J1)]).T  # (b, J1 p)
+        P = np.exp(eta - norm[:, None, :])  # (b, J1, C)
+        PW = P * Wb[:, None, :]
+        g = ((Y[None] * Wb[:, None, :] - PW).reshape(b * J1, C) @ X).reshape(b, J1 * p)
         # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck),
         # symmetric in (j, k): each pair's weights are formed once
         info = np.empty((b, J1, p, J1, p))
         for j in range(J1):
             for k in range(j, J1):
-                block = ((PW[j] * P[k]).T @ XX).reshape(b, p, p)
+                block = ((PW[:, j] * P[:, k]) @ XX).reshape(b, p, p)
                 if j == k:
-                    info[:, j, :, j, :] = (PW[j].T @ XX).reshape(b, p, p) - block
+                    info[:, j, :, j, :] = (PW[:, j] @ XX).reshape(b, p, p) - block
                 else:
                     info[:, j, :, k, :] = -block
                     info[:, k, :, j, :] = -block
