@@ -7,6 +7,7 @@ as a :class:`~dpmodels.intervals.DPInference`.  See
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -190,8 +191,10 @@ class CellDesign:
         tol = 1e-9 * (np.abs(base).max(axis=0) + 1.0)
         codes = self.sub.decode(self.cell_ids[self.point_cell[at]])
 
-        def design(f):
-            X, y, valid = self._build(f)
+        def design(f):  # at the edges a transform may be undefined (log(0)): silently so
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                X, y, valid = self._build(f)
             return np.column_stack([y, X]), np.asarray(valid, bool)
 
         slopes, tops = [], []
@@ -202,15 +205,18 @@ class CellDesign:
             hi = ax.to_values(ax.edges[codes[i] + 1])
             (b_lo, v_lo), (b_hi, v_hi) = (design(frame.assign(**{ax.name: e})) for e in (lo, hi))
             span = np.where(hi > lo, hi - lo, 1.0)[:, None]
-            slope = (b_hi - b_lo) / span
-            if not (v_lo.all() and v_hi.all()
-                    and np.all(np.abs(b_lo + slope * (x - lo)[:, None] - base) <= tol)):
+            with np.errstate(all="ignore"):
+                slope = (b_hi - b_lo) / span
+                off = np.abs(b_lo + slope * (x - lo)[:, None] - base)
+            if not (v_lo.all() and v_hi.all() and np.all(off <= tol)):
                 return None
             slopes.append(slope)
             tops.append((ax.name, hi, x))
         b_top, v_top = design(frame.assign(**{name: hi for name, hi, _ in tops}))
         pred = base + sum(sl * (hi - x)[:, None] for sl, (_, hi, x) in zip(slopes, tops))
-        if not (v_top.all() and np.all(np.abs(b_top - pred) <= tol)):
+        with np.errstate(all="ignore"):
+            off = np.abs(b_top - pred)
+        if not (v_top.all() and np.all(off <= tol)):
             return None
         return slopes
 
