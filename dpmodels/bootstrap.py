@@ -186,37 +186,45 @@ class CellDesign:
         return [np.concatenate([part[k] for part in parts]) for k in range(len(cont))]
 
     def _slopes_of(self, frame: pd.DataFrame, cont: list[int], at: slice):
-        """:meth:`_design_slopes` of the stored points ``at`` (their frame ``frame``)."""
+        """:meth:`_design_slopes` of the stored points ``at`` (their frame ``frame``).
+
+        Built per cell, not per point: each cell's design at its centre with
+        one variable at a time moved to the cell's lower and upper edges (one
+        build of ``2 d`` rows per cell).  The design is affine across the cell
+        when every stored point's row equals the centre's row plus the edge
+        slopes times the point's offsets from the centre; a point's slopes are
+        its cell's."""
         base = np.column_stack([self.y[at], self.X[at]])
         tol = 1e-9 * (np.abs(base).max(axis=0) + 1.0)
-        codes = self.sub.decode(self.cell_ids[self.point_cell[at]])
-
-        def design(f):  # at the edges a transform may be undefined (log(0)): silently so
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                X, y, valid = self._build(f)
-            return np.column_stack([y, X]), np.asarray(valid, bool)
-
-        slopes, tops = [], []
+        cell = self.point_cell[at]
+        first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])  # each cell's first point
+        owner = np.cumsum(np.r_[False, cell[1:] != cell[:-1]])  # each point's cell, 0-based
+        codes = self.sub.decode(self.cell_ids[cell[first]])
+        centre = frame.iloc[first].reset_index(drop=True)
+        edges = {}
         for i in cont:
             ax = self.sub.axes[i]
-            x = frame[ax.name].to_numpy(float)
             lo = ax.to_values(ax.edges[codes[i]])
             hi = ax.to_values(ax.edges[codes[i] + 1])
-            (b_lo, v_lo), (b_hi, v_hi) = (design(frame.assign(**{ax.name: e})) for e in (lo, hi))
-            span = np.where(hi > lo, hi - lo, 1.0)[:, None]
-            with np.errstate(all="ignore"):
-                slope = (b_hi - b_lo) / span
-                off = np.abs(b_lo + slope * (x - lo)[:, None] - base)
-            if not (v_lo.all() and v_hi.all() and np.all(off <= tol)):
-                return None
-            slopes.append(slope)
-            tops.append((ax.name, hi, x))
-        b_top, v_top = design(frame.assign(**{name: hi for name, hi, _ in tops}))
-        pred = base + sum(sl * (hi - x)[:, None] for sl, (_, hi, x) in zip(slopes, tops))
-        with np.errstate(all="ignore"):
-            off = np.abs(b_top - pred)
-        if not (v_top.all() and np.all(off <= tol)):
+            edges[ax.name] = (lo, hi)
+            centre[ax.name] = (lo + hi) / 2.0
+        moved = [centre.assign(**{name: e}) for name, pair in edges.items() for e in pair]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            # at an edge a transform may be undefined (log 0): the check fails, silently
+            warnings.simplefilter("ignore")
+            X, y, valid = self._build(pd.concat(moved, ignore_index=True))
+            rows = np.column_stack([y, X]).reshape(len(moved), first.size, -1)
+            pred = np.zeros_like(base)
+            slopes = []
+            for k, (name, (lo, hi)) in enumerate(edges.items()):
+                b_lo, b_hi = rows[2 * k], rows[2 * k + 1]
+                slope = (b_hi - b_lo) / np.where(hi > lo, hi - lo, 1.0)[:, None]
+                # the centre's row from this variable's line, and the point's offset along it
+                pred += slope[owner] * (frame[name].to_numpy(float) - (lo + hi)[owner] / 2.0)[:, None]
+                slopes.append(slope[owner])
+            centre_row = (rows[0] + rows[1]) / 2.0
+            off = np.abs(centre_row[owner] + pred - base)
+        if not (np.asarray(valid, bool).all() and np.all(off <= tol)):
             return None
         return slopes
 
