@@ -51,6 +51,7 @@ How the default was chosen, with the measurements: ``docs/accuracy.md``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -109,6 +110,16 @@ DENSITY_MAX_DIM = 3
 _DENSITY_MAX_WORK = 2e8
 _EM_ITER = 40
 _NEWTON_ITER = 40
+#: Sizes, in float64 numbers: the basis tables of a whole grid are kept (see
+#: _grid_tables) up to _GRID_TABLE_MAX; groups are fitted side by side while
+#: the basis at their active cells stays below _BATCH_MAX (about a core's
+#: cache: larger batches run slower); the censored E-step works on blocks of
+#: _CENSORED_CHUNK numbers; a fit keeps what one-step fits from it start
+#: with (DensityFit._start_tables) up to _START_TABLE_MAX.
+_GRID_TABLE_MAX = 2**21
+_BATCH_MAX = 2**19
+_CENSORED_CHUNK = 2**20
+_START_TABLE_MAX = 2**21
 
 
 def check_representatives(method) -> str:
@@ -527,6 +538,11 @@ class _Basis:
     ``log(1 - u_a)`` for every axis -- powers of the distance to each bound,
     so that densities that vanish like a power at a bound (gamma-like) or
     stay positive up to it (truncation) are in the family.
+
+    Grid cells are also addressed by their flat position in the grid (C
+    order of the continuous axes); :meth:`points_at` and :meth:`design_at`
+    read the points and the basis of such cells off tables of the whole grid
+    (built once per grid and family, see :func:`_grid_tables`).
     """
 
     def __init__(self, sizes: Sequence[int], family: str):
@@ -567,6 +583,44 @@ class _Basis:
                 cols.append(np.log1p(-u[..., a]))
         return np.stack(cols, axis=-1)
 
+    def codes(self, pos: np.ndarray) -> np.ndarray:
+        """Grid codes (cells, d) of the flat grid positions ``pos``."""
+        return np.stack(np.unravel_index(np.asarray(pos, np.int64), self.sizes), axis=1)
+
+    def points_at(self, pos: np.ndarray) -> np.ndarray:
+        """:meth:`points` of the cells at flat grid positions ``pos``."""
+        tables = _grid_tables(self.sizes, self.family)
+        return tables[0][pos] if tables is not None else self.points(self.codes(pos))
+
+    def design_at(self, pos: np.ndarray) -> np.ndarray:
+        """``design(points(...))`` of the cells at flat grid positions ``pos``:
+        shape (cells, Q^d, p)."""
+        tables = _grid_tables(self.sizes, self.family)
+        return tables[1][pos] if tables is not None else self.design(self.points(self.codes(pos)))
+
+
+@functools.lru_cache(maxsize=16)
+def _basis(sizes: tuple, family: str) -> _Basis:
+    """The :class:`_Basis` of a grid and family (built once; not to be modified)."""
+    return _Basis(sizes, family)
+
+
+@functools.lru_cache(maxsize=8)
+def _grid_tables(sizes: tuple, family: str):
+    """Quadrature points ``U`` (cells, Q^d, d) and basis ``X`` (cells, Q^d, p)
+    of every cell of the grid, by flat position (read-only arrays); None when
+    ``X`` would hold more than :data:`_GRID_TABLE_MAX` numbers (the callers
+    then compute the cells they need)."""
+    basis = _basis(sizes, family)
+    n_cells = math.prod(sizes)
+    if n_cells * basis.qweight.size * basis.p > _GRID_TABLE_MAX:
+        return None
+    U = basis.points(basis.codes(np.arange(n_cells)))
+    X = basis.design(U)
+    U.setflags(write=False)
+    X.setflags(write=False)
+    return U, X
+
 
 def _dl_log_cdf_below(k: np.ndarray, epsilon: float) -> np.ndarray:
     """``log P(Z < k)`` for integer ``k`` and the release's noise Z (discrete
@@ -580,13 +634,97 @@ def _dl_log_cdf_below(k: np.ndarray, epsilon: float) -> np.ndarray:
     return np.where(k >= 1, upper, lower)
 
 
-def _censored_means(mu: np.ndarray, k: int, epsilon: float) -> np.ndarray:
+@functools.lru_cache(maxsize=64)
+def _censored_grid(k: int, epsilon: float, stride: int, length: int):
+    """The grid ``n = 0, stride, ..., (length - 1) stride`` of
+    :func:`_censored_means`, and ``log n!`` and ``log P(Z < k - n)`` on it as
+    rows (1, length); read-only."""
+    nn = np.arange(0, (length - 1) * stride + 1, stride, dtype=float)
+    out = (nn, gammaln(nn + 1.0)[None, :], _dl_log_cdf_below(k - nn, epsilon)[None, :])
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+def _censored_means(mu: np.ndarray, k: int, epsilon: float, group=None, memo=None) -> np.ndarray:
     """``E[n | n + Z < k]`` for ``n ~ Poisson(mu)`` and the release's noise Z:
-    the expected true count of a cell that was not released."""
+    the expected true count of a cell that was not released.
+
+    The expectation is a sum over ``n = 0, s, 2 s, ..., top``: ``top`` covers
+    the posterior's mode, near ``max(mu q, k)`` (``q = exp(-epsilon / 2)``),
+    widely for the largest ``mu`` of the cell's ``group`` (non-negative ints,
+    one per cell; default: all cells in one group), and the stride ``s``
+    keeps a group's grid to about 4000 points.  Every group's means are
+    those of a call with its cells alone.
+
+    ``memo``: ``(store, keys)``, a dict the caller keeps and an int per cell
+    naming its ``mu`` (the same name, the same ``mu`` at every call): a
+    cell's mean is a function of its ``mu`` and its grid, and is read off
+    ``store`` when it was computed before.
+    """
+    mu = np.asarray(mu, float)
     if mu.size == 0:
         return np.zeros(0)
+    if group is None:
+        group_max = np.full(mu.size, np.max(mu))
+    else:
+        group = np.asarray(group, np.int64)
+        gmax = np.full(group.max() + 1, -np.inf)
+        np.maximum.at(gmax, group, mu)
+        group_max = gmax[group]
     tail = int(math.ceil(2.0 * math.log(1e8) / epsilon))
-    # the posterior's mode is near max(mu q, k) (q = exp(-epsilon / 2)): cover it widely
+    # the posterior's mode is near max(mu q, k): cover it widely
+    peak = group_max * math.exp(-epsilon / 2.0)
+    if not np.all(peak < 2.0**52):  # grids beyond exact integers (or none): group by group
+        out = np.empty(mu.size)
+        for g in np.unique(group) if group is not None else [None]:
+            cells = slice(None) if g is None else group == g
+            out[cells] = _censored_means_of_group(mu[cells], k, epsilon)
+        return out
+    top = np.maximum(max(int(k) + tail, 1), np.ceil(peak + 10.0 * np.sqrt(peak) + 10.0))
+    top = top.astype(np.int64)
+    stride = np.maximum(1, top // 4000)
+    length = top // stride + 1  # the cell's grid: n = j s for j < length
+    out = np.empty(mu.size)
+    # the cells by grid (stride, then length), in runs of one grid
+    if np.all(stride == stride[0]) and np.all(length == length[0]):
+        runs = [np.arange(mu.size)]
+    else:
+        order = np.lexsort((length, stride))
+        runs = np.split(order, np.flatnonzero(np.diff(stride[order]) | np.diff(length[order])) + 1)
+    runs = [((int(stride[run[0]]), int(length[run[0]])), run) for run in runs]
+    if memo is not None:  # the means known already
+        store, keys = memo
+        for grid, run in runs:
+            known = store.get((k, epsilon) + grid, {})
+            out[run] = [known.get(key, np.nan) for key in keys[run].tolist()]
+        runs = [(grid, run[np.isnan(out[run])]) for grid, run in runs]
+    # runs of one stride and lengths within a factor 2 are evaluated together, on the
+    # longest one's grid, in blocks of at most _CENSORED_CHUNK numbers
+    pieces = [(grid, run[i:i + step]) for grid, run in runs
+              for step in [max(1, _CENSORED_CHUNK // grid[1])] for i in range(0, run.size, step)]
+    block, size = [], 0
+    for n, (grid, run) in enumerate(pieces):
+        block.append((grid, run))
+        size += run.size * grid[1]
+        following = pieces[n + 1][0] if n + 1 < len(pieces) else None
+        if (following is None or following[0] != grid[0] or following[1] >= 2 * block[0][0][1]
+                or size + pieces[n + 1][1].size * following[1] > _CENSORED_CHUNK):
+            rows = np.concatenate([run for _, run in block])
+            out[rows] = _censored_batch(mu[rows], [(g[1], r.size) for g, r in block], k, epsilon,
+                                        grid[0])
+            block, size = [], 0
+    if memo is not None:
+        for grid, run in runs:
+            store.setdefault((k, epsilon) + grid, {}).update(zip(keys[run].tolist(),
+                                                                out[run].tolist()))
+    return out
+
+
+def _censored_means_of_group(mu: np.ndarray, k: int, epsilon: float) -> np.ndarray:
+    """:func:`_censored_means` of one group's cells, in Python integers (any
+    ``mu``; the grid of a ``mu`` beyond 2**52 has no exact float ``top``)."""
+    tail = int(math.ceil(2.0 * math.log(1e8) / epsilon))
     peak = float(np.max(mu)) * math.exp(-epsilon / 2.0)
     top = max(int(k) + tail, int(math.ceil(peak + 10.0 * math.sqrt(peak) + 10.0)), 1)
     stride = max(1, top // 4000)
@@ -599,91 +737,381 @@ def _censored_means(mu: np.ndarray, k: int, epsilon: float) -> np.ndarray:
     return (p * nn[None, :]).sum(axis=1) / p.sum(axis=1)
 
 
-def _intensity(X: np.ndarray, w: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """Point masses ``w_q exp(x_q' theta)`` (cells, Q)."""
-    return w * np.exp(np.minimum(X @ theta, 700.0))
+def _censored_batch(mu, runs, k: int, epsilon: float, stride: int) -> np.ndarray:
+    """:func:`_censored_means` of cells whose grids have the stride ``stride``
+    and, run by run, the lengths of ``runs`` (``(length, cells)`` pairs,
+    increasing lengths): each cell's terms beyond its own grid set to 0 and
+    its sums taken over its own grid."""
+    nn, log_prior, log_below = _censored_grid(k, epsilon, stride, runs[-1][0])
+    m = np.maximum(mu, 1e-300)[:, None]
+    logp = nn[None, :] * np.log(m) - m - log_prior
+    logp = logp + log_below
+    ends = np.cumsum([size for _, size in runs]).tolist()
+    for (n_len, size), end in zip(runs, ends):
+        logp[end - size:end, n_len:] = -np.inf
+    logp -= logp.max(axis=1, keepdims=True)
+    p = np.exp(logp)
+    pn = p * nn[None, :]
+    out = np.empty(mu.size)
+    for (n_len, size), end in zip(runs, ends):
+        out[end - size:end] = pn[end - size:end, :n_len].sum(axis=1) / p[end - size:end, :n_len].sum(axis=1)
+    return out
 
 
-def _poisson_fit(y, X, w, theta, prior_mean, prec, iters=_NEWTON_ITER):
-    """Penalized Poisson maximum likelihood of the log-linear intensity.
+# ---- the log-linear fit, for several groups at once --------------------------------------
+#
+# Every group's density is fitted on its own active cells (its listed cells and
+# the neighbours of its released ones).  The fits are independent, and run
+# side by side: the active cells of all groups are concatenated group by group
+# (a _Cells), per-cell quantities are computed for all of them in one go, and
+# every group keeps its own step length and its own stopping rule.  The sums
+# over a group's cells are taken over that group's slice alone, in the order a
+# fit of the group by itself takes them: the fits' stopping rules act on
+# differences near rounding level, and a group's fit does not depend, to the
+# last bit, on which groups it is fitted with.
 
-    Cell c has expected count ``mu_c = sum_q w_q exp(X_cq theta)``; maximizes
-    ``sum_c y_c log mu_c - mu_c - 1/2 sum_j prec_j (theta_j - prior_mean_j)^2``
-    by Fisher scoring with step halving, starting at ``theta``.
+
+@dataclass(frozen=True)
+class _Cells:
+    """The active cells of several groups, concatenated group by group.
+
+    ``pos``: each cell's flat grid position (sorted within its group);
+    ``seg``: its group (0, 1, ..., non-decreasing); ``starts``: the first
+    cell of every group, and the number of cells; ``X``: the basis at the
+    quadrature points (cells, Q, p); ``w``: the quadrature weights (Q,).
+    Every group has at least one cell.
     """
-    p = X.shape[2]
 
-    def objective(th):
-        f = _intensity(X, w, th)
+    pos: np.ndarray
+    seg: np.ndarray
+    starts: np.ndarray
+    X: np.ndarray
+    w: np.ndarray
+
+    @classmethod
+    def build(cls, basis: _Basis, pos: np.ndarray, starts: np.ndarray) -> "_Cells":
+        sizes = np.diff(starts)
+        return cls(pos, np.repeat(np.arange(sizes.size), sizes), starts,
+                   basis.design_at(pos), basis.qweight)
+
+    @property
+    def groups(self) -> int:
+        return self.starts.size - 1
+
+    @property
+    def bounds(self) -> list[tuple[int, int]]:
+        """First and past-the-last cell of every group."""
+        return list(zip(self.starts[:-1].tolist(), self.starts[1:].tolist()))
+
+    def sums(self, a: np.ndarray) -> np.ndarray:
+        """Per-group sums of ``a`` (cells, ...) over the group's cells: (groups, ...)."""
+        if self.groups == 1:
+            return a.sum(axis=0)[None]
+        return np.array([a[lo:hi].sum(axis=0) for lo, hi in self.bounds])
+
+    def take(self, groups: np.ndarray) -> tuple["_Cells", np.ndarray]:
+        """The cells of ``groups`` (increasing indices), and their positions here."""
+        lo, hi = self.starts[groups], self.starts[groups + 1]
+        starts = np.concatenate([[0], np.cumsum(hi - lo)])
+        at = np.repeat(lo - starts[:-1], hi - lo) + np.arange(starts[-1])
+        return (_Cells(self.pos[at], np.repeat(np.arange(groups.size), hi - lo), starts,
+                       self.X[at], self.w), at)
+
+    def predict(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The log-density ``eta = x_q' theta_g`` at every cell's quadrature
+        points and the point masses ``w_q exp(eta)`` (both (cells, Q));
+        ``theta``: (groups, p)."""
+        eta = (self.X @ theta[self.seg][:, :, None])[..., 0]
+        return eta, self.w * np.exp(np.minimum(eta, 700.0))
+
+
+def _solve(info: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """``info[g]^-1 grad[g]`` for every group g."""
+    try:
+        return np.linalg.solve(info, grad[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:  # pragma: no cover - the ridge keeps it regular
+        out = np.empty_like(grad)
+        for g in range(grad.shape[0]):
+            try:
+                out[g] = np.linalg.solve(info[g], grad[g])
+            except np.linalg.LinAlgError:
+                out[g] = np.linalg.lstsq(info[g], grad[g], rcond=None)[0]
+        return out
+
+
+def _poisson_fit(y, cells: _Cells, theta, prior_mean, prec, iters=_NEWTON_ITER, at_start=None,
+                 fit=None):
+    """Penalized Poisson maximum likelihood of the log-linear intensity, for
+    every group of ``cells`` separately.
+
+    Cell c of group g has expected count ``mu_c = sum_q w_q exp(X_cq theta_g)``;
+    maximizes ``sum_{c in g} y_c log mu_c - mu_c - 1/2 sum_j prec_j (theta_gj -
+    prior_mean_gj)^2`` by Fisher scoring with step halving, starting at
+    ``theta_g`` (``theta``, ``prior_mean``: (groups, p)).  Each group halves
+    its own step until its own objective does not decrease, and stops on its
+    own (after ``iters`` steps, a failed step, or a step below 1e-8).
+
+    Returns the fitted ``theta`` and ``cells.predict`` at it.  ``at_start``:
+    ``cells.predict(theta)`` if at hand, possibly with a third element, the
+    derivative ``d mu / d theta`` of every cell (cells, p).  ``fit``: the
+    groups to fit (a mask; default all), the others keep their ``theta``.
+    """
+    theta = np.array(theta, float)
+    prior_mean = np.asarray(prior_mean, float)
+    ridge, jitter = np.diag(prec), 1e-9 * np.eye(theta.shape[1])
+
+    def objective(part, yp, th, prior, pred=None):
+        eta, f = part.predict(th) if pred is None else pred
         mu = f.sum(axis=1)
-        ll = np.sum(np.where(y > 0, y * np.log(np.maximum(mu, 1e-300)), 0.0) - mu)
-        return ll - 0.5 * np.sum(prec * (th - prior_mean) ** 2), f
+        ll = np.where(yp > 0, yp * np.log(np.maximum(mu, 1e-300)), 0.0) - mu
+        return part.sums(ll) - 0.5 * np.sum(prec * (th - prior) ** 2, axis=1), eta, f
 
-    obj, f = objective(theta)
+    # The groups in play (grp, in cells), their cells (sub; idx: where in cells), and
+    # which of them still iterate (live).  Stopped groups stay in play, their
+    # results unused, until they hold half of the cells: then the rest moves to a
+    # smaller sub (copying a group's basis costs about as much as computing it).
+    grp, sub, ys, idx = np.arange(cells.groups), cells, y, np.arange(y.size)
+    live = np.ones(cells.groups, bool) if fit is None else np.array(fit, bool)
+    obj, eta, f = objective(sub, ys, theta, prior_mean, None if at_start is None else at_start[:2])
+    A = None if at_start is None or len(at_start) < 3 else at_start[2]
+    eta_out = f_out = None  # the groups' results once they leave play
+
     for _ in range(iters):
+        if not live.any():
+            break
+        th, prior = theta[grp], prior_mean[grp]
         mu = np.maximum(f.sum(axis=1), 1e-300)
-        A = np.einsum("cq,cqp->cp", f, X)  # d mu / d theta
-        grad = ((y / mu - 1.0)[:, None] * A).sum(axis=0) - prec * (theta - prior_mean)
-        info = (A / mu[:, None]).T @ A + np.diag(prec) + 1e-9 * np.eye(p)
-        try:
-            step = np.linalg.solve(info, grad)
-        except np.linalg.LinAlgError:  # pragma: no cover - the ridge keeps it regular
-            step = np.linalg.lstsq(info, grad, rcond=None)[0]
-        t = 1.0
+        if A is None:
+            A = np.einsum("cq,cqp->cp", f, sub.X)  # d mu / d theta
+        grad = sub.sums((ys / mu - 1.0)[:, None] * A) - prec * (th - prior)
+        B = A / mu[:, None]
+        if sub.groups == 1:
+            info = (B.T @ A)[None] + ridge + jitter
+        else:
+            info = np.array([B[lo:hi].T @ A[lo:hi] for lo, hi in sub.bounds]) + ridge + jitter
+        step = _solve(info, grad)
+        A = None
+        # step halving, every group on its own
+        t = np.ones(grp.size)
+        new, eta_new, f_new = obj.copy(), np.empty_like(eta), np.empty_like(f)
+        todo = np.flatnonzero(live)
         while True:
-            cand = theta + t * step
-            new, f_new = objective(cand)
-            if new >= obj - 1e-12 * abs(obj) or t < 1e-6:
+            if todo.size == grp.size:
+                cand = th + t[:, None] * step
+            else:
+                cand = th.copy()
+                cand[todo] += t[todo, None] * step[todo]
+            part, at = _part(sub, todo)
+            if part is sub:  # all groups computed, todo's kept
+                o, e, ff = objective(sub, ys, cand, prior)
+                new[todo] = o[todo]
+                if isinstance(at, slice):
+                    eta_new, f_new = e, ff
+                else:
+                    eta_new[at], f_new[at] = e[at], ff[at]
+            else:
+                new[todo], eta_new[at], f_new[at] = objective(part, ys[at], cand[todo],
+                                                              prior[todo])
+            done = (new[todo] >= obj[todo] - 1e-12 * np.abs(obj[todo])) | (t[todo] < 1e-6)
+            if done.all():
                 break
-            t /= 2.0
-        if new < obj:
-            break
-        theta, obj, f = cand, new, f_new
-        if np.max(np.abs(t * step)) < 1e-8:
-            break
-    return theta
+            todo = todo[~done]
+            t[todo] /= 2.0
+        moved = live & ~(new < obj)  # a group whose objective went down stops where it was
+        theta[grp[moved]] = th[moved] + t[moved, None] * step[moved]
+        obj = np.where(moved, new, obj)
+        cell_moved = moved[sub.seg]
+        if cell_moved.all():
+            eta, f = eta_new, f_new
+        else:
+            eta = np.where(cell_moved[:, None], eta_new, eta)
+            f = np.where(cell_moved[:, None], f_new, f)
+        live = moved & ~(np.max(np.abs(t[:, None] * step), axis=1) < 1e-8)
+        if live.any() and 2 * np.count_nonzero(live[sub.seg]) < ys.size:
+            if eta_out is None:
+                eta_out, f_out = np.empty_like(eta), np.empty_like(f)
+            eta_out[idx], f_out[idx] = eta, f
+            keep = np.flatnonzero(live)
+            sub, at = sub.take(keep)
+            grp, ys, idx, eta, f, obj = grp[keep], ys[at], idx[at], eta[at], f[at], obj[keep]
+            live = live[keep]
+    if eta_out is None:
+        return theta, (eta, f)
+    eta_out[idx], f_out[idx] = eta, f
+    return theta, (eta_out, f_out)
 
 
-def _fit_censored(obs, released, X, w, k, epsilon, theta, prior_mean, prec, warm=False):
-    """The log-linear fit when cells that were not released are censored
-    observations (noisy count below ``k``): EM, whose E-step sets their
-    count to ``E[n | n + Z < k]`` under the current fit.  ``warm``: ``theta``
-    is a fit already (the first E-step uses it)."""
+def _part(cells: _Cells, groups: np.ndarray):
+    """The cells to compute ``groups`` on: all of ``cells`` (and a mask of the
+    groups' cells) while they hold at least half of them, else a copy of
+    theirs (and where those are in ``cells``)."""
+    if groups.size == cells.groups:
+        return cells, slice(None)
+    mine = np.zeros(cells.groups, bool)
+    mine[groups] = True
+    mask = mine[cells.seg]
+    if 2 * np.count_nonzero(mask) >= mask.size:
+        return cells, mask
+    return cells.take(groups)
+
+
+def _fit_censored(obs, released, cells: _Cells, k, epsilon, theta, prior_mean, prec, warm=False,
+                  at_start=None, memo=None):
+    """The log-linear fit of every group of ``cells`` when cells that were
+    not released are censored observations (noisy count below ``k``): EM,
+    whose E-step sets their count to ``E[n | n + Z < k]`` under the current
+    fit.  ``warm``: ``theta`` is a fit already (the first E-step uses it).
+    ``at_start``: as in :func:`_poisson_fit`; ``memo``: ``(store, keys)`` for
+    the first E-step (see :func:`_censored_means`; a key per cell).  Returns
+    the fitted ``theta`` (groups, p) and ``cells.predict`` at it."""
     y = np.where(released, np.maximum(obs, 0.0), 0.0).astype(float)
     censored = ~released
-    if k is None or not censored.any():
-        return _poisson_fit(y, X, w, theta, prior_mean, prec,
-                            iters=1 if warm == "one-step" else _NEWTON_ITER)
+    theta = np.array(theta, float)
+    prior_mean = np.asarray(prior_mean, float)
+    if k is None:
+        em = np.zeros(cells.groups, bool)
+    else:
+        em = np.logical_or.reduceat(censored, cells.starts[:-1])
+
+    def plain_fit(part, at, th, prior):  # no censored cell: a plain Poisson fit
+        return _poisson_fit(y[at], part, th, prior, prec,
+                            iters=1 if warm == "one-step" else _NEWTON_ITER,
+                            at_start=_rows(at_start, at))
+
+    def em_fit(part, at, th, prior):
+        return _em_fit(y[at], censored[at], part, k, epsilon, th, prior, prec, warm,
+                       _rows(at_start, at), None if memo is None else (memo[0], memo[1][at]))
+
+    if em.all() or not em.any():
+        fit = em_fit if em.all() else plain_fit
+        return fit(cells, slice(None), theta, prior_mean)
+    eta = np.empty((cells.X.shape[0], cells.X.shape[1]))
+    f = np.empty_like(eta)
+    for fit, groups in ((plain_fit, np.flatnonzero(~em)), (em_fit, np.flatnonzero(em))):
+        part, at = cells.take(groups)
+        theta[groups], (eta[at], f[at]) = fit(part, at, theta[groups], prior_mean[groups])
+    return theta, (eta, f)
+
+
+def _rows(arrays, at):
+    """``arrays`` (a tuple, or None) at the rows ``at``."""
+    if arrays is None or isinstance(at, slice):
+        return arrays
+    return tuple(a[at] for a in arrays)
+
+
+def _em_fit(y, censored, cells: _Cells, k, epsilon, theta, prior_mean, prec, warm,
+            at_start=None, memo=None):
+    """:func:`_fit_censored` of groups that all have censored cells (``y``: the
+    released counts, 0 elsewhere)."""
+    y = np.array(y, float)
+
+    def e_step(part, yp, cens, f, memo=None):  # in place on yp
+        yp[cens] = _censored_means(f.sum(axis=1)[cens], k, epsilon, part.seg[cens],
+                                   None if memo is None else (memo[0], memo[1][cens]))
+
     if warm:
-        y[censored] = _censored_means(_intensity(X, w, theta).sum(axis=1)[censored], k, epsilon)
+        pred = cells.predict(theta) if at_start is None else at_start
+        e_step(cells, y, censored, pred[1], memo)
         if warm == "one-step":
-            return _poisson_fit(y, X, w, theta, prior_mean, prec, iters=1)
+            return _poisson_fit(y, cells, theta, prior_mean, prec, iters=1, at_start=pred)
     else:
         y[censored] = k / 4.0
+        pred = None
+    theta = np.array(theta, float)
+    # The groups in play (grp), their cells (part; at: where in cells), which of them
+    # still iterate (live), and the prediction at the groups' current theta; as in
+    # _poisson_fit, stopped groups leave play when they hold half of the cells.
+    grp, part, at = np.arange(cells.groups), cells, np.arange(y.size)
+    live = np.ones(cells.groups, bool)
+    eta_all = f_all = None
     for _ in range(_EM_ITER):
-        theta = _poisson_fit(y, X, w, theta, prior_mean, prec, iters=2)
-        mu = _intensity(X, w, theta).sum(axis=1)
-        new = _censored_means(mu[censored], k, epsilon)
-        change = np.max(np.abs(new - y[censored]))
-        y[censored] = new
-        if change < 1e-3 * max(1.0, k):
+        theta[grp], pred = _poisson_fit(y[at], part, theta[grp], prior_mean[grp], prec,
+                                        iters=2, at_start=pred, fit=live)
+        before = y[at]
+        yp = before.copy()
+        e_step(part, yp, censored[at] & live[part.seg], pred[1])
+        y[at] = yp
+        change = np.maximum.reduceat(np.abs(yp - before), part.starts[:-1])
+        live &= ~(change < 1e-3 * max(1.0, k))
+        if not live.any():
             break
-    return _poisson_fit(y, X, w, theta, prior_mean, prec)
+        if 2 * np.count_nonzero(live[part.seg]) < at.size:
+            if eta_all is None:
+                eta_all, f_all = np.empty_like(pred[0]), np.empty_like(pred[1])
+            eta_all[at], f_all[at] = pred
+            keep = np.flatnonzero(live)
+            part, sel = part.take(keep)
+            grp, at, live = grp[keep], at[sel], live[keep]
+            pred = (pred[0][sel], pred[1][sel])
+    if eta_all is not None:
+        eta_all[at], f_all[at] = pred
+        pred = (eta_all, f_all)
+    return _poisson_fit(y, cells, theta, prior_mean, prec, at_start=pred)
 
 
-def _with_neighbours(pos: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """Sorted grid positions of the cells ``pos`` and of their neighbours one
-    bin away along each axis (inside the grid)."""
-    sizes = tuple(sizes)
-    codes = np.stack(np.unravel_index(pos, sizes), axis=1)
-    out = [pos]
-    for a, k in enumerate(sizes):
-        for step in (-1, 1):
-            c = codes.copy()
-            c[:, a] += step
-            ok = (c[:, a] >= 0) & (c[:, a] < k)
-            out.append(np.ravel_multi_index(tuple(c[ok].T), sizes))
-    return np.unique(np.concatenate(out))
+def _active_cells(sizes, group, n_groups, pos, released, values):
+    """The cells every group is fitted on: its listed cells and, one bin away
+    along each continuous axis (inside the grid), the neighbours of its
+    released cells (of all its listed cells if none was released).
+
+    ``group`` (0 .. n_groups - 1), ``pos`` (flat grid position), ``released``
+    and ``values`` describe the listed cells.  Returns the active cells' flat
+    positions, sorted by group and position, the first cell of every group
+    (and their number), each listed cell's place among them, their observed
+    counts (the released values, summed over listed cells sharing a place)
+    and whether they hold a released count.
+    """
+    n_grid = math.prod(sizes)
+    key = group.astype(np.int64) * n_grid + pos
+    any_released = np.zeros(n_groups, bool)
+    any_released[group[released]] = True
+    seed = key[released | ~any_released[group]]
+    seed_codes = np.unravel_index(seed % n_grid, sizes)
+    parts = [key, seed]
+    for a, stride in enumerate(np.cumprod((1,) + tuple(sizes[:0:-1]))[::-1]):
+        parts.append(seed[seed_codes[a] > 0] - stride)
+        parts.append(seed[seed_codes[a] < sizes[a] - 1] + stride)
+    active = _sorted_unique(np.concatenate(parts), n_groups * n_grid)
+    at = np.searchsorted(active, key)
+    starts = np.searchsorted(active, np.arange(n_groups + 1, dtype=np.int64) * n_grid)
+    obs = np.bincount(at[released], weights=values[released], minlength=active.size)
+    rmask = np.zeros(active.size, bool)
+    rmask[at[released]] = True
+    return active % n_grid, starts, at, obs, rmask
+
+
+def _sorted_unique(keys: np.ndarray, space: int) -> np.ndarray:
+    """``np.unique(keys)`` for keys in ``[0, space)`` (by a mask when the
+    space is small)."""
+    if space > 16 * keys.size + 4096:
+        return np.unique(keys)
+    mask = np.zeros(space, bool)
+    mask[keys] = True
+    return np.flatnonzero(mask)
+
+
+def _from_start(tables, row, pos):
+    """What the fit of cells at grid positions ``pos`` starts with, read off a
+    start's tables (:attr:`DensityFit._start_tables`; ``row``: the cells'
+    rows in them): ``(eta, f, A)`` at the cells, and the E-step's memo
+    ``(store, keys)``.  ``(None, None)`` without tables."""
+    if tables is None:
+        return None, None
+    n_grid = tables[1].shape[1]
+    return tuple(a[row, pos] for a in tables[1:4]), (tables[4], row * n_grid + pos)
+
+
+def _batches(starts: np.ndarray, per_cell: int) -> list[np.ndarray]:
+    """Consecutive groups fitted together: at most :data:`_BATCH_MAX` numbers
+    in the basis of their active cells (a group beyond it alone)."""
+    out, first = [], 0
+    for g in range(1, starts.size):
+        if g - 1 > first and (starts[g] - starts[first]) * per_cell > _BATCH_MAX:
+            out.append(np.arange(first, g - 1))
+            first = g - 1
+    out.append(np.arange(first, starts.size - 1))
+    return out
 
 
 @dataclass(frozen=True)
@@ -719,15 +1147,46 @@ class DensityFit:
         ids = np.asarray(ids, dtype=np.uint64)
         codes = self.domain.decode(ids)
         cont, sizes, gkey = _layout(self.domain, codes)
-        basis = _Basis(sizes, self.family)
-        mean = np.zeros((ids.size, basis.d))
-        cov = np.zeros((ids.size, basis.d, basis.d))
-        ccodes = np.stack([codes[i] for i in cont], axis=1)
-        for key in np.unique(gkey):
-            sel = np.flatnonzero(gkey == key)
-            theta = self.thetas.get(int(key), self.pooled)
-            mean[sel], cov[sel] = _cell_moments(basis, ccodes[sel], theta)
-        return mean, cov
+        basis = _basis(tuple(sizes), self.family)
+        if ids.size == 0:
+            return np.zeros((0, basis.d)), np.zeros((0, basis.d, basis.d))
+        keys, inv = np.unique(gkey, return_inverse=True)
+        theta = np.stack([self.thetas.get(int(key), self.pooled) for key in keys])
+        pos = np.ravel_multi_index(tuple(codes[i] for i in cont), sizes)
+        return _cell_moments(basis, pos, theta[inv])
+
+    @functools.cached_property
+    def _start_tables(self):
+        """Where a one-step fit from this one starts, at every cell of the grid:
+        ``(row, eta, f, A, memo)`` with ``eta`` and ``f`` the log-density and
+        point masses (:meth:`_Cells.predict`) and ``A`` their derivative in
+        theta, shapes (rows, cells, Q), (rows, cells, Q), (rows, cells, p), of
+        the pooled fit (row 0) and of the group of key ``g`` (``row[g]``), and
+        the censored means computed from them so far (``row * cells + cell``
+        names a ``mu``; see :func:`_censored_means`).  The bootstrap's
+        replicates read these off instead of computing them again.  None when
+        the grid's basis is not tabulated or they would be too large.
+        """
+        if self.domain is None:
+            return None
+        sizes = tuple(a.size for a in self.domain.axes if a.kind == "continuous")
+        tables = _grid_tables(sizes, self.family)
+        keys = sorted(self.thetas)
+        if tables is None:
+            return None
+        X, w = tables[1], _basis(sizes, self.family).qweight
+        n_cells, q, p = X.shape
+        if (len(keys) + 1) * n_cells * (2 * q + p) > _START_TABLE_MAX:
+            return None
+        eta = np.stack([X @ th for th in [self.pooled] + [self.thetas[g] for g in keys]])
+        f = w * np.exp(np.minimum(eta, 700.0))
+        A = np.stack([np.einsum("cq,cqp->cp", fr, X) for fr in f])
+        return {g: i + 1 for i, g in enumerate(keys)}, eta, f, A, {}
+
+    def __getstate__(self):  # the one-step tables are a cache: not pickled
+        state = dict(self.__dict__)
+        state.pop("_start_tables", None)
+        return state
 
 
 def _layout(domain: Domain, codes):
@@ -744,16 +1203,27 @@ def _layout(domain: Domain, codes):
     return cont, sizes, gkey
 
 
-def _cell_moments(basis: "_Basis", ccodes: np.ndarray, theta: np.ndarray):
-    """Mean and covariance inside the cells with grid codes ``ccodes`` of the
-    density ``exp(basis' theta)``."""
-    U = basis.points(ccodes)
-    eta = basis.design(U) @ theta
+def _cell_moments(basis: _Basis, pos: np.ndarray, theta: np.ndarray, eta=None):
+    """Mean and covariance inside the cells at flat grid positions ``pos`` of
+    the densities ``exp(basis' theta_c)`` (``theta``: one row per cell;
+    ``eta``: the log-densities at the cells' quadrature points, if at hand)."""
+    if eta is None:
+        eta = (basis.design_at(pos) @ theta[:, :, None])[..., 0]
     f = basis.qweight * np.exp(eta - eta.max(axis=1, keepdims=True))
     f = f / f.sum(axis=1, keepdims=True)
-    m = np.einsum("cq,cqa->ca", f, U)
-    dev = U - m[:, None, :]
-    return m, np.einsum("cq,cqa,cqb->cab", f, dev, dev)
+    U = basis.points_at(pos)
+    mean = np.einsum("cq,cqa->ca", f, U)
+    # the covariance sum_q f_cq dev_cqa dev_cqb, summed over q in order (as
+    # np.einsum("cq,cqa,cqb->cab", ...) does), on (Q, cells) slices
+    fT = np.ascontiguousarray(f.T)
+    devT = np.ascontiguousarray(U.transpose(2, 1, 0)) - mean.T[:, None, :]  # (d, Q, cells)
+    d = devT.shape[0]
+    cov = np.empty((pos.size, d, d))
+    for a in range(d):
+        fa = fT * devT[a]
+        for b in range(d):
+            cov[:, a, b] = (fa * devT[b]).sum(axis=0)
+    return mean, cov
 
 
 def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
@@ -810,8 +1280,8 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     codes = domain.decode(ids)
     cont, sizes, gkey = _layout(domain, codes)
     family = density_family(sizes)
-    basis = _Basis(sizes, family)
-    d, p = basis.d, basis.p
+    basis = _basis(tuple(sizes), family)
+    p = basis.p
     if not math.isfinite(epsilon):
         k = None
     elif threshold is not None:
@@ -821,63 +1291,52 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     released = counts >= k if k is not None else counts > 0
     positive = np.maximum(counts, 0.0)
     cpos = np.ravel_multi_index(tuple(codes[i] for i in cont), sizes).astype(np.int64)
-
-    def setup(pos_listed, rel_mask, values):
-        """Active cells (listed cells and the neighbours of released ones),
-        their observed counts, released mask and basis."""
-        seed = pos_listed[rel_mask] if rel_mask.any() else pos_listed
-        act = np.union1d(_with_neighbours(np.unique(seed), sizes), pos_listed)
-        at = np.searchsorted(act, pos_listed)
-        obs = np.zeros(act.size)
-        np.add.at(obs, at[rel_mask], values[rel_mask])
-        rmask = np.zeros(act.size, bool)
-        rmask[at[rel_mask]] = True
-        acodes = np.stack(np.unravel_index(act, sizes), axis=1)
-        return at, obs, rmask, acodes
+    warm = (("one-step" if one_step else True) if start is not None and start.family == family
+            else False)
+    tables = None  # a one-step fit on the start's grid reads its first steps off the start
+    if warm == "one-step" and start.domain is not None and tuple(sizes) == tuple(
+            a.size for a in start.domain.axes if a.kind == "continuous"):
+        tables = start._start_tables
 
     # pooled over the groups: the prior of each group fit
-    at, obs, rmask, acodes = setup(cpos, released, positive)
-    X = basis.design(basis.points(acodes))
-    w = np.broadcast_to(basis.qweight, X.shape[:2])
+    apos, starts, _, obs, rmask = _active_cells(sizes, np.zeros(ids.size, np.int64), 1, cpos,
+                                                released, positive)
     theta0 = np.zeros(p)
     theta0[0] = math.log(max(obs.sum(), 1.0) / max(obs.size, 1))
     prec = basis.ridge + _POOLED_PRIOR
     prec[0] = 0.0
-    warm = (("one-step" if one_step else True) if start is not None and start.family == family
-            else False)
     if warm:
         theta0 = start.pooled.copy()
-    pooled = _fit_censored(obs, rmask, X, w, k, epsilon, theta0, np.zeros(p), prec, warm)
+    at_start, memo = _from_start(tables, 0, apos)
+    pooled = _fit_censored(obs, rmask, _Cells.build(basis, apos, starts), k, epsilon,
+                           theta0[None, :], np.zeros((1, p)), prec, warm, at_start, memo)[0][0]
     total = max(obs.sum(), 1.0)
 
-    mean = np.zeros((ids.size, d))
-    cov = np.zeros((ids.size, d, d))
-    order = np.argsort(gkey, kind="stable")
-    cuts = np.flatnonzero(np.diff(gkey[order])) + 1
-    groups = np.split(order, cuts)
+    # the groups (ascending keys), fitted side by side
+    keys, group = np.unique(gkey, return_inverse=True)
+    apos, starts, at, obs, rmask = _active_cells(sizes, group, keys.size, cpos, released,
+                                                 positive)
     prec = basis.ridge + _GROUP_PRIOR
     prec[0] = 0.0
-    thetas = {}
-    for members in groups:
-        at, obs, rmask, acodes = setup(cpos[members], released[members], positive[members])
-        U = basis.points(acodes)
-        X = basis.design(U)
-        w = np.broadcast_to(basis.qweight, X.shape[:2])
-        key = int(gkey[members[0]])
+    theta = np.tile(pooled, (keys.size, 1))
+    for g, key in enumerate(keys.tolist()):
         if warm and key in start.thetas:
-            th0 = start.thetas[key].copy()
+            theta[g] = start.thetas[key]
         else:
-            th0 = pooled.copy()
-            th0[0] += math.log(max(obs.sum(), 1.0) / total)
-        prior = pooled.copy()
-        theta = _fit_censored(obs, rmask, X, w, k, epsilon, th0, prior, prec, warm)
-        thetas[key] = theta
-        eta = X[at] @ theta
-        f = w[at] * np.exp(eta - eta.max(axis=1, keepdims=True))
-        f = f / f.sum(axis=1, keepdims=True)
-        Uc = U[at]
-        m = np.einsum("cq,cqa->ca", f, Uc)
-        dev = Uc - m[:, None, :]
-        mean[members] = m
-        cov[members] = np.einsum("cq,cqa,cqb->cab", f, dev, dev)
-    return DensityFit(family, mean, cov, len(groups), domain, thetas, pooled)
+            theta[g, 0] += math.log(max(obs[starts[g]:starts[g + 1]].sum(), 1.0) / total)
+    prior = np.tile(pooled, (keys.size, 1))
+    eta = np.empty((apos.size, basis.qweight.size))  # the fitted log-densities
+    if tables is not None and not all(key in start.thetas for key in keys.tolist()):
+        tables = None  # (a group the start has not fitted)
+    row = None if tables is None else np.repeat([tables[0][key] for key in keys.tolist()],
+                                                np.diff(starts))
+    for b in _batches(starts, basis.qweight.size * p):
+        lo, hi = starts[b[0]], starts[b[-1] + 1]
+        cells = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
+        at_start, memo = _from_start(tables, None if row is None else row[lo:hi], apos[lo:hi])
+        theta[b], (eta[lo:hi], _) = _fit_censored(obs[lo:hi], rmask[lo:hi], cells, k, epsilon,
+                                                  theta[b], prior[b], prec, warm, at_start,
+                                                  memo)
+    thetas = {key: theta[g].copy() for g, key in enumerate(keys.tolist())}
+    mean, cov = _cell_moments(basis, cpos, theta[group], eta[at])
+    return DensityFit(family, mean, cov, keys.size, domain, thetas, pooled)

@@ -415,7 +415,7 @@ def test_cell_design_expands_cells_into_points_with_their_shares(housing_small):
 
 
 def test_extended_refits_have_the_regression_estimators_law():
-    from dpmodels.inference import _extend_refits
+    from dpmodels.bootstrap import _extend_refits
 
     rng = np.random.default_rng(5)
     B, R = 4000, 400
@@ -462,3 +462,175 @@ def test_n_refit_must_be_a_non_negative_int(bad, housing_small):
                        levels=HOUSING_LEVELS, bins=6, random_state=0)
     with pytest.raises(ValueError, match="n_refit must be an int >= 0"):
         model.fit(random_state=0, n_boot=20, cov_kwds={"n_refit": bad})
+
+
+# ---- the fast density fit: tables, groups side by side, caches ----------------------------
+
+
+def test_grid_tables_are_the_basis_at_the_cells_points():
+    from dpmodels.representatives import _basis, _grid_tables
+
+    for sizes in ((5, 4), (9, 8), (3, 3, 3), (12,)):
+        basis = _basis(sizes, density_family(sizes))
+        U, X = _grid_tables(sizes, basis.family)
+        codes = np.stack(np.unravel_index(np.arange(math.prod(sizes)), sizes), axis=1)
+        np.testing.assert_array_equal(U, basis.points(codes))
+        np.testing.assert_array_equal(X, basis.design(basis.points(codes)))
+        assert not U.flags.writeable and not X.flags.writeable
+        pos = np.array([math.prod(sizes) - 1, 0, 2, 2])
+        np.testing.assert_array_equal(basis.design_at(pos), basis.design(basis.points(codes[pos])))
+    # a grid too large to tabulate: the cells are computed, with the same values
+    sizes = (16, 16, 16)
+    basis = _basis(sizes, "beta")
+    assert _grid_tables(sizes, "beta") is None
+    pos = np.array([4095, 17, 2000])
+    codes = np.stack(np.unravel_index(pos, sizes), axis=1)
+    np.testing.assert_array_equal(basis.points_at(pos), basis.points(codes))
+    np.testing.assert_array_equal(basis.design_at(pos), basis.design(basis.points(codes)))
+
+
+def _plain_poisson_fit(y, X, w, theta, prior_mean, prec, iters):
+    """One group's penalized Poisson fit, written out plainly (Fisher scoring with
+    step halving); also returns whether a step was halved."""
+    p = X.shape[2]
+
+    def objective(th):
+        f = w * np.exp(np.minimum(X @ th, 700.0))
+        mu = f.sum(axis=1)
+        ll = np.sum(np.where(y > 0, y * np.log(np.maximum(mu, 1e-300)), 0.0) - mu)
+        return ll - 0.5 * np.sum(prec * (th - prior_mean) ** 2), f
+
+    obj, f = objective(theta)
+    halved = False
+    for _ in range(iters):
+        mu = np.maximum(f.sum(axis=1), 1e-300)
+        A = np.einsum("cq,cqp->cp", f, X)
+        grad = ((y / mu - 1.0)[:, None] * A).sum(axis=0) - prec * (theta - prior_mean)
+        info = (A / mu[:, None]).T @ A + np.diag(prec) + 1e-9 * np.eye(p)
+        step = np.linalg.solve(info, grad)
+        t = 1.0
+        while True:
+            cand = theta + t * step
+            new, f_new = objective(cand)
+            if new >= obj - 1e-12 * abs(obj) or t < 1e-6:
+                break
+            t /= 2.0
+            halved = True
+        if new < obj:
+            break
+        theta, obj, f = cand, new, f_new
+        if np.max(np.abs(t * step)) < 1e-8:
+            break
+    return theta, halved
+
+
+def test_groups_fitted_side_by_side_match_plain_fits_of_each_group():
+    # the fit runs all groups at once (their cells concatenated, sums per group, each
+    # group with its own step halving and stopping); a group's result is that of a
+    # plain fit of the group alone, to the last bit
+    from dpmodels.representatives import _basis, _Cells, _poisson_fit
+
+    rng = np.random.default_rng(3)
+    sizes = (9, 8)
+    basis = _basis(sizes, "beta")
+    cells_per_group = [40, 7, 72, 15]
+    pos = [np.sort(rng.choice(72, n, replace=False)) for n in cells_per_group]
+    starts = np.concatenate([[0], np.cumsum(cells_per_group)])
+    cells = _Cells.build(basis, np.concatenate(pos), starts)
+    G, p = len(pos), basis.p
+    true = rng.normal(0, 0.4, (G, p))
+    true[:, 0] = np.log([300.0, 5.0, 2000.0, 60.0])
+    y = rng.poisson(cells.predict(true)[1].sum(axis=1)).astype(float)
+    prior = rng.normal(0, 0.1, (G, p))
+    prec = basis.ridge + 1.0
+    prec[0] = 0.0
+    start = np.zeros((G, p))  # far from the fit: the first steps are halved
+    any_halved = False
+    for iters in (1, 3, 40):
+        theta, (eta, f) = _poisson_fit(y, cells, start, prior, prec, iters=iters)
+        for g in range(G):
+            lo, hi = starts[g], starts[g + 1]
+            ref, halved = _plain_poisson_fit(y[lo:hi], cells.X[lo:hi], basis.qweight, start[g],
+                                             prior[g], prec, iters)
+            any_halved |= halved
+            np.testing.assert_array_equal(theta[g], ref)
+            np.testing.assert_array_equal(eta[lo:hi], cells.X[lo:hi] @ ref)
+        np.testing.assert_array_equal(f, cells.predict(theta)[1])
+    assert any_halved
+    # groups left out keep their start
+    fit = np.array([True, False, True, False])
+    theta, _ = _poisson_fit(y, cells, start, prior, prec, iters=40, fit=fit)
+    np.testing.assert_array_equal(theta[~fit], start[~fit])
+    np.testing.assert_array_equal(theta[fit], _poisson_fit(y, cells, start, prior, prec)[0][fit])
+
+
+def test_censored_means_by_group_and_from_the_memo_are_those_of_separate_calls():
+    rng = np.random.default_rng(4)
+    mu = np.concatenate([rng.exponential(3.0, 30), rng.exponential(400.0, 10), [9000.0, 0.2]])
+    group = np.concatenate([np.zeros(30, int), np.ones(10, int), [2, 2]])
+    for eps, k in ((1.0, 7), (0.3, 20)):
+        together = _censored_means(mu, k, eps, group)
+        for g in range(3):  # each group's grid is set by its own largest mu
+            np.testing.assert_array_equal(together[group == g], _censored_means(mu[group == g], k, eps))
+        store = {}
+        keys = np.arange(mu.size) * 7
+        np.testing.assert_array_equal(_censored_means(mu, k, eps, group, (store, keys)), together)
+        np.testing.assert_array_equal(_censored_means(mu, k, eps, group, (store, keys)), together)
+        assert sum(len(v) for v in store.values()) == mu.size
+    # a stored mean is read off, not computed again
+    grid = next(iter(store))
+    store[grid][next(iter(store[grid]))] = -1.0
+    assert (_censored_means(mu, k, eps, group, (store, keys)) == -1.0).sum() == 1
+
+
+def test_one_step_fits_read_off_the_start_are_the_fits_computed_afresh(monkeypatch):
+    import dataclasses
+
+    import dpmodels.representatives as reps
+
+    rng = np.random.default_rng(5)
+    dom = _grid_domain(9, 8, levels=["a", "b", "c"])
+    x = rng.beta(2.0, 3.0, (30_000, 2))
+    g = rng.integers(0, 3, 30_000)
+    codes = [np.minimum((x[:, 0] * 9).astype(int), 8), np.minimum((x[:, 1] * 8).astype(int), 7), g]
+    ids, counts = np.unique(dom.encode(codes), return_counts=True)
+    noisy = counts + rng.integers(-4, 5, counts.size)
+    kw = dict(epsilon=1.0, threshold=6.0, n=30_000)
+    keep = noisy >= 6
+    start = fit_density(dom, ids[keep], noisy[keep], **kw)
+    replicates = []
+    for _ in range(3):
+        c = noisy + rng.integers(-3, 4, counts.size)
+        replicates.append((ids[c >= 6], c[c >= 6]))
+    cached = [fit_density(dom, i, c, start=start, one_step=True, **kw) for i, c in replicates * 2]
+    assert start._start_tables is not None and start._start_tables[4]  # tables and memo in use
+    monkeypatch.setattr(reps, "_START_TABLE_MAX", 0)
+    fresh_start = dataclasses.replace(start)
+    fresh = [fit_density(dom, i, c, start=fresh_start, one_step=True, **kw) for i, c in replicates]
+    assert fresh_start._start_tables is None
+    for a, b in zip(cached, fresh * 2):
+        np.testing.assert_array_equal(a.mean, b.mean)
+        np.testing.assert_array_equal(a.cov, b.cov)
+        np.testing.assert_array_equal(a.pooled, b.pooled)
+        for key in b.thetas:
+            np.testing.assert_array_equal(a.thetas[key], b.thetas[key])
+
+
+def test_cell_moments_are_the_quadrature_moments_of_the_density():
+    from dpmodels.representatives import _basis, _cell_moments
+
+    rng = np.random.default_rng(6)
+    for sizes in ((9, 8), (3, 4, 5), (12,)):
+        basis = _basis(sizes, density_family(sizes))
+        pos = rng.integers(0, math.prod(sizes), 30)
+        theta = rng.normal(0, 0.5, (30, basis.p))
+        U = basis.points(np.stack(np.unravel_index(pos, sizes), axis=1))
+        eta = basis.design(U) @ theta[:, :, None]
+        f = basis.qweight * np.exp(eta[..., 0])
+        f /= f.sum(axis=1, keepdims=True)
+        mean = np.einsum("cq,cqa->ca", f, U)
+        dev = U - mean[:, None, :]
+        mean_got, cov_got = _cell_moments(basis, pos, theta)
+        np.testing.assert_allclose(mean_got, mean, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(cov_got, np.einsum("cq,cqa,cqb->cab", f, dev, dev), rtol=1e-10,
+                                   atol=1e-15)
