@@ -31,6 +31,12 @@ is free).
 Refits are vectorized across replicates where the model allows: OLS solves
 all replicates' weighted normal equations at once; logit and multinomial
 logit take damped Newton steps from the point estimate for all replicates at
+once; quantile regression solves each replicate's exact linear program from
+one model hot-started at the first replicate's optimal basis
+(:mod:`dpmodels.models.quantreg_lp`).  Where the representatives are refitted
+on replicates (``"density"``), a formula affine in the continuous variables
+moves the design rows with the points instead of rebuilding them
+(:class:`~dpmodels.bootstrap.CellDesign`).
 
 The code is split by job: :mod:`dpmodels.simulation` (replicate releases),
 :mod:`dpmodels.bootstrap` (the model's cells and the driver),

@@ -98,7 +98,7 @@ def add_privacy_block2(smry, report: PrivacyReport | None, notes: list[str] | No
 def inference_notes(results) -> list[str]:
     """Summary notes saying which covariance the standard errors use.
 
-    Under cov_type "dp" (a :class:`~dpmodels.inference.DPInference` attached),
+    Under cov_type "dp" (a :class:`~dpmodels.intervals.DPInference` attached),
     the bootstrap's description, failed replicates and the binning warning;
     under "naive" on a private release, that the standard errors ignore the
     privacy noise.

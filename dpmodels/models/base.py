@@ -58,7 +58,7 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
     Returns ``("dp" | "naive", options)`` with the bootstrap options
     ``n_boot``, ``random_state``, ``interval``, ``binning_check``,
     ``population`` and ``n_refit`` (replicates whose representatives are
-    refitted; see :func:`~dpmodels.inference.parametric_bootstrap`), taken
+    refitted; see :func:`~dpmodels.bootstrap.parametric_bootstrap`), taken
     from the keywords or from ``cov_kwds`` (keywords win).
     """
     kind = resolve_cov_type(cov_type, allow_nonrobust=allow_nonrobust)
@@ -346,7 +346,7 @@ class DPModel:
         return frame
 
     def _design_builder(self, res, classes: np.ndarray | None = None):
-        """``build(frame) -> (X, y, valid)`` for :class:`~dpmodels.inference.CellDesign`:
+        """``build(frame) -> (X, y, valid)`` for :class:`~dpmodels.bootstrap.CellDesign`:
         the fitted model's patsy design applied to new cells of the same marginal.
 
         ``classes``: for a multinomial response, the response values of the

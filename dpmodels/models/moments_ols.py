@@ -25,7 +25,7 @@ freedom), adds noise of the release's law to every released entry, and
 re-runs the same estimator.  The replicates' spread covers sampling, the
 privacy noise and the estimator's nonlinearity (the floor); their mean
 minus the estimate is the bias, which the default "normal" interval carries
-as a shift of unknown sign (:attr:`~dpmodels.inference.DPInference.mse`).
+as a shift of unknown sign (:attr:`~dpmodels.intervals.DPInference.mse`).
 
 Coefficients the floor absorbs
 ------------------------------

@@ -470,7 +470,7 @@ _NO_INFORMATION_NOTE = "WARNING: the release carries no information about "
 
 @dataclass(frozen=True, eq=False)
 class _QuantRegDPInference(DPInference):
-    """:class:`~dpmodels.inference.DPInference` in which the coefficients the
+    """:class:`~dpmodels.intervals.DPInference` in which the coefficients the
     response's binning fixes (``unresolved``) have, like those the release
     carries no information about, an infinite standard error, z = 0, p = 1
     and an unbounded interval: every bootstrap replicate is held on the same
