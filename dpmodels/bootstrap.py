@@ -15,13 +15,12 @@ import pandas as pd
 from scipy import sparse
 
 from .domain import Domain, whole_number_bins
-from .intervals import BINNING_MIN_BINS, DEFAULT_INTERVAL, INTERVALS, BinningCheck, DPInference
+from .intervals import DEFAULT_INTERVAL, INTERVALS, BinningCheck, DPInference
 from .mechanisms import make_rng
 from .release import PrivateHistogram
 from .simulation import ReleaseSimulator
 
-__all__ = ["DEFAULT_N_BOOT", "DEFAULT_N_REFIT", "CellDesign", "parametric_bootstrap",
-           "coarsen_frame"]
+__all__ = ["DEFAULT_N_BOOT", "DEFAULT_N_REFIT", "CellDesign", "parametric_bootstrap"]
 
 #: Replicates on which the representatives are refitted (see
 #: :func:`parametric_bootstrap`); the others are extended from them.
@@ -492,29 +491,3 @@ def _replicates(sim: ReleaseSimulator, design: CellDesign, refit: Callable, para
                                        np.concatenate(ok_pairs), np.concatenate(pair_at))
         description += note
     return est[ok], int((~ok).sum()), target, description
-
-
-def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str], factor: int = 2
-                  ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...]]:
-    """The cell frame with each continuous variable's bins merged in groups of
-    ``factor`` (bins ``f j .. f j + f - 1``; a short last group stays short),
-    values at the merged bins' midpoints.  Returns the frame, the variables
-    coarsened and the continuous variables left alone (fewer than
-    ``BINNING_MIN_BINS`` bins)."""
-    out = frame.copy()
-    done, skipped = [], []
-    for name in variables:
-        axis = domain.axis(name)
-        if axis.kind != "continuous":
-            continue
-        if axis.bins < BINNING_MIN_BINS:
-            skipped.append(name)
-            continue
-        e = axis.edges  # on the axis's scale, as the codes
-        lo = axis.coord_bounds[0]
-        coord = axis.to_coord(out[name].to_numpy(float))
-        code = np.clip(np.floor((coord - lo) / axis.width), 0, axis.bins - 1)
-        c = code.astype(np.int64) // factor
-        out[name] = axis.to_values((e[factor * c] + e[np.minimum(factor * c + factor, axis.bins)]) / 2.0)
-        done.append(name)
-    return out, tuple(done), tuple(skipped)

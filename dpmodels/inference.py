@@ -40,6 +40,7 @@ moves the design rows with the points instead of rebuilding them
 
 The code is split by job: :mod:`dpmodels.simulation` (replicate releases),
 :mod:`dpmodels.bootstrap` (the model's cells and the driver),
+:mod:`dpmodels.binning` (the binning diagnostic),
 :mod:`dpmodels.batched` (linear algebra across replicates), each model's
 ``refit_*`` beside the model, :mod:`dpmodels.intervals` (standard errors and
 intervals) and :mod:`dpmodels.dp_results` (the results classes' side).  This
@@ -48,8 +49,8 @@ module re-exports their public names.
 
 from __future__ import annotations
 
-from .bootstrap import (DEFAULT_N_BOOT, DEFAULT_N_REFIT, CellDesign, coarsen_frame,
-                        parametric_bootstrap)
+from .binning import coarsen_frame
+from .bootstrap import DEFAULT_N_BOOT, DEFAULT_N_REFIT, CellDesign, parametric_bootstrap
 from .dp_results import DPInferenceResultsMixin, attach_dp_inference
 from .intervals import COV_TYPES, INTERVALS, BinningCheck, DPInference, resolve_cov_type
 from .simulation import ReleaseSimulator, ReplicateChunk

@@ -16,22 +16,21 @@ from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import caller_namespace, formula_variables, user_stacklevel
 from ..information import column_information
+from ..binning import BinningDiagnostic
 from ..bootstrap import (
     DEFAULT_N_BOOT,
     DEFAULT_N_REFIT,
     CellDesign,
-    coarsen_frame,
     parametric_bootstrap,
 )
 from ..dp_results import attach_dp_inference
-from ..intervals import DEFAULT_INTERVAL, BinningCheck, DPInference, resolve_cov_type
+from ..intervals import DEFAULT_INTERVAL, DPInference, resolve_cov_type
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 from ..representatives import (
     DEFAULT_REPRESENTATIVES,
     REPRESENTATIVES,
     cell_frame,
     check_representatives,
-    Representer,
     representer_for,
 )
 from ..validation import (
@@ -402,58 +401,9 @@ class DPModel:
                             representer=self.representer)
         start = np.asarray(start, dtype=float)
 
-        def binning(se):
-            if not opts["binning_check"]:
-                return None
-            nan = np.full(start.size, np.nan)
-
-            def coarse_fit(factor):
-                coarse, done, skipped = coarsen_frame(self.cells, self.release.domain,
-                                                      self.variables, factor)
-                if not done:
-                    return nan, done, skipped
-                weights = self.weights
-                if self.representer is not None:  # the same representatives, coarser bins
-                    rep = self.representer.coarsened(factor, done)
-                    coarse = rep.frame(rep.ids, rep.counts, self.count_column)
-                    coarse.attrs = {}
-                    weights = coarse[self.count_column].to_numpy()
-                X, y, valid = build(coarse.drop(columns=[self.count_column]))
-                w = np.where(valid, weights.astype(float), 0.0)[:, None]
-                est, ok = refit(X, y, w, start)
-                return (est[0] if ok[0] else nan), done, skipped
-
-            theta2, done, skipped = coarse_fit(2)
-            if not done and not skipped:
-                return None
-            theta4 = coarse_fit(4)[0] if done else nan
-            d1, d2 = theta2 - start, theta4 - theta2
-            placement, other = placement_fit()
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rate = np.clip(np.abs(d2) / np.abs(d1), 2.0, 16.0)
-                rate = np.where(np.isfinite(rate), rate, 4.0)
-                bias = d1 / (rate - 1.0)
-                ratio = np.fmax(np.abs(bias), np.abs(placement)) / se
-            return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
-                                placement=placement, placement_method=other)
-
-        def placement_fit():
-            """The estimate with other representatives of the same cells, minus it."""
-            rep = self.representer
-            if rep is None:  # midpoints (or no continuous variable): the neighbour shift
-                other = "shift"
-                alt = representer_for(self.release, self.variables, other)
-                if alt is None:
-                    return np.full(start.size, np.nan), other
-            else:
-                other = "shift" if rep.method == "midpoint" else "midpoint"
-                alt = Representer(rep.domain, rep.ids, rep.counts, method=other)
-            frame = alt.frame(alt.ids, alt.counts, self.count_column)
-            frame.attrs = {}
-            weights = frame[self.count_column].to_numpy(float)
-            X, y, valid = build(frame.drop(columns=[self.count_column]))
-            est, ok = refit(X, y, np.where(valid, weights, 0.0)[:, None], start)
-            return (est[0] - start if ok[0] else np.full(start.size, np.nan)), other
+        binning = (BinningDiagnostic(self.release, self.variables, self.cells, self.count_column,
+                                     self.representer, build, refit, start)
+                   if opts["binning_check"] else None)
 
         inference = parametric_bootstrap(
             self.release, design, refit, start, n_boot=opts["n_boot"],

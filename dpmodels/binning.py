@@ -1,0 +1,136 @@
+"""The binning diagnostic of the dp bootstrap: how far the estimate moves
+when the continuous variables' bins are merged, and when the same cells are
+represented by other points.
+
+The estimate is refitted on the release with each continuous variable's bins
+merged in groups of 2 and 4 (the same representatives, fitted on the coarser
+cells); Richardson extrapolation of the two moves estimates the binning bias
+of the estimate itself.  A second refit places the release's cells at other
+representatives (midpoints for fitted ones, neighbour shifts for midpoints):
+the placement's share of the estimate.  Both are reported in units of the
+bootstrap's standard errors (:class:`~dpmodels.intervals.BinningCheck`).
+Post-processing of the release only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .domain import Domain
+from .intervals import BINNING_MIN_BINS, BinningCheck
+from .representatives import Representer, representer_for
+
+__all__ = ["BinningDiagnostic", "coarsen_frame"]
+
+
+class BinningDiagnostic:
+    """``diagnostic(se) -> BinningCheck | None`` for a model fitted on a
+    release's cells.
+
+    Parameters
+    ----------
+    release : PrivateHistogram
+    variables : sequence of str
+        The model's variables.
+    cells : pandas.DataFrame
+        The model's cell frame (the points and ``count_column``).
+    count_column : str
+    representer : Representer or None
+        The representatives the estimate used (None: midpoints).
+    build : callable
+        ``build(frame) -> (X, y, valid)``, the model's design on new points.
+    refit : callable
+        The model's batched refit, ``refit(X, y, W, start)``.
+    start : ndarray
+        The estimate (flattened).
+    """
+
+    def __init__(self, release, variables: Sequence[str], cells: pd.DataFrame,
+                 count_column: str, representer, build: Callable, refit: Callable,
+                 start: np.ndarray):
+        self.release, self.variables = release, tuple(variables)
+        self.cells, self.count_column = cells, count_column
+        self.representer, self.build, self.refit = representer, build, refit
+        self.start = np.asarray(start, dtype=float)
+
+    def __call__(self, se: np.ndarray) -> BinningCheck | None:
+        theta2, done, skipped = self._coarse_fit(2)
+        if not done and not skipped:
+            return None
+        theta4 = self._coarse_fit(4)[0] if done else np.full(self.start.size, np.nan)
+        d1, d2 = theta2 - self.start, theta4 - theta2
+        placement, other = self._placement_fit()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.clip(np.abs(d2) / np.abs(d1), 2.0, 16.0)
+            rate = np.where(np.isfinite(rate), rate, 4.0)
+            bias = d1 / (rate - 1.0)
+            ratio = np.fmax(np.abs(bias), np.abs(placement)) / se
+        return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
+                            placement=placement, placement_method=other)
+
+    def _fit(self, frame: pd.DataFrame, weights: np.ndarray) -> np.ndarray:
+        """The estimate on the points ``frame`` with ``weights`` (NaN if it failed)."""
+        X, y, valid = self.build(frame)
+        est, ok = self.refit(X, y, np.where(valid, weights.astype(float), 0.0)[:, None],
+                             self.start)
+        return est[0] if ok[0] else np.full(self.start.size, np.nan)
+
+    def _coarse_fit(self, factor: int):
+        """The estimate on bins ``factor`` times as wide: (estimate, variables
+        coarsened, continuous variables left alone)."""
+        coarse, done, skipped = coarsen_frame(self.cells, self.release.domain, self.variables,
+                                              factor)
+        if not done:
+            return np.full(self.start.size, np.nan), done, skipped
+        weights = self.cells[self.count_column].to_numpy()
+        if self.representer is not None:  # the same representatives, coarser bins
+            rep = self.representer.coarsened(factor, done)
+            coarse = rep.frame(rep.ids, rep.counts, self.count_column)
+            coarse.attrs = {}
+            weights = coarse[self.count_column].to_numpy()
+        return self._fit(coarse.drop(columns=[self.count_column]), weights), done, skipped
+
+    def _placement_fit(self):
+        """The estimate with other representatives of the same cells, minus it."""
+        rep = self.representer
+        if rep is None:  # midpoints (or no continuous variable): the neighbour shift
+            other = "shift"
+            alt = representer_for(self.release, self.variables, other)
+            if alt is None:
+                return np.full(self.start.size, np.nan), other
+        else:
+            other = "shift" if rep.method == "midpoint" else "midpoint"
+            alt = Representer(rep.domain, rep.ids, rep.counts, method=other)
+        frame = alt.frame(alt.ids, alt.counts, self.count_column)
+        frame.attrs = {}
+        weights = frame[self.count_column].to_numpy(float)
+        return self._fit(frame.drop(columns=[self.count_column]), weights) - self.start, other
+
+
+def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str], factor: int = 2
+                  ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...]]:
+    """The cell frame with each continuous variable's bins merged in groups of
+    ``factor`` (bins ``f j .. f j + f - 1``; a short last group stays short),
+    values at the merged bins' midpoints.  Returns the frame, the variables
+    coarsened and the continuous variables left alone (fewer than
+    ``BINNING_MIN_BINS`` bins)."""
+    out = frame.copy()
+    done, skipped = [], []
+    for name in variables:
+        axis = domain.axis(name)
+        if axis.kind != "continuous":
+            continue
+        if axis.bins < BINNING_MIN_BINS:
+            skipped.append(name)
+            continue
+        e = axis.edges  # on the axis's scale, as the codes
+        lo = axis.coord_bounds[0]
+        coord = axis.to_coord(out[name].to_numpy(float))
+        code = np.clip(np.floor((coord - lo) / axis.width), 0, axis.bins - 1)
+        c = code.astype(np.int64) // factor
+        out[name] = axis.to_values((e[factor * c] + e[np.minimum(factor * c + factor, axis.bins)]) / 2.0)
+        done.append(name)
+    return out, tuple(done), tuple(skipped)
