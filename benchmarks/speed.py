@@ -509,12 +509,7 @@ def run_in_memory(args) -> tuple[list, list]:
 def render(rows, sizes) -> str:
     head = ["measure"] + [f"n = {n:.0e}" for n in sizes]
     body = [[label] + [vals.get(n, "") for n in sizes] for label, vals in rows.items()]
-    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    for r in body:
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
-    return "\n".join(lines)
+    return _table(head, body)
 
 
 # ---- a 2e9-cell domain ---------------------------------------------------------------
