@@ -267,3 +267,18 @@ def test_band_rejects_a_far_start():
     assert ok[0] and stats["near"] == 0
     scale = np.abs(X).max(axis=0) / np.abs(y).max()
     assert np.max(np.abs((est[0] - ref[0]) * scale)) < COEF_TOL
+
+
+def test_replicates_from_the_point_estimate_on_bands():
+    """Bootstrap-like columns with the unweighted estimate as start: the
+    columns the band settles equal the reference, the others are solved in full."""
+    X, y = _design(8)
+    W = _weights(9)
+    start, _ = refit_quantreg_batch(X, y, np.ones((C, 1)), None, 0.5)
+    stats = {}
+    est, ok = refit_quantreg_batch(X, y, W, start[0], 0.5, stats=stats)
+    ref = _reference(X, y, W, 0.5)
+    assert ok.all() and stats["near"] > 0
+    assert stats["near"] + stats["solved"] + stats["fallback"] == B
+    scale = _lp_units(X, y)
+    assert np.max(np.abs((est - ref) * scale)) < COEF_TOL

@@ -57,9 +57,9 @@ replicates, on how they are batched, or on a failed solve before it.
 the measurement's noise, but makes the last bits of every estimate depend on
 the order; see :func:`refit_quantreg_batch`, Notes.)
 
-A single fit with a good start (the bootstrap's refitted-representatives
-replicates start from the same replicate's fixed-points estimate) is solved
-on a band instead (:func:`_solve_near`, Portnoy and Koenker's 1997
+A fit with a good start (the bootstrap's replicates start from the point
+estimate; its refitted-representatives replicates from the same replicate's
+fixed-points estimate) is solved on a band first (:func:`_solve_near`, Portnoy and Koenker's 1997
 "globbing"): the rows whose residual at the start is far from zero keep its
 sign at the optimum, so their ``a_i`` sit at their bounds and leave the
 program as a constant right-hand side; only the band's ``a_i`` remain.  The
@@ -125,7 +125,7 @@ def _solve_near(X: np.ndarray, y: np.ndarray, w: np.ndarray, q: float,
     fixed row's residual at ``beta`` has its sign (complementary slackness),
     which the duality-gap test of the full problem confirms.
     """
-    from scipy.optimize import linprog
+    import highspy
 
     from .quantreg import _check_loss
 
@@ -145,15 +145,16 @@ def _solve_near(X: np.ndarray, y: np.ndarray, w: np.ndarray, q: float,
     Z = X / x_scale
     rhs = -(Z.T @ a_fixed) / w_scale
     wb = w[band] / w_scale
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = linprog(-y[band] / y_scale, A_eq=Z[band].T, b_eq=rhs,
-                      bounds=np.column_stack([-(1.0 - q) * wb, q * wb]), method="highs")
-    if res.status != 0:
+    h = _new_highs(highspy)
+    if not _load_model(highspy, h, -y[band] / y_scale, Z[band], -(1.0 - q) * wb, q * wb, rhs):
         return None
-    beta = -np.asarray(res.eqlin.marginals) * y_scale / x_scale
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    beta = -np.asarray(sol.row_dual) * y_scale / x_scale
     a = a_fixed.copy()
-    a[band] = np.asarray(res.x) * w_scale
+    a[band] = np.asarray(sol.col_value) * w_scale
     floor = GAP_FLOOR * float(np.abs(y).max()) * float(w.sum())
     if not _gap_ok(_check_loss(y - X @ beta, w, q), float(y @ a), floor):
         return None
@@ -223,8 +224,9 @@ def _full_rank(X: np.ndarray, pos: np.ndarray, x_scale: np.ndarray) -> np.ndarra
 
 
 def _load_model(highspy: Any, h: Any, cost: np.ndarray, Z: np.ndarray,
-                lower: np.ndarray, upper: np.ndarray) -> bool:
-    """Pass the dual LP (costs ``cost``, matrix ``Z'``, bounds) to ``h``."""
+                lower: np.ndarray, upper: np.ndarray, rhs: np.ndarray | None = None) -> bool:
+    """Pass the dual LP (costs ``cost``, matrix ``Z'``, bounds, ``Z'a = rhs``,
+    default 0) to ``h``."""
     C, p = Z.shape
     lp = highspy.HighsLp()
     lp.num_col_ = C
@@ -232,8 +234,8 @@ def _load_model(highspy: Any, h: Any, cost: np.ndarray, Z: np.ndarray,
     lp.col_cost_ = cost
     lp.col_lower_ = lower
     lp.col_upper_ = upper
-    lp.row_lower_ = np.zeros(p)
-    lp.row_upper_ = np.zeros(p)
+    lp.row_lower_ = np.zeros(p) if rhs is None else rhs
+    lp.row_upper_ = np.zeros(p) if rhs is None else rhs
     # column i of the constraint matrix X' is row i of the design: its non-zeros
     rows, cols = np.nonzero(Z)
     start = np.zeros(C + 1, dtype=np.int32)
@@ -289,11 +291,12 @@ def refit_quantreg_batch(
         Non-negative weights, one column per fit (zeros allowed: a row of
         weight 0 is absent from that fit).
     start : ndarray or None
-        For a single column (``b == 1``), a close start (e.g. the same
-        replicate's estimate on slightly different points): the program is
-        first solved on the band of rows nearest to it (:func:`_solve_near`,
-        verified; else solved in full).  Several columns ignore it: they are
-        hot-started from the first solved column's basis.
+        A close start (the point estimate for replicates of the same
+        release, or a replicate's own estimate on slightly moved points):
+        every column is first solved on the band of rows nearest to it
+        (:func:`_solve_near`, verified optimal for all rows); the columns it
+        does not settle are solved in full, hot-started from the first of
+        them's optimal basis.  None: all in full.
     q : float
         Quantile, strictly between 0 and 1.
     stats : dict, optional
@@ -394,6 +397,18 @@ def refit_quantreg_batch(
         todo[todo] = _full_rank(X, pos[:, todo], x_scale)
     cols = np.flatnonzero(todo)
     counts["skipped"] = b - cols.size
+    if start is not None and cols.size:  # from a close start: each column on its band first
+        st = np.asarray(start, float).reshape(-1)
+        left = []
+        for j in cols:
+            pj = pos[:, j]
+            params = _solve_near(X[pj], y[pj], W[pj, j], q, st)
+            if params is None:
+                left.append(j)
+                continue
+            out[j], ok[j] = params, True
+            counts["near"] += 1
+        cols = np.asarray(left, dtype=np.int64)
     if cols.size == 0:
         if stats is not None:
             stats.update(counts)
