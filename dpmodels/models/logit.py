@@ -63,20 +63,31 @@ def _lhs_is_variable(formula: str, name: str) -> bool:
 
 
 def refit_logit(X, y, W, start):
-    """Frequency-weighted logit MLE for every column of ``W`` (C, b)."""
+    """Frequency-weighted logit MLE for every column of ``W`` (C, b).
+
+    Arrays are laid out replicate by cell, ``(b, C)``, so that a subset of
+    replicates is a block of rows; the linear predictors the line search
+    computed are reused by the next Newton step.
+    """
+    C, p = X.shape
     XX = outer_rows(X)
-    p = X.shape[1]
+    WT = np.ascontiguousarray(W.T)
+    b_all = W.shape[1]
+    seen = np.full((b_all, p), np.nan)  # the last point loglik saw, per replicate
+    eta_seen = np.empty((b_all, C))
 
     def loglik(theta, idx=None):
-        Wb = W if idx is None else W[:, idx]
-        eta = X @ theta.T
-        return np.sum(Wb * (y[:, None] * eta - np.logaddexp(0.0, eta)), axis=0)
+        idx = np.arange(b_all) if idx is None else idx
+        eta = theta @ X.T
+        seen[idx], eta_seen[idx] = theta, eta
+        return np.einsum("bc,bc->b", WT[idx], y * eta - np.logaddexp(0.0, eta))
 
     def grad_hess(theta, idx):
-        Wb = W[:, idx]
-        mu = expit(X @ theta.T)
-        g = (X.T @ (Wb * (y[:, None] - mu))).T
-        info = ((Wb * mu * (1.0 - mu)).T @ XX).reshape(idx.size, p, p)
+        Wb = WT[idx]
+        eta = eta_seen[idx] if np.array_equal(seen[idx], theta) else theta @ X.T
+        mu = expit(eta)
+        g = (Wb * (y - mu)) @ X
+        info = ((Wb * mu * (1.0 - mu)) @ XX).reshape(idx.size, p, p)
         return g, info
 
     return batched_newton(X, W, start, grad_hess, loglik)
