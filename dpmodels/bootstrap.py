@@ -266,15 +266,17 @@ class CellDesign:
         ok = np.zeros(W.shape[1], bool)
         slopes = self._design_slopes()
         frames, which = [], []
+        replicates = []  # (j, rows, ids, counts) of the non-empty replicates
         for j in range(W.shape[1]):
             rows = np.flatnonzero(W[:, j])
             if rows.size == 0:
                 continue
             order = np.argsort(self.cell_ids[rows])
             rows = rows[order]
-            ids, counts = self.cell_ids[rows], W[rows, j]
-            own = type(rep)(self.sub, ids, counts, method=rep.method, epsilon=rep.epsilon,
-                            threshold=rep.threshold, n=rep.n, start=rep, one_step=True)
+            replicates.append((j, rows, self.cell_ids[rows], W[rows, j]))
+        # every replicate's representer, the one-step density fits computed together
+        owns = type(rep).refitted(rep, self.sub, [(ids, counts) for _, _, ids, counts in replicates])
+        for (j, rows, ids, counts), own in zip(replicates, owns):
             if slopes is not None and own.method == rep.method:
                 points = own.points(ids, counts)
                 moved = self._moved(slopes, rows, points)

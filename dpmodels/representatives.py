@@ -338,6 +338,15 @@ class Representer:
                  epsilon: float = math.inf, threshold: float | None = None,
                  n: int | None = None, start: "Representer | None" = None,
                  one_step: bool = False):
+        self._setup(domain, ids, counts, method, epsilon, threshold, n)
+        if self.method == "density":
+            warm = start._fit if start is not None and start.domain == domain else None
+            self._fit = fit_density(domain, self.ids, self.counts, epsilon=epsilon,
+                                    threshold=threshold, n=n, start=warm,
+                                    one_step=one_step)
+
+    def _setup(self, domain, ids, counts, method, epsilon, threshold, n):
+        """Everything but the density fit (``_fit`` None)."""
         check_representatives(method)
         self.domain = domain
         self.ids = np.asarray(ids, dtype=np.uint64)
@@ -350,11 +359,30 @@ class Representer:
         self.method = method
         self.epsilon, self.threshold, self.n = epsilon, threshold, n
         self._fit = None
-        if method == "density":
-            warm = start._fit if start is not None and start.domain == domain else None
-            self._fit = fit_density(domain, self.ids, self.counts, epsilon=epsilon,
-                                    threshold=threshold, n=n, start=warm,
-                                    one_step=one_step)
+
+    @classmethod
+    def refitted(cls, start: "Representer", domain: Domain, cells) -> list["Representer"]:
+        """``cls(domain, ids, counts, method=start.method, epsilon=start.epsilon,
+        threshold=start.threshold, n=start.n, start=start, one_step=True)`` for
+        every ``(ids, counts)`` of ``cells`` (e.g. the bootstrap's replicates),
+        the same to the last bit, with the one-step density fits computed
+        together (:func:`fit_density_one_step_many`)."""
+        out, dense = [], []
+        for ids, counts in cells:
+            rep = cls.__new__(cls)
+            rep._setup(domain, ids, counts, start.method, start.epsilon, start.threshold,
+                       start.n)
+            if rep.method == "density":
+                dense.append(rep)
+            out.append(rep)
+        if dense:
+            warm = start._fit if start.domain == domain else None
+            fits = fit_density_one_step_many(
+                domain, [(rep.ids, rep.counts) for rep in dense], epsilon=start.epsilon,
+                threshold=start.threshold, n=start.n, start=warm)
+            for rep, fit in zip(dense, fits):
+                rep._fit = fit
+        return out
 
     @classmethod
     def from_release(cls, release, variables: Sequence[str],
@@ -1340,3 +1368,113 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     thetas = {key: theta[g].copy() for g, key in enumerate(keys.tolist())}
     mean, cov = _cell_moments(basis, cpos, theta[group], eta[at])
     return DensityFit(family, mean, cov, keys.size, domain, thetas, pooled)
+
+
+def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.inf,
+                              threshold: float | None = None, n: int | None = None,
+                              start: DensityFit | None = None) -> list[DensityFit]:
+    """:func:`fit_density` ``(domain, ids, counts, ..., start=start,
+    one_step=True)`` of every ``(ids, counts)`` of ``cells`` (the bootstrap's
+    replicates of one release), computed together: the replicates' pooled
+    fits are the groups of one side-by-side fit, and their (replicate, group)
+    pairs those of another.  Every fit is the one :func:`fit_density` returns,
+    to the last bit (a group's fit does not depend on which groups it is
+    fitted with); a replicate the batch does not cover (no start tables, a
+    group the start has not fitted, no cell) is fitted by :func:`fit_density`.
+    """
+    cells = [(np.asarray(ids, dtype=np.uint64), np.asarray(counts, float)) for ids, counts in cells]
+    out: list = [None] * len(cells)
+
+    def single(r):
+        return fit_density(domain, cells[r][0], cells[r][1], epsilon=epsilon,
+                           threshold=threshold, n=n, start=start, one_step=True)
+
+    cont = [i for i, a in enumerate(domain.axes) if a.kind == "continuous"]
+    sizes = [domain.axes[i].size for i in cont]
+    family = density_family(sizes) if sizes else None
+    tables = None
+    if (start is not None and sizes and start.family == family and start.domain is not None
+            and tuple(sizes) == tuple(a.size for a in start.domain.axes
+                                      if a.kind == "continuous")):
+        tables = start._start_tables
+    if not math.isfinite(epsilon):
+        k = None
+    elif threshold is not None:
+        k = max(int(math.ceil(threshold)), 1)
+    else:
+        k = max(int(math.ceil(0.5 * math.log(max(n or 2, 2)) / epsilon)), 1)
+    if tables is not None and k is not None:
+        # the E-step's grids of means beyond 2**52 go group by group (see
+        # _censored_means): such fits are not batched
+        top = float(np.max(tables[2].sum(axis=2))) * math.exp(-epsilon / 2.0)
+        if not top < 2.0**51:
+            tables = None
+    if tables is None:
+        return [single(r) for r in range(len(cells))]
+
+    basis = _basis(tuple(sizes), family)
+    p, nq = basis.p, basis.qweight.size
+    batch, per = [], []  # the batched replicates, and what each brings
+    for r, (ids, counts) in enumerate(cells):
+        if ids.size == 0:
+            out[r] = single(r)
+            continue
+        codes = domain.decode(ids)
+        _, _, gkey = _layout(domain, codes)
+        keys, group = np.unique(gkey, return_inverse=True)
+        if not all(key in start.thetas for key in keys.tolist()):
+            out[r] = single(r)
+            continue
+        released = counts >= k if k is not None else counts > 0
+        cpos = np.ravel_multi_index(tuple(codes[i] for i in cont), sizes).astype(np.int64)
+        batch.append(r)
+        per.append((keys, group.astype(np.int64), cpos, released, np.maximum(counts, 0.0)))
+    if not batch:
+        return out
+    R = len(batch)
+    cpos = np.concatenate([x[2] for x in per])
+    released = np.concatenate([x[3] for x in per])
+    positive = np.concatenate([x[4] for x in per])
+    listed = np.array([x[2].size for x in per])
+
+    # the pooled fits: one group per replicate
+    rep_of = np.repeat(np.arange(R), listed)
+    apos, starts, _, obs, rmask = _active_cells(sizes, rep_of, R, cpos, released, positive)
+    prec = basis.ridge + _POOLED_PRIOR
+    prec[0] = 0.0
+    pooled = np.tile(start.pooled, (R, 1))
+    zeros = np.zeros((R, p))
+    for b in _batches(starts, nq * p):
+        lo, hi = starts[b[0]], starts[b[-1] + 1]
+        part = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
+        at_start, memo = _from_start(tables, 0, apos[lo:hi])
+        pooled[b] = _fit_censored(obs[lo:hi], rmask[lo:hi], part, k, epsilon, pooled[b],
+                                  zeros[b], prec, "one-step", at_start, memo)[0]
+
+    # the groups of every replicate, side by side
+    first = np.concatenate([[0], np.cumsum([x[0].size for x in per])])
+    pair = np.concatenate([x[1] + first[i] for i, x in enumerate(per)])
+    keys = np.concatenate([x[0] for x in per])
+    apos, starts, at, obs, rmask = _active_cells(sizes, pair, keys.size, cpos, released,
+                                                 positive)
+    prec = basis.ridge + _GROUP_PRIOR
+    prec[0] = 0.0
+    theta = np.stack([start.thetas[key] for key in keys.tolist()])
+    prior = pooled[np.repeat(np.arange(R), np.diff(first))]
+    eta = np.empty((apos.size, nq))
+    row = np.repeat([tables[0][key] for key in keys.tolist()], np.diff(starts))
+    for b in _batches(starts, nq * p):
+        lo, hi = starts[b[0]], starts[b[-1] + 1]
+        part = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
+        at_start, memo = _from_start(tables, row[lo:hi], apos[lo:hi])
+        theta[b], (eta[lo:hi], _) = _fit_censored(obs[lo:hi], rmask[lo:hi], part, k, epsilon,
+                                                  theta[b], prior[b], prec, "one-step",
+                                                  at_start, memo)
+    cfirst = np.concatenate([[0], np.cumsum(listed)])
+    for i, r in enumerate(batch):
+        g0, g1, c0, c1 = first[i], first[i + 1], cfirst[i], cfirst[i + 1]
+        thetas = {key: theta[g0 + g].copy() for g, key in enumerate(per[i][0].tolist())}
+        mean, cov = _cell_moments(basis, cpos[c0:c1], theta[pair[c0:c1]], eta[at[c0:c1]])
+        out[r] = DensityFit(family, mean, cov, int(g1 - g0), domain, thetas,
+                            pooled[i].copy())
+    return out

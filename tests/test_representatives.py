@@ -634,3 +634,52 @@ def test_cell_moments_are_the_quadrature_moments_of_the_density():
         np.testing.assert_allclose(mean_got, mean, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(cov_got, np.einsum("cq,cqa,cqb->cab", f, dev, dev), rtol=1e-10,
                                    atol=1e-15)
+
+
+@pytest.mark.parametrize("threshold", [6.0, None])
+def test_one_step_fits_of_many_replicates_together_are_those_of_each_alone(threshold):
+    # Representer.refitted computes the replicates' one-step fits side by side; every
+    # replicate's fit and points are those of its own Representer, to the last bit
+    rng = np.random.default_rng(11)
+    dom = _grid_domain(9, 8, levels=["a", "b", "c", "d"])
+    x = rng.beta(2.0, 3.0, (30_000, 2))
+    g = rng.integers(0, 3, 30_000)  # level "d" is never in the release
+    codes = [np.minimum((x[:, 0] * 9).astype(int), 8), np.minimum((x[:, 1] * 8).astype(int), 7), g]
+    ids, counts = np.unique(dom.encode(codes), return_counts=True)
+    noisy = counts + rng.integers(-4, 5, counts.size)
+    k = 6 if threshold is not None else 1
+    args = dict(method="density", epsilon=1.0, threshold=threshold, n=30_000)
+    keep = noisy >= k
+    start = Representer(dom, ids[keep], noisy[keep], **args)
+    cells = []
+    for _ in range(6):
+        c = noisy + rng.integers(-3, 4, counts.size)
+        cells.append((ids[c >= k], c[c >= k]))
+    one_group = dom.decode(cells[1][0])[2] == 0
+    cells[1] = (cells[1][0][one_group], cells[1][1][one_group])  # one group only
+    cells[2] = (cells[2][0][:1], cells[2][1][:1])  # a single cell
+    d_ids = dom.encode([np.array([2, 3]), np.array([1, 1]), np.array([3, 3])])
+    both = np.concatenate([cells[3][0], d_ids])  # a group the start has not fitted
+    order = np.argsort(both)
+    cells[3] = (both[order], np.concatenate([cells[3][1], [9, 7]])[order])
+    cells.append((ids[:0], noisy[:0]))  # no cell
+    together = Representer.refitted(start, dom, cells)
+    assert start._fit._start_tables[4]  # the start's tables and E-step memo in use
+    assert len(together) == len(cells)
+    alone_start = Representer(dom, ids[keep], noisy[keep], **args)  # its own tables and memo
+    for (i, c), b in zip(cells, together):
+        a = Representer(dom, i, c, start=alone_start, one_step=True, **args)
+        assert a.method == b.method
+        if a._fit is not None:
+            np.testing.assert_array_equal(a._fit.mean, b._fit.mean)
+            np.testing.assert_array_equal(a._fit.cov, b._fit.cov)
+            np.testing.assert_array_equal(a._fit.pooled, b._fit.pooled)
+            assert a._fit.thetas.keys() == b._fit.thetas.keys()
+            for key in a._fit.thetas:
+                np.testing.assert_array_equal(a._fit.thetas[key], b._fit.thetas[key])
+        else:
+            assert b._fit is None
+        pa, pb = a.points(i, c), b.points(i, c)
+        np.testing.assert_array_equal(pa.weights, pb.weights)
+        for name in pa.values:
+            np.testing.assert_array_equal(pa.values[name], pb.values[name])
