@@ -1254,6 +1254,17 @@ def _cell_moments(basis: _Basis, pos: np.ndarray, theta: np.ndarray, eta=None):
     return mean, cov
 
 
+def _censoring_threshold(epsilon: float, threshold: float | None, n: int | None) -> int | None:
+    """The count below which a cell was not released, for the density fit's
+    censoring: None without noise; a signed release is treated as thresholded
+    at Lei's enhanced threshold ``0.5 log(n) / epsilon``."""
+    if not math.isfinite(epsilon):
+        return None
+    if threshold is not None:
+        return max(int(math.ceil(threshold)), 1)
+    return max(int(math.ceil(0.5 * math.log(max(n or 2, 2)) / epsilon)), 1)
+
+
 def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
                 threshold: float | None = None, n: int | None = None,
                 start: DensityFit | None = None, one_step: bool = False) -> DensityFit:
@@ -1310,12 +1321,7 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     family = density_family(sizes)
     basis = _basis(tuple(sizes), family)
     p = basis.p
-    if not math.isfinite(epsilon):
-        k = None
-    elif threshold is not None:
-        k = max(int(math.ceil(threshold)), 1)
-    else:
-        k = max(int(math.ceil(0.5 * math.log(max(n or 2, 2)) / epsilon)), 1)
+    k = _censoring_threshold(epsilon, threshold, n)
     released = counts >= k if k is not None else counts > 0
     positive = np.maximum(counts, 0.0)
     cpos = np.ravel_multi_index(tuple(codes[i] for i in cont), sizes).astype(np.int64)
@@ -1397,12 +1403,7 @@ def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.in
             and tuple(sizes) == tuple(a.size for a in start.domain.axes
                                       if a.kind == "continuous")):
         tables = start._start_tables
-    if not math.isfinite(epsilon):
-        k = None
-    elif threshold is not None:
-        k = max(int(math.ceil(threshold)), 1)
-    else:
-        k = max(int(math.ceil(0.5 * math.log(max(n or 2, 2)) / epsilon)), 1)
+    k = _censoring_threshold(epsilon, threshold, n)
     if tables is not None and k is not None:
         # the E-step's grids of means beyond 2**52 go group by group (see
         # _censored_means): such fits are not batched
