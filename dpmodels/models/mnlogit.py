@@ -26,6 +26,11 @@ from .logit import _DPChoiceModel
 __all__ = ["DPMNLogit", "DPMNLogitResultsWrapper", "dp_mnlogit"]
 
 
+#: Up to this many replicates, refit_mnlogit forms all pairs of equations' Hessian
+#: weights in one array; beyond, pair by pair.
+_PAIRS_AT_ONCE = 8
+
+
 def refit_mnlogit(X, y, W, start, n_classes: int):
     """Frequency-weighted multinomial logit MLE for every column of ``W``.
 
@@ -44,6 +49,8 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
     eq = code[rows] - 1
     Y = np.stack([(code == j + 1).astype(float) for j in range(J1)])  # (J1, C)
     WT = np.ascontiguousarray(W.T)  # (b, C)
+    upper = np.triu_indices(J1)  # the (j, k) blocks formed: minus the Hessian is symmetric
+    diag = np.arange(J1)
     b_all = W.shape[1]
     # the last linear predictors and normalizers loglik computed, per replicate: Newton's
     # next grad_hess is at the point its line search accepted (batched_newton)
@@ -82,16 +89,16 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
         PW = P * Wb[:, None, :]
         g = ((Y[None] * Wb[:, None, :] - PW).reshape(b * J1, C) @ X).reshape(b, J1 * p)
         # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck),
-        # symmetric in (j, k): each pair's weights are formed once
-        info = np.empty((b, J1, p, J1, p))
-        for j in range(J1):
-            for k in range(j, J1):
-                block = ((PW[:, j] * P[:, k]) @ XX).reshape(b, p, p)
-                if j == k:
-                    info[:, j, :, j, :] = (PW[:, j] @ XX).reshape(b, p, p) - block
-                else:
-                    info[:, j, :, k, :] = -block
-                    info[:, k, :, j, :] = -block
+        # symmetric in (j, k): each pair's weights are formed once, all pairs in one product
+        if b <= _PAIRS_AT_ONCE:  # few replicates: every pair in one product (less overhead)
+            pairs = (PW[:, upper[0]] * P[:, upper[1]]).reshape(-1, C) @ XX
+        else:  # many: pair by pair, on contiguous (b, C) slabs (less memory traffic)
+            pairs = np.stack([(PW[:, j] * P[:, k]) @ XX for j, k in zip(*upper)], axis=1)
+        blocks = np.empty((b, J1, J1, p * p))
+        blocks[:, upper[0], upper[1]] = -pairs.reshape(b, -1, p * p)
+        blocks[:, upper[1], upper[0]] = blocks[:, upper[0], upper[1]]
+        blocks[:, diag, diag] += (PW.reshape(-1, C) @ XX).reshape(b, J1, p * p)
+        info = blocks.reshape(b, J1, J1, p, p).transpose(0, 1, 3, 2, 4)
         return g, info.reshape(b, J1 * p, J1 * p)
 
     return batched_newton(X, W, start, grad_hess, loglik)
