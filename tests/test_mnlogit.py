@@ -306,3 +306,31 @@ def test_separation_warns_or_raises(multi_frame):
     assert "Separation" in res.summary().as_text()
     with pytest.raises(SeparationError):
         model.fit(separation="raise")
+
+
+def test_batched_refit_matches_statsmodels_for_few_and_many_replicates():
+    """refit_mnlogit forms the Hessian's pair weights in one array for a few
+    replicates and pair by pair for many: both give statsmodels' MLE of each
+    weight column."""
+    import statsmodels.api as sm
+
+    from dpmodels.models.mnlogit import _PAIRS_AT_ONCE, refit_mnlogit
+
+    rng = np.random.default_rng(4)
+    C, J = 300, 4
+    X = np.column_stack([np.ones(C), rng.normal(size=C), rng.normal(size=C)])
+    eta = X @ rng.normal(scale=0.7, size=(3, J - 1))
+    prob = np.exp(np.column_stack([np.zeros(C), eta]))
+    prob /= prob.sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(J, p=row) for row in prob], dtype=float)
+    W = rng.poisson(3.0, size=(C, _PAIRS_AT_ONCE + 3)).astype(float)
+    start = np.zeros(3 * (J - 1))
+    many, ok_many = refit_mnlogit(X, y, W, start, J)
+    few, ok_few = refit_mnlogit(X, y, W[:, :2], start, J)
+    assert ok_many.all() and ok_few.all()
+    np.testing.assert_allclose(few, many[:2], rtol=1e-8, atol=1e-10)
+    for j in (0, 1, W.shape[1] - 1):
+        ref = sm.MNLogit(np.repeat(y, W[:, j].astype(int)),
+                         np.repeat(X, W[:, j].astype(int), axis=0)).fit(disp=0, tol=1e-12)
+        np.testing.assert_allclose(many[j], np.asarray(ref.params).T.ravel(), rtol=1e-6,
+                                   atol=1e-8)
