@@ -396,7 +396,13 @@ def _noise_driven(a: dict, b: dict) -> bool:
     def kinds(fit):
         return {(cat, msg) for (cat, msg), _ in fit["warnings"] if cat in NOISE_DRIVEN}
 
-    return kinds(a) != kinds(b)
+    def binning_flags(fit):
+        # the summary's binning note names the coefficients whose binning shift exceeds
+        # half a (bootstrap) standard error: a function of the noisy release, as a warning
+        found = re.search(r"WARNING:binningmaybias(.*?)byupto", fit.get("summary", ""))
+        return found.group(1) if found else None
+
+    return kinds(a) != kinds(b) or binning_flags(a) != binning_flags(b)
 
 
 # ---------------------------------------------------------------------------
@@ -409,7 +415,7 @@ def test_neighbours_publish_the_same_metadata_pandas(kind):
     compared = 0
     for seed in range(PAIRS_PER_KIND):
         case = make_case(seed, kind)
-        fit_kw = {} if seed < BOOTSTRAP_PAIRS_PER_KIND else None
+        fit_kw = {"random_state": 7} if seed < BOOTSTRAP_PAIRS_PER_KIND else None
         compared += compare(case, fit_kw=fit_kw)[0]
     # pairs whose fits took different paths (noise) are rare: the test compares fits
     assert compared >= 0.9 * PAIRS_PER_KIND, compared
