@@ -160,9 +160,10 @@ class CellDesign:
         Within its cell, a point's design row is then the stored row plus
         ``sum_k slope_k (x_k - x_k_stored)`` exactly (up to rounding): a
         replicate's refitted points need no new design build.  Checked, not
-        assumed: the design is rebuilt with each variable at its cell's lower
-        and upper edges (every stored row must lie on that line) and with all
-        of them at their upper edges at once (no interaction between them).
+        assumed (:meth:`_slopes_of`): the design is built at each cell's centre
+        with one variable at a time moved to the cell's edges, and every stored
+        point's row must equal the centre's row plus those slopes times its
+        offsets (an interaction between two variables fails at the points).
         ``price ~ size + C(county)`` or ``standardize(x)`` pass; ``log(x)``,
         ``x1:x2`` or a spline do not (the replicates' designs are built).
         Points added later (cells new to the design) are checked as they come.

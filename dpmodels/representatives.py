@@ -1265,6 +1265,33 @@ def _censoring_threshold(epsilon: float, threshold: float | None, n: int | None)
     return max(int(math.ceil(0.5 * math.log(max(n or 2, 2)) / epsilon)), 1)
 
 
+def _one_step_tables(start: "DensityFit | None", sizes, family):
+    """The start fit's grid tables when a one-step fit on ``sizes`` can read its
+    first steps off them (same family and continuous grid); else None."""
+    if (start is None or not sizes or start.family != family or start.domain is None
+            or tuple(sizes) != tuple(a.size for a in start.domain.axes
+                                     if a.kind == "continuous")):
+        return None
+    return start._start_tables
+
+
+def _fit_side_by_side(basis, apos, starts, obs, rmask, k, epsilon, theta, prior, prec, warm,
+                      tables, row):
+    """:func:`_fit_censored` of every group (``starts``: their slices of the
+    active cells ``apos``) in batches that bound the basis's memory; returns
+    the fitted ``theta`` (groups, p) and the log-densities (cells, Q)."""
+    eta = np.empty((apos.size, basis.qweight.size))
+    for b in _batches(starts, basis.qweight.size * basis.p):
+        lo, hi = starts[b[0]], starts[b[-1] + 1]
+        cells = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
+        rows = row if row is None or np.isscalar(row) else row[lo:hi]
+        at_start, memo = _from_start(tables, rows, apos[lo:hi])
+        theta[b], (eta[lo:hi], _) = _fit_censored(obs[lo:hi], rmask[lo:hi], cells, k, epsilon,
+                                                  theta[b], prior[b], prec, warm, at_start,
+                                                  memo)
+    return theta, eta
+
+
 def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
                 threshold: float | None = None, n: int | None = None,
                 start: DensityFit | None = None, one_step: bool = False) -> DensityFit:
@@ -1327,10 +1354,8 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     cpos = np.ravel_multi_index(tuple(codes[i] for i in cont), sizes).astype(np.int64)
     warm = (("one-step" if one_step else True) if start is not None and start.family == family
             else False)
-    tables = None  # a one-step fit on the start's grid reads its first steps off the start
-    if warm == "one-step" and start.domain is not None and tuple(sizes) == tuple(
-            a.size for a in start.domain.axes if a.kind == "continuous"):
-        tables = start._start_tables
+    # a one-step fit on the start's grid reads its first steps off the start
+    tables = _one_step_tables(start, sizes, family) if warm == "one-step" else None
 
     # pooled over the groups: the prior of each group fit
     apos, starts, _, obs, rmask = _active_cells(sizes, np.zeros(ids.size, np.int64), 1, cpos,
@@ -1359,18 +1384,12 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
         else:
             theta[g, 0] += math.log(max(obs[starts[g]:starts[g + 1]].sum(), 1.0) / total)
     prior = np.tile(pooled, (keys.size, 1))
-    eta = np.empty((apos.size, basis.qweight.size))  # the fitted log-densities
     if tables is not None and not all(key in start.thetas for key in keys.tolist()):
         tables = None  # (a group the start has not fitted)
     row = None if tables is None else np.repeat([tables[0][key] for key in keys.tolist()],
                                                 np.diff(starts))
-    for b in _batches(starts, basis.qweight.size * p):
-        lo, hi = starts[b[0]], starts[b[-1] + 1]
-        cells = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
-        at_start, memo = _from_start(tables, None if row is None else row[lo:hi], apos[lo:hi])
-        theta[b], (eta[lo:hi], _) = _fit_censored(obs[lo:hi], rmask[lo:hi], cells, k, epsilon,
-                                                  theta[b], prior[b], prec, warm, at_start,
-                                                  memo)
+    theta, eta = _fit_side_by_side(basis, apos, starts, obs, rmask, k, epsilon, theta, prior,
+                                   prec, warm, tables, row)
     thetas = {key: theta[g].copy() for g, key in enumerate(keys.tolist())}
     mean, cov = _cell_moments(basis, cpos, theta[group], eta[at])
     return DensityFit(family, mean, cov, keys.size, domain, thetas, pooled)
@@ -1398,11 +1417,7 @@ def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.in
     cont = [i for i, a in enumerate(domain.axes) if a.kind == "continuous"]
     sizes = [domain.axes[i].size for i in cont]
     family = density_family(sizes) if sizes else None
-    tables = None
-    if (start is not None and sizes and start.family == family and start.domain is not None
-            and tuple(sizes) == tuple(a.size for a in start.domain.axes
-                                      if a.kind == "continuous")):
-        tables = start._start_tables
+    tables = _one_step_tables(start, sizes, family)
     k = _censoring_threshold(epsilon, threshold, n)
     if tables is not None and k is not None:
         # the E-step's grids of means beyond 2**52 go group by group (see
@@ -1414,7 +1429,7 @@ def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.in
         return [single(r) for r in range(len(cells))]
 
     basis = _basis(tuple(sizes), family)
-    p, nq = basis.p, basis.qweight.size
+    p = basis.p
     batch, per = [], []  # the batched replicates, and what each brings
     for r, (ids, counts) in enumerate(cells):
         if ids.size == 0:
@@ -1443,14 +1458,9 @@ def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.in
     apos, starts, _, obs, rmask = _active_cells(sizes, rep_of, R, cpos, released, positive)
     prec = basis.ridge + _POOLED_PRIOR
     prec[0] = 0.0
-    pooled = np.tile(start.pooled, (R, 1))
-    zeros = np.zeros((R, p))
-    for b in _batches(starts, nq * p):
-        lo, hi = starts[b[0]], starts[b[-1] + 1]
-        part = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
-        at_start, memo = _from_start(tables, 0, apos[lo:hi])
-        pooled[b] = _fit_censored(obs[lo:hi], rmask[lo:hi], part, k, epsilon, pooled[b],
-                                  zeros[b], prec, "one-step", at_start, memo)[0]
+    pooled, _ = _fit_side_by_side(basis, apos, starts, obs, rmask, k, epsilon,
+                                  np.tile(start.pooled, (R, 1)), np.zeros((R, p)), prec,
+                                  "one-step", tables, 0)
 
     # the groups of every replicate, side by side
     first = np.concatenate([[0], np.cumsum([x[0].size for x in per])])
@@ -1462,15 +1472,9 @@ def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.in
     prec[0] = 0.0
     theta = np.stack([start.thetas[key] for key in keys.tolist()])
     prior = pooled[np.repeat(np.arange(R), np.diff(first))]
-    eta = np.empty((apos.size, nq))
     row = np.repeat([tables[0][key] for key in keys.tolist()], np.diff(starts))
-    for b in _batches(starts, nq * p):
-        lo, hi = starts[b[0]], starts[b[-1] + 1]
-        part = _Cells.build(basis, apos[lo:hi], starts[b[0]:b[-1] + 2] - lo)
-        at_start, memo = _from_start(tables, row[lo:hi], apos[lo:hi])
-        theta[b], (eta[lo:hi], _) = _fit_censored(obs[lo:hi], rmask[lo:hi], part, k, epsilon,
-                                                  theta[b], prior[b], prec, "one-step",
-                                                  at_start, memo)
+    theta, eta = _fit_side_by_side(basis, apos, starts, obs, rmask, k, epsilon, theta, prior,
+                                   prec, "one-step", tables, row)
     cfirst = np.concatenate([[0], np.cumsum(listed)])
     for i, r in enumerate(batch):
         g0, g1, c0, c1 = first[i], first[i + 1], cfirst[i], cfirst[i + 1]

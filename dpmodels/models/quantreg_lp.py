@@ -382,18 +382,10 @@ def refit_quantreg_batch(
     pos = W > 0
     x_scale = np.max(np.abs(X), axis=0) if C else np.ones(p)
     x_scale[x_scale == 0] = 1.0
-    if b == 1 and start is not None and pos.any():  # one fit from a close start: the band first
-        pj = pos[:, 0]
-        if np.linalg.matrix_rank(X[pj]) == p:
-            params = _solve_near(X[pj], y[pj], W[pj, 0], q, np.asarray(start, float).reshape(-1))
-            if params is not None:
-                counts["near"] = 1
-                if stats is not None:
-                    stats.update(counts)
-                out[0], ok[0] = params, True
-                return out, ok
     todo = pos.any(axis=0)
-    if todo.any():
+    if b == 1 and todo[0]:  # one column: matrix_rank itself is cheaper than the batched test
+        todo[0] = np.linalg.matrix_rank(X[pos[:, 0]]) == p
+    elif todo.any():
         todo[todo] = _full_rank(X, pos[:, todo], x_scale)
     cols = np.flatnonzero(todo)
     counts["skipped"] = b - cols.size
@@ -455,8 +447,7 @@ def refit_quantreg_batch(
                 dual = float(np.dot(y, sol.col_value)) * float(w.max())
                 primal = _check_loss(y - X @ beta, w, q)
                 floor = GAP_FLOOR * float(abs_y[pj].max()) * float(w.sum())
-                if (np.all(np.isfinite(beta)) and np.isfinite(primal)
-                        and abs(primal - dual) <= GAP_RTOL * max(abs(primal), abs(dual), floor)):
+                if np.all(np.isfinite(beta)) and _gap_ok(primal, dual, floor):
                     params = beta
                     counts["solved"] += 1
                     if basis0 is None:
