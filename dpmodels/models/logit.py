@@ -26,6 +26,7 @@ from ..formula import FormulaVariables, formula_variables
 from scipy.special import expit
 
 from ..batched import batched_newton, outer_rows
+from ..routing import Call, route
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
     FreqLogit,
@@ -448,6 +449,12 @@ def dp_logit(
     from .newton_logit import DPNewtonLogit
 
     env = formula_env(kwargs)
+    routed = route(Call("logit", formula, data, epsilon=epsilon, bounds=bounds,
+                        levels=levels, bins=bins, threshold=threshold, n=n,
+                        random_state=random_state, accountant=accountant, method=method,
+                        namespace=env, options=kwargs))
+    if routed is not None:
+        return routed
     chosen = choose_logit_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
                                  threshold=threshold, options=kwargs, namespace=env, n=n,
                                  epsilon=epsilon)

@@ -20,6 +20,8 @@ from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..batched import batched_newton, outer_rows
+from ..routing import Call, route
+from ..validation import check_choice
 from .base import dp_options, formula_env
 from .logit import _DPChoiceModel
 
@@ -253,6 +255,7 @@ def dp_mnlogit(
     n: int | None = None,
     random_state=None,
     accountant=None,
+    method: str = "auto",
     **kwargs,
 ) -> DPMNLogit:
     """Differentially private multinomial logit from a formula, as
@@ -285,6 +288,9 @@ def dp_mnlogit(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
+    method : {"auto", "histogram"}
+        The release the fit is made on; "auto" (default) and "histogram"
+        are the perturbed joint histogram (Lei 2011).
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
         :func:`dpmodels.release`.
@@ -343,8 +349,16 @@ def dp_mnlogit(
     >>> np.allclose(np.asarray(probs).sum(axis=1), 1.0)
     True
     """
+    env = formula_env(kwargs)
+    routed = route(Call("mnlogit", formula, data, epsilon=epsilon, bounds=bounds,
+                        levels=levels, bins=bins, threshold=threshold, n=n,
+                        random_state=random_state, accountant=accountant, method=method,
+                        namespace=env, options=kwargs))
+    if routed is not None:
+        return routed
+    check_choice("method", method, ("auto", "histogram"))
     return DPMNLogit(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=formula_env(kwargs), **kwargs,
+        eval_env=env, **kwargs,
     )

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ReleaseWarning
 from ..batched import full_rank, outer_rows, solve_ok
 from ..methods import choose_ols_method
+from ..routing import Call, route
 from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
 from .moments_ols import DPMomentsOLS
@@ -167,6 +168,12 @@ def dp_ols(
     1.0
     """
     env = formula_env(kwargs)
+    routed = route(Call("ols", formula, data, epsilon=epsilon, bounds=bounds,
+                        levels=levels, bins=bins, threshold=threshold, n=n,
+                        random_state=random_state, accountant=accountant, method=method,
+                        namespace=env, options=kwargs))
+    if routed is not None:
+        return routed
     chosen = choose_ols_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
                                threshold=threshold, options=kwargs, namespace=env, n=n,
                                epsilon=epsilon)

@@ -57,6 +57,7 @@ from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
+from ..routing import Call, route
 from .base import DPModel, dp_options, formula_env
 from .quantreg_lp import refit_quantreg_batch
 
@@ -771,6 +772,12 @@ def dp_quantreg(
     from .newton_quantreg import DPNewtonQuantReg
 
     env = formula_env(kwargs)
+    routed = route(Call("quantreg", formula, data, epsilon=epsilon, bounds=bounds,
+                        levels=levels, bins=bins, threshold=threshold, n=n,
+                        random_state=random_state, accountant=accountant, method=method,
+                        q=q, namespace=env, options=kwargs))
+    if routed is not None:
+        return routed
     taus = _quantiles(0.5 if q is None else q)
     chosen = choose_quantreg_method(method, formula, data, bounds=bounds, levels=levels,
                                     bins=bins, threshold=threshold, options=kwargs,
