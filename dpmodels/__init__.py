@@ -10,7 +10,7 @@
 True
 """
 
-from . import datasets
+from . import datasets, local
 from .accountant import Accountant
 from .domain import Axis, Domain
 from .errors import (
@@ -38,6 +38,10 @@ from .planning import Plan, plan
 from .release import PrivateHistogram, release
 from .report import MomentsReport, PrivacyReport
 from .saved import SavedReleaseError, load_release
+from .sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
+from .selection import FeatureSelection, SelectionReport, select_features
+from .synthetic import SmoothedSample, smoothed_sample
+from .unbounded import Unbounded
 
 __version__ = "0.1.0"
 
@@ -58,6 +62,10 @@ __all__ = [
     "Plan",
     "release_moments",
     "release_newton",
+    "release_sample_aggregate",
+    "PrivateSampleAggregate",
+    "smoothed_sample",
+    "SmoothedSample",
     "PrivateHistogram",
     "PrivateMoments",
     "PrivateNewton",
@@ -66,7 +74,9 @@ __all__ = [
     "Accountant",
     "Axis",
     "Domain",
+    "Unbounded",
     "datasets",
+    "local",
     "DPModelsError",
     "DPModelsTypeError",
     "DomainError",
@@ -82,4 +92,7 @@ __all__ = [
     "SeparationError",
     "SingularDesignError",
     "SavedReleaseError",
+    "select_features",
+    "FeatureSelection",
+    "SelectionReport",
 ]

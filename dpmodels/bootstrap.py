@@ -403,11 +403,10 @@ def parametric_bootstrap(
     t0 = time.perf_counter()
     rng = make_rng(random_state)
     params = np.asarray(params, dtype=float).ravel()
-    sims = [ReleaseSimulator(release, population=population)]
-    if population == "deconvolved" and sims[0].deconvolved:
-        # the population model is uncertain: half of B from the smooth population
-        # too, and per coefficient the larger error (DPInference.parts)
-        sims.append(ReleaseSimulator(release, population="smooth"))
+    # the release's own mechanism, simulated; for the histogram with a deconvolved
+    # population also the smooth one (the population model is uncertain: half of B
+    # from each, and per coefficient the larger error, DPInference.parts)
+    sims = release.simulators(population)
     share = int(n_boot) // len(sims)
     sizes = [int(n_boot) - share * (len(sims) - 1)] + [share] * (len(sims) - 1)
     refits = [-(-int(n_refit) // len(sims))] * len(sims)

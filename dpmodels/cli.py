@@ -343,6 +343,7 @@ def schema_template(types: Mapping[str, str], source: str) -> str:
         "# no value of the data is in it.",
         "#",
         "#   bounds = [low, high]        a continuous variable (values outside are clipped)",
+        "#   bounds = \"unbounded:C:S\"   no public bounds: logistic scale, centre C, scale S",
         "#   levels = [\"a\", \"b\", ...]    a discrete variable (a value outside is an error);",
         "#                               also numeric codes, a 0/1 response or C(x) in a",
         "#                               formula: replace the bounds line by a levels line",
@@ -392,11 +393,13 @@ def read_schema(path: pathlib.Path) -> dict[str, dict]:
             raise CLIError(f"{where} has both bounds and levels: keep bounds for a continuous "
                            "variable, levels for a discrete one")
         b = spec.get("bounds")
-        if b is not None and b != TODO:
+        if isinstance(b, str) and b.startswith("unbounded"):
+            _unbounded_of(b, where)
+        elif b is not None and b != TODO:
             if (not isinstance(b, list) or len(b) != 2
                     or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in b)):
-                raise CLIError(f"{where}: bounds must be [low, high] (two numbers) or \"TODO\", "
-                               f"got {b!r}")
+                raise CLIError(f"{where}: bounds must be [low, high] (two numbers), "
+                               f"\"unbounded:CENTER:SCALE\" or \"TODO\", got {b!r}")
         lv = spec.get("levels")
         if lv is not None and lv != TODO and not (isinstance(lv, list) and lv):
             raise CLIError(f"{where}: levels must be a non-empty list such as [\"a\", \"b\"] "
@@ -406,6 +409,24 @@ def read_schema(path: pathlib.Path) -> dict[str, dict]:
                                               or k < 1):
             raise CLIError(f"{where}: bins must be a positive integer or \"auto\", got {k!r}")
     return variables
+
+
+def _unbounded_of(text: str, where: str):
+    """``bounds = "unbounded:CENTER:SCALE"`` -> :class:`dpmodels.Unbounded`
+    (a variable without public bounds, binned on the logistic scale)."""
+    from .errors import DPModelsError
+    from .unbounded import Unbounded
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 3 or parts[0] != "unbounded":
+            raise ValueError
+        return Unbounded(float(parts[1]), float(parts[2]))
+    except (ValueError, DPModelsError) as exc:
+        why = f" ({exc})" if str(exc) else ""
+        raise CLIError(f"{where}: an unbounded variable is declared bounds = "
+                       f"\"unbounded:CENTER:SCALE\" (public centre and scale > 0, e.g. "
+                       f"\"unbounded:50000:20000\"), got {text!r}{why}") from None
 
 
 def domain_for(variables: Sequence[str], schema: Mapping[str, dict], schema_path,
@@ -432,7 +453,9 @@ def domain_for(variables: Sequence[str], schema: Mapping[str, dict], schema_path
                        if key == "bounds" else
                        "levels [\"a\", \"b\", ...] (from the codebook, never from the data)"))
         if "bounds" in spec:
-            bounds[v] = tuple(spec["bounds"])
+            b = spec["bounds"]
+            bounds[v] = (_unbounded_of(b, f"variable {v!r}") if isinstance(b, str)
+                         else tuple(b))
             if isinstance(spec.get("bins"), int):
                 bins[v] = spec["bins"]
         elif "levels" in spec:

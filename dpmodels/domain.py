@@ -22,12 +22,16 @@ import numpy as np
 import pandas as pd
 
 from .errors import DomainError, DomainTooLargeError, DomainTypeError, UnknownVariableError
+from .unbounded import Unbounded
 
 __all__ = ["Axis", "Domain", "EnumType", "DTYPE_LEVELS", "auto_bins", "build_domain",
            "AUTO_BINS_RULE"]
 
-#: Binning scales of a continuous axis: name -> (T, T**-1, smallest valid lower bound,
-#: whether the lower bound itself is allowed).
+#: Parameter-free binning scales of a continuous axis: name -> (T, T**-1, smallest valid
+#: lower bound, whether the lower bound itself is allowed).  The parameterized "logistic"
+#: scale of an :class:`~dpmodels.unbounded.Unbounded` variable is not listed here: its
+#: ``(T, T**-1)`` are the methods of the axis's ``unbounded`` declaration (see
+#: :attr:`Axis.unbounded`).
 SCALES = {
     "linear": (lambda x: x, lambda c: c, -math.inf, True),
     "log": (np.log, np.exp, 0.0, False),
@@ -116,7 +120,7 @@ class Axis:
         "dtype"}`` for a pandas Categorical, a Polars Enum, a
         ``pandas.CategoricalDtype`` given as the level set): non-numeric
         levels keep it in design matrices instead of being sorted.
-    scale : {"linear", "log", "log1p", "sqrt"}
+    scale : {"linear", "log", "log1p", "sqrt", "logistic"}
         The scale a continuous axis is binned on: the bins are equal-width in
         ``coord = T(x)`` between ``T(low)`` and ``T(high)`` (values are first
         clipped to the bounds).  A formula that uses a variable only through
@@ -124,6 +128,12 @@ class Axis:
         (:func:`dpmodels.formula.formula_variables`), so its bins are fine
         where a skewed variable's rows are.  Cell frames hold values on the
         variable's own scale: ``T**-1`` of the coordinates.
+    unbounded : Unbounded or None
+        Set for a variable declared ``bounds={"x": Unbounded(center, scale)}``
+        (:mod:`dpmodels.unbounded`): ``scale`` is then ``"logistic"``,
+        ``bounds`` is ``(-inf, inf)`` and the coordinates are
+        ``T(x) = 1 / (1 + exp(-(x - center) / scale))`` in (0, 1); the edge
+        bins reach to -inf and +inf, so no value is clipped.
 
     Notes
     -----
@@ -161,17 +171,36 @@ class Axis:
     levels: tuple | None = None
     declared_order: bool = False
     scale: str = "linear"
+    unbounded: Unbounded | None = None
+
+    def __post_init__(self):
+        if self.unbounded is not None and (self.scale != "logistic" or self.bounds != (
+                -math.inf, math.inf)):
+            raise DomainError(f"the axis of {self.name!r} declared {self.unbounded} must have "
+                              'scale="logistic" and bounds (-inf, inf)')
+        if self.scale == "logistic" and self.unbounded is None:
+            raise DomainError(f'the logistic scale of {self.name!r} needs its Unbounded '
+                              "declaration (center and scale)")
 
     @property
     def size(self) -> int:
         return int(self.bins) if self.kind == "continuous" else len(self.levels)
 
+    def _maps(self):
+        """``(T, T**-1)`` of the axis's (non-linear) scale."""
+        if self.unbounded is not None:
+            return self.unbounded.forward, self.unbounded.inverse
+        return SCALES[self.scale][:2]
+
     @property
     def coord_bounds(self) -> tuple[float, float]:
-        """``(T(low), T(high))``: the bounds on the axis's scale."""
+        """``(T(low), T(high))``: the bounds on the axis's scale ((0, 1) for
+        an Unbounded variable)."""
         lo, hi = self.bounds
         if self.scale == "linear":
             return lo, hi
+        if self.unbounded is not None:
+            return 0.0, 1.0
         f = SCALES[self.scale][0]
         return float(f(lo)), float(f(hi))
 
@@ -191,13 +220,21 @@ class Axis:
     def coarsened(self, factor: int) -> "Axis":
         """The axis with its bins merged in groups of ``factor``; a bin count
         that is not a multiple of ``factor`` is extended past the upper bound
-        (on the axis's scale) so that every coarse bin is ``factor`` bins wide."""
+        (on the axis's scale) so that every coarse bin is ``factor`` bins wide.
+
+        The (0, 1) scale of an Unbounded axis cannot be extended: when its bin
+        count is not a multiple of ``factor`` its ``ceil(bins / factor)``
+        coarse bins are equal-width on (0, 1), so a coarse bin's nominal
+        edges are off those of the fine bins it merges by less than one fine
+        bin (the binning diagnostic's refit is then approximate)."""
         k = -(-self.bins // factor)
+        if self.unbounded is not None:
+            return replace(self, bins=k)
         lo, _ = self.coord_bounds
         top = lo + k * factor * self.width
         if self.scale == "linear":
             return replace(self, bins=k, bounds=(self.bounds[0], top))
-        raw_hi = float(SCALES[self.scale][1](top))
+        raw_hi = float(self._maps()[1](top))
         return replace(self, bins=k, bounds=(self.bounds[0], raw_hi))
 
     def to_coord(self, values) -> np.ndarray:
@@ -208,15 +245,17 @@ class Axis:
             return x
         lo, hi = self.bounds
         with np.errstate(invalid="ignore"):
-            return SCALES[self.scale][0](np.clip(x, lo, hi))
+            return self._maps()[0](np.clip(x, lo, hi))
 
     def to_values(self, coord) -> np.ndarray:
-        """Coordinates on the axis's scale -> values of the variable."""
+        """Coordinates on the axis's scale -> values of the variable (for an
+        Unbounded axis the coordinates 0 and 1, the outer edges of its edge
+        bins, map to -inf and +inf; every cell representative is inside)."""
         c = np.asarray(coord, dtype=np.float64)
         if self.scale == "linear":
             return c
         lo, hi = self.bounds
-        return np.clip(SCALES[self.scale][1](c), lo, hi)
+        return np.clip(self._maps()[1](c), lo, hi)
 
     @property
     def value_dtype(self) -> str | None:
@@ -310,6 +349,10 @@ class Axis:
 
     def describe(self) -> str:
         if self.kind == "continuous":
+            if self.unbounded is not None:
+                u = self.unbounded
+                return (f"continuous, unbounded, {self.bins} bins equal on the logistic scale "
+                        f"1/(1+exp(-(x-{u.center:g})/{u.scale:g}))")
             lo, hi = self.bounds
             on = "" if self.scale == "linear" else f" equal on the {self.scale} scale"
             return f"continuous, bounds [{lo:g}, {hi:g}], {self.bins} bins{on}"
@@ -730,6 +773,23 @@ def _check_edges(name: str, bounds: tuple[float, float], bins: int) -> None:
         )
 
 
+def _check_unbounded_cells(axis: Axis) -> None:
+    """Refuse an Unbounded axis whose bin edges, mapped back to the original
+    scale, are not distinct increasing float64 numbers (a scale far smaller
+    than the centre's float64 resolution would give every cell one value)."""
+    e = axis.edges
+    mids = (e[:-1] + e[1:]) / 2.0
+    inner = axis.to_values(np.concatenate([e[1:-1], mids]))
+    ok = np.all(np.isfinite(inner)) and np.all(np.diff(axis.to_values(mids)) > 0) and (
+        axis.bins < 3 or np.all(np.diff(axis.to_values(e[1:-1])) > 0))
+    if not ok:
+        raise DomainError(
+            f"bounds[{axis.name!r}] = {axis.unbounded} cut into {axis.bins} bins gives cells "
+            "whose values on the original scale are not distinct float64 numbers (the scale "
+            "is too small for a centre of that size); use a larger scale, fewer bins, or "
+            "centre the variable first")
+
+
 def _check_keys(variables, data_columns, **declarations) -> None:
     """Refuse a key of ``bounds``, ``levels`` or ``bins`` that is not a column
     of the data (a typo such as ``bins={"Size": 10}`` would otherwise be
@@ -758,7 +818,7 @@ def build_domain(
     dtypes: Mapping[str, object],
     *,
     discrete: set[str] | frozenset[str] = frozenset(),
-    bounds: Mapping[str, tuple[float, float]] | None = None,
+    bounds: Mapping[str, tuple[float, float] | Unbounded] | None = None,
     levels: Mapping[str, Sequence] | None = None,
     bins: int | Mapping[str, int] | str = "auto",
     n: int,
@@ -771,7 +831,11 @@ def build_domain(
     ``scales`` (from the formula, :func:`dpmodels.formula.formula_variables`)
     names the scale a continuous variable is binned on ("log", "log1p",
     "sqrt"); it is used where that transform is finite and increasing on the
-    declared bounds, else the axis stays linear.
+    declared bounds, else the axis stays linear.  ``bounds[name]`` may be an
+    :class:`~dpmodels.unbounded.Unbounded` declaration: the axis is then
+    binned on the logistic scale (``scale="logistic"``, bounds
+    ``(-inf, inf)``); a variable the formula uses through a log, log1p or
+    sqrt cannot be Unbounded (refused, naming it).
 
     ``dtypes`` are the raw columns' dtypes (a schema, not data): a bool
     dtype declares the level set (False, True) and an :class:`EnumType` (a
@@ -832,8 +896,20 @@ def build_domain(
                     f"bounds={{{name!r}: (low, high)}} from public knowledge (never from the "
                     f"data), or levels={{{name!r}: [...]}} if it is discrete"
                 )
-            b = _as_bounds(name, bounds[name])
             scale = (scales or {}).get(name, "linear")
+            if isinstance(bounds[name], Unbounded):
+                if scale != "linear":
+                    raise DomainError(
+                        f"{name!r} is declared {bounds[name]} and the formula uses it through "
+                        f"np.{scale}: the logistic bins of {name!r} reach to -inf, where "
+                        f"np.{scale} is undefined. Declare bounds={{{name!r}: (low, high)}} "
+                        f"with np.{scale} finite on them, or add a column of "
+                        f"np.{scale}({name}) to the data, declare that column Unbounded and "
+                        "use it in the formula")
+                specs.append(dict(name=name, kind="continuous", bounds=(-math.inf, math.inf),
+                                  scale="logistic", unbounded=bounds[name]))
+                continue
+            b = _as_bounds(name, bounds[name])
             specs.append(dict(name=name, kind="continuous", bounds=b,
                               scale=scale if scale in SCALES and scale_fits(scale, b) else "linear"))
         else:
@@ -872,6 +948,8 @@ def build_domain(
         if s["kind"] == "continuous":
             s["bins"] = int(explicit.get(s["name"], k_auto if s["name"] in auto_names else default))
             _check_edges(s["name"], Axis(**s).coord_bounds, s["bins"])
+            if s.get("unbounded") is not None:
+                _check_unbounded_cells(Axis(**s))
         axes.append(Axis(**s))
     return Domain(tuple(axes))
 

@@ -12,6 +12,8 @@ method         release                                    models
 "newton"       :func:`dpmodels.newton.release_newton`     dp_logit
 "newton"       :func:`dpmodels.quantile_steps.            dp_quantreg
                release_quantile_steps`
+"sample-       :func:`dpmodels.sample_aggregate.          all dp_* models, through
+aggregate"     release_sample_aggregate` (Smith 2011)     dpmodels.routing (never "auto")
 =============  =========================================  ====================================
 """
 
@@ -55,6 +57,8 @@ RELEASES = {
     "newton": ("dpmodels.newton", "release_newton", "PrivateNewton"),
     "quantile-newton": ("dpmodels.quantile_steps", "release_quantile_steps",
                         "PrivateQuantileSteps"),
+    "sample-aggregate": ("dpmodels.sample_aggregate", "release_sample_aggregate",
+                         "PrivateSampleAggregate"),
 }
 
 OLS_METHODS = ("auto", "histogram", "moments")
@@ -247,6 +251,8 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"
     elif method != "auto":
         chosen = method
+    elif _declares_unbounded(formula, data, bounds, levels, namespace or {}):
+        chosen = "histogram"  # the other releases need finite bounds (dpmodels.unbounded)
     elif (hist_opts == ["bins"]
           and (source_for(data) is None or source_for(data).engine == "dask")
           and _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace or {},
@@ -263,6 +269,19 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
+
+
+def _declares_unbounded(formula, data, bounds, levels, namespace) -> bool:
+    """True when a continuous variable of the formula is declared
+    :class:`~dpmodels.unbounded.Unbounded` (only the histogram bins it): from
+    the declarations and the schema only."""
+    from .unbounded import Unbounded
+
+    if not isinstance(bounds, Mapping) or not any(
+            isinstance(b, Unbounded) for b in bounds.values()):
+        return False
+    shape = _shape_of(formula, data, bounds, levels, namespace)
+    return shape is not None and any(isinstance(bounds[v], Unbounded) for v in shape[0])
 
 
 #: "auto" leaves the histogram when the caller's ``bins`` make the grid so fine

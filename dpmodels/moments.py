@@ -808,6 +808,9 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
     domain = build_domain(fv.names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
                           bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
                           scales=dict(fv.scales))
+    from .unbounded import refuse_unbounded
+
+    refuse_unbounded(domain, "this release (not the histogram)")
     if domain_check is not None:
         domain_check(domain)
     return PublicInputs(data, epsilon, fv, domain, n_public, n_source)

@@ -363,6 +363,12 @@ def _positions(axis) -> tuple[np.ndarray, np.ndarray, list[str], str]:
     """(left edges, widths, tick labels, axis label) of an axis's positions
     in plot coordinates: a continuous axis on its own scale's edges mapped
     back to values; a discrete one at 0, 1, ... with its levels."""
+    if axis.kind == "continuous" and getattr(axis, "unbounded", None) is not None:
+        # edge bins reach to -inf and +inf: one bar per bin, labelled by its range
+        e = axis.to_values(axis.edges)
+        return (np.arange(axis.bins) - 0.4, np.full(axis.bins, 0.8),
+                [f"[{a:.3g}, {b:.3g})" for a, b in zip(e[:-1], e[1:])],
+                f"{axis.name} (bins equal on the logistic scale)")
     if axis.kind == "continuous":
         e = axis.to_values(axis.edges)
         scale = "" if axis.scale == "linear" else f" (bins equal on {axis.scale} scale)"

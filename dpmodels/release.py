@@ -146,6 +146,62 @@ class PrivateHistogram:
         frame[self.count_column] = sums[keep]
         return frame
 
+    def sample(self, size: int | None = None, random_state=None,
+               within: str = "uniform") -> pd.DataFrame:
+        """Synthetic rows drawn from the release (post-processing: free).
+
+        Wasserman & Zhou's perturbed histogram sampling: each row's cell is
+        drawn with probability proportional to its released count (a signed
+        release's negative counts count as 0), then a point inside the cell.
+        See :mod:`dpmodels.synthetic`.
+
+        Parameters
+        ----------
+        size : int, optional
+            Number of rows; None draws as many as the release's noisy total.
+        random_state : None, int or numpy.random.Generator
+            None: OS-seeded; a seed makes the draw reproducible.
+        within : {"uniform", "density"}
+            A continuous variable uniform inside its bin (on the axis's
+            binning scale), or from the within-cell density fitted to the
+            release (:mod:`dpmodels.representatives`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One column per variable, in domain order: continuous variables
+            float64, discrete ones in the type of their declared levels.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> df = pd.DataFrame({"g": np.repeat(["a", "b"], 50), "x": np.arange(100.0)})
+        >>> rel = dpm.release(df, columns=["g", "x"], epsilon=1.0, bounds={"x": (0, 100)},
+        ...                   levels={"g": ["a", "b"]}, bins=5, random_state=0)
+        >>> rows = rel.sample(size=20, random_state=1)
+        >>> rows.shape, rows["g"].dtype.name, rows["x"].dtype.name
+        ((20, 2), 'category', 'float64')
+        """
+        from .synthetic import sample_release
+
+        return sample_release(self, size=size, random_state=random_state, within=within)
+
+    def simulators(self, population: str = "deconvolved") -> list:
+        """The simulations of this release that the parametric bootstrap
+        (:func:`dpmodels.bootstrap.parametric_bootstrap`) draws its replicate
+        releases from: the discrete Laplace release of a population estimated
+        from the cells (post-processing).  With ``population="deconvolved"``
+        and a deconvolution that moved mass, the smooth population too (the
+        bootstrap takes per coefficient the larger error of the two).  A
+        release made by another mechanism (a local release's histogram)
+        overrides this with its own mechanism's simulation."""
+        from .simulation import ReleaseSimulator
+
+        sims = [ReleaseSimulator(self, population=population)]
+        if population == "deconvolved" and sims[0].deconvolved:
+            sims.append(ReleaseSimulator(self, population="smooth"))
+        return sims
+
     def save(self, path: str | os.PathLike) -> pathlib.Path:
         """Write the release to a JSON file (gzip if ``path`` ends in ``.gz``):
         its public domain, released cells and counts and privacy report,
@@ -369,9 +425,11 @@ def release(
     epsilon : float
         Privacy parameter (> 0). ``float("inf")`` releases exact counts and
         is NOT private (for checks only).
-    bounds : dict of str to (low, high)
+    bounds : dict of str to (low, high) or Unbounded
         Public bounds of each continuous variable. Values outside are clipped
-        into the edge bins.
+        into the edge bins.  A variable without public bounds may be declared
+        :class:`~dpmodels.Unbounded` ``(center, scale)``: binned on a public
+        logistic scale (see ``docs/unbounded.md``).
     levels : dict of str to list or "dtype"
         Public level set of each discrete variable (not needed for a bool
         column or a Polars Enum, whose type declares it).  ``"dtype"`` takes

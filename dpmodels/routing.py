@@ -61,6 +61,53 @@ class Route:
 ROUTES: list[Route] = []
 
 
+def _local_applies(call: Call) -> bool:
+    # a marker attribute of LocalRelease / LocalHistogram: no import of dpmodels.local
+    return bool(getattr(type(call.data), "_dpm_local", False))
+
+
+def _local_build(call: Call):
+    from .local import build_model
+
+    return build_model(call)
+
+
+ROUTES.append(Route("local", ("ols", "logit", "quantreg", "mnlogit"), _local_applies,
+                    _local_build))
+
+
+def _projected_applies(call: Call) -> bool:
+    if "select" in call.options and call.options["select"] is None:
+        call.options.pop("select")  # select=None: the usual path (it takes no such keyword)
+    return call.options.get("select") is not None
+
+
+def _projected_build(call: Call):
+    from .projected import build_projected
+
+    return build_projected(call)
+
+
+ROUTES.append(Route("projected", ("logit", "mnlogit"), _projected_applies, _projected_build))
+
+
+def _sample_aggregate_applies(call: Call) -> bool:
+    # method="sample-aggregate", or a sample-aggregate release handed in as data (a marker
+    # attribute: no import of dpmodels.sample_aggregate)
+    return (call.method == "sample-aggregate"
+            or bool(getattr(type(call.data), "_dpm_sample_aggregate", False)))
+
+
+def _sample_aggregate_build(call: Call):
+    from .sample_aggregate import build_sample_aggregate
+
+    return build_sample_aggregate(call)
+
+
+ROUTES.append(Route("sample-aggregate", ("ols", "logit", "quantreg", "mnlogit"),
+                    _sample_aggregate_applies, _sample_aggregate_build))
+
+
 def route(call: Call):
     """The model of the first registered route that applies to ``call``, or
     None (the ``dp_*`` function then takes its usual path).

@@ -33,6 +33,8 @@ One JSON object::
      "dpmodels_version": "...", "note": "...",
      "guarantee": {"definition", "epsilon", "delta": 0, "neighbouring", "mechanism"},
      "domain": {"axes": [{"name", "kind": "continuous", "bounds", "bins", "scale"}
+                         | {"name", "kind": "continuous", "bounds": null, "bins",
+                            "scale": "logistic", "unbounded": {"center", "scale"}}
                          | {"name", "kind": "discrete", "levels", "declared_order"}]},
      "report": {"type": "PrivacyReport" | "MomentsReport", <its fields>},
      "release": {<the type's released values, see docs/saved-releases.md>}}
@@ -86,7 +88,8 @@ from dataclasses import fields, replace
 import numpy as np
 
 from .domain import (SCALES, Axis, Domain, _as_bins, _as_bounds, _as_levels, _check_edges,
-                     scale_fits)
+                     _check_unbounded_cells, scale_fits)
+from .unbounded import Unbounded
 from .errors import DPModelsError
 from .formula import caller_namespace
 from .report import MomentsReport, PrivacyReport
@@ -150,6 +153,10 @@ def _level_out(name: str, v):
 
 
 def _axis_out(axis: Axis) -> dict:
+    if axis.kind == "continuous" and axis.unbounded is not None:  # no finite bounds
+        return {"name": axis.name, "kind": "continuous", "bounds": None,
+                "unbounded": {"center": axis.unbounded.center, "scale": axis.unbounded.scale},
+                "bins": int(axis.bins), "scale": axis.scale}
     if axis.kind == "continuous":
         return {"name": axis.name, "kind": "continuous", "bounds": [float(b) for b in axis.bounds],
                 "bins": int(axis.bins), "scale": axis.scale}
@@ -427,7 +434,14 @@ def _domain_in(r: _Reader) -> Domain:
         names.add(name)
         kind = a.str("kind")
         try:
-            if kind == "continuous":
+            if kind == "continuous" and a.str("scale") == "logistic":
+                u = a.sub("unbounded")
+                axis = Axis(name, "continuous", bounds=(-math.inf, math.inf),
+                            bins=_as_bins(name, a.int("bins")), scale="logistic",
+                            unbounded=Unbounded(u.float("center"), u.float("scale")))
+                _check_edges(name, axis.coord_bounds, axis.bins)
+                _check_unbounded_cells(axis)
+            elif kind == "continuous":
                 bounds = _as_bounds(name, a.list("bounds"))
                 bins = _as_bins(name, a.int("bins"))
                 scale = a.str("scale")

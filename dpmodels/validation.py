@@ -30,7 +30,8 @@ The rules
   and changes nothing that is published.  Zero rows handed in is an error
   (a release of an empty data set is pure noise).
 * ``bounds``: a dict of column -> (low, high), two finite real numbers with
-  a finite positive float64 width (:func:`dpmodels.domain._as_bounds`);
+  a finite positive float64 width (:func:`dpmodels.domain._as_bounds`), or
+  an :class:`~dpmodels.unbounded.Unbounded` declaration;
   ``levels``: a dict of column -> list of hashable values without missing
   values or duplicates, ``"dtype"`` or a ``pandas.CategoricalDtype``;
   ``bins``: "auto", an int in [1, :data:`~dpmodels.domain.MAX_BINS`] or a
@@ -223,6 +224,7 @@ def _check_columns_or_formula(columns, formula) -> None:
 
 def _check_bounds(bounds) -> None:
     from .domain import _as_bounds
+    from .unbounded import Unbounded
 
     if bounds is None:
         return
@@ -232,7 +234,8 @@ def _check_bounds(bounds) -> None:
             f"got {_kind(bounds)}"
         )
     for name, value in bounds.items():
-        _as_bounds(name, value)
+        if not isinstance(value, Unbounded):  # (validated when it was made)
+            _as_bounds(name, value)
 
 
 def _check_levels(levels, bounds) -> None:

@@ -174,7 +174,10 @@ def _axis_exprs(axis: Axis, nw_dtype):
         if family == "float":
             miss = miss | x.is_nan()
         clean = nw.when(miss).then(nw.lit(0.0, nw.Float64)).otherwise(x)
-        if axis.scale != "linear":  # the coordinates of Axis.to_coord: clip, then transform
+        if axis.unbounded is not None:  # Unbounded.forward, the same formula
+            u = axis.unbounded
+            clean = 1.0 / (1.0 + (-(clean - u.center) / u.scale).exp())
+        elif axis.scale != "linear":  # the coordinates of Axis.to_coord: clip, then transform
             raw_lo, raw_hi = axis.bounds
             clean = clean.clip(raw_lo, raw_hi)
             clean = {"log": lambda e: e.log(), "log1p": lambda e: (e + 1.0).log(),

@@ -359,10 +359,14 @@ def dp_logit(
     data : pandas.DataFrame, mapping, or PrivateHistogram
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
+        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        debiased, projected histogram, standard errors from the local channel's
+        bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high)
-        Public bounds of each continuous predictor.
+    bounds : dict of str to (low, high) or Unbounded
+        Public bounds of each continuous predictor
+        (:class:`~dpmodels.Unbounded` for one without: histogram only).
     levels : dict of str to list
         Public level sets of discrete variables, the response included:
         ``[0, 1]`` for a 0/1 response; two labels (e.g. ``["no", "yes"]``)
@@ -379,16 +383,27 @@ def dp_logit(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
-    method : {"auto", "histogram", "newton"}
+    method : {"auto", "histogram", "newton", "sample-aggregate"}
         "histogram": maximum likelihood on the perturbed joint histogram.
         "newton": four Newton steps of the likelihood, each from noisy
         sufficient statistics of the step (:mod:`dpmodels.newton`): every
         covariate count, no binning.  "auto" (default) chooses from public
         inputs only (:func:`dpmodels.methods.choose_logit_method`).
+        "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
+        statsmodels' fit on ``blocks`` random blocks of rows (default from
+        public n, the parameters and epsilon), each clamped to
+        ``param_bounds`` (a public (low, high) for all or per coefficient;
+        without it a private range on 20% of epsilon), averaged, exact
+        discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
         ``representatives``: see :func:`dpmodels.release` (histogram only,
-        except ``missing``).
+        except ``missing``).  ``select`` (int k, "auto", a list of
+        predictors or a :class:`~dpmodels.selection.FeatureSelection`) and
+        ``gamma``: a projected histogram (Vinterbo 2012, HLR): private
+        feature selection on ``(1 - gamma) * epsilon``, then the histogram
+        of the response and the selected variables on the rest; the terms of
+        dropped variables are not estimated (:mod:`dpmodels.projected`).
 
     Returns
     -------

@@ -269,10 +269,14 @@ def dp_mnlogit(
     data : pandas.DataFrame, mapping, or PrivateHistogram
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
+        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        debiased, projected histogram, standard errors from the local channel's
+        bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high)
-        Public bounds of each continuous predictor.
+    bounds : dict of str to (low, high) or Unbounded
+        Public bounds of each continuous predictor
+        (:class:`~dpmodels.Unbounded` for one without).
     levels : dict of str to list
         Public level sets of discrete variables, the response included (at
         least two levels; the first declared is the base).  Not needed for
@@ -288,12 +292,22 @@ def dp_mnlogit(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
-    method : {"auto", "histogram"}
+    method : {"auto", "histogram", "sample-aggregate"}
         The release the fit is made on; "auto" (default) and "histogram"
-        are the perturbed joint histogram (Lei 2011).
+        are the perturbed joint histogram (Lei 2011).  "sample-aggregate":
+        Smith's estimator (:mod:`dpmodels.sample_aggregate`): statsmodels' fit on ``blocks`` random blocks of rows (default from
+        public n, the parameters and epsilon), each clamped to
+        ``param_bounds`` (a public (low, high) for all or per coefficient;
+        without it a private range on 20% of epsilon), averaged, exact
+        discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.
+        :func:`dpmodels.release`.  ``select`` (int k, "auto", a list of
+        predictors or a :class:`~dpmodels.selection.FeatureSelection`) and
+        ``gamma``: a projected histogram (Vinterbo 2012, HMLR): private
+        feature selection on ``(1 - gamma) * epsilon``, then the histogram
+        of the response and the selected variables on the rest
+        (:mod:`dpmodels.projected`).
 
     Returns
     -------

@@ -112,10 +112,14 @@ def dp_ols(
     data : pandas.DataFrame, mapping, PrivateHistogram or PrivateMoments
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
+        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        debiased, projected histogram, standard errors from the local channel's
+        bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high)
-        Public bounds of each continuous variable, response included.
+    bounds : dict of str to (low, high) or Unbounded
+        Public bounds of each continuous variable, response included
+        (:class:`~dpmodels.Unbounded` for one without: histogram only).
     levels : dict of str to list
         Public level sets of discrete variables (``C(x)``, or numeric
         variables with few values such as ``year``).
@@ -128,7 +132,7 @@ def dp_ols(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
-    method : {"auto", "histogram", "moments"}
+    method : {"auto", "histogram", "moments", "sample-aggregate"}
         The release the fit is made on.  "histogram": the perturbed joint
         histogram (Lei 2011; :func:`dpmodels.release`).  "moments": noisy
         first and second moments of the design, rows clipped to a private
@@ -142,7 +146,12 @@ def dp_ols(
         Given ``bins`` so fine that the cells would hold less than half a
         threshold of rows on average (``SPARSE_GRID_RATIO``), "auto" takes the
         moments with a ReleaseWarning.  The privacy block names the mechanism
-        and the split of epsilon.
+        and the split of epsilon.  "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
+        statsmodels' fit on ``blocks`` random blocks of rows (default from
+        public n, the parameters and epsilon), each clamped to
+        ``param_bounds`` (a public (low, high) for all or per coefficient;
+        without it a private range on 20% of epsilon), averaged, exact
+        discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
         ``representatives``: see :func:`dpmodels.release` (histogram only,

@@ -712,10 +712,14 @@ def dp_quantreg(
     data : pandas.DataFrame, mapping, or PrivateHistogram
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
+        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        debiased, projected histogram, standard errors from the local channel's
+        bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high)
-        Public bounds of each continuous variable, response included.
+    bounds : dict of str to (low, high) or Unbounded
+        Public bounds of each continuous variable, response included
+        (:class:`~dpmodels.Unbounded` for one without: histogram only).
     levels : dict of str to list
         Public level sets of discrete variables.
     bins : int, dict or "auto"
@@ -734,13 +738,19 @@ def dp_quantreg(
         ``q`` only sets ``fit()``'s default; the Newton steps release these
         quantiles only (default 0.5; with several, epsilon is split between
         them).
-    method : {"auto", "histogram", "newton"}
+    method : {"auto", "histogram", "newton", "sample-aggregate"}
         "histogram": quantile regression on the perturbed joint histogram.
         "newton": a least-squares step and four Newton steps of the check
         loss, each from noisy statistics of the step
         (:mod:`dpmodels.quantile_steps`): every covariate count, no binning.
         "auto" (default) chooses from public inputs only, by dp_ols' rule
         (:func:`dpmodels.methods.choose_quantreg_method`).
+        "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
+        statsmodels' fit on ``blocks`` random blocks of rows (default from
+        public n, the parameters and epsilon), each clamped to
+        ``param_bounds`` (a public (low, high) for all or per coefficient;
+        without it a private range on 20% of epsilon), averaged, exact
+        discrete Laplace noise.  The blocks are fitted at ``q`` (one quantile).
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
         :func:`dpmodels.release`.

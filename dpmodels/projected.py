@@ -1,0 +1,465 @@
+"""Projected histograms (Vinterbo 2012, §2.3): private feature selection, then
+the histogram of the projection, then the logit / multinomial logit on it
+(the paper's HLR and HMLR).
+
+``dp_logit(formula, data, epsilon=..., select=k)`` (and ``dp_mnlogit``):
+
+1. **Selection** (``eps_p = (1 - gamma) epsilon``): PRIVATEKD
+   (:mod:`dpmodels.selection`) chooses ``k`` of the formula's raw predictors
+   for the response.  Replace-one neighbours, public n; the pair-count score
+   has sensitivity ``2(n-1)``; exact exponential mechanism with
+   ``eps' = eps_p / (4k)`` per step on ``F = U/n``; ``eps_p``-DP in total.
+2. **Histogram** (``eps_h = epsilon - eps_p``): the usual release
+   (:func:`dpmodels.release`) of the response and the selected variables:
+   L1 sensitivity 2, discrete Laplace noise of scale ``2/eps_h`` on every
+   cell, threshold; ``eps_h``-DP.
+3. **Fit** (post-processing): the histogram logit / mnlogit of the formula
+   restricted to the terms whose variables were all selected.  The terms of
+   dropped variables are *not estimated* (they are absent from the results,
+   not zeros).
+
+Sequential composition: ``eps_p + eps_h <= epsilon`` (checked in exact
+rational arithmetic); both parts are reported.  ``k`` and ``gamma`` are
+estimated from public inputs (§2.3; :func:`dpmodels.selection.estimate_k`,
+:func:`dpmodels.selection.estimate_gamma`) unless given.  ``select`` may also
+be a list of variables (a public choice: nothing is spent on selection, the
+histogram gets all of epsilon) or a :class:`~dpmodels.selection.FeatureSelection`
+made earlier (its epsilon was charged then; here only the histogram's).
+
+One random source serves both steps (a seed gives one reproducible stream,
+never the same words twice).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import patsy
+
+from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError
+from .formula import formula_variables
+from .models.base import _frame_namespace, _refuse_signed
+from .models.logit import DPLogit
+from .models.mnlogit import DPMNLogit
+from .randomness import random_source
+from .release import (
+    DEFAULT_A,
+    DEFAULT_MAX_SPURIOUS_CELLS,
+    PrivateHistogram,
+    _columns_of,
+    _dtype_of,
+    _nrows,
+    resolve_threshold,
+)
+from .report import PrivacyReport
+from .selection import (
+    FeatureSelection,
+    SelectionReport,
+    _check_epsilon,
+    _run_selection,
+    coded_rows,
+    estimate_gamma,
+    estimate_k,
+    selection_domain,
+)
+from .validation import check_eval_env, check_formula_transforms, check_release_arguments
+
+__all__ = ["ProjectedReport", "DPProjectedLogit", "DPProjectedMNLogit", "restrict_formula",
+           "build_projected"]
+
+#: Above this many k-subsets, the pre-release size check uses the k largest candidates only.
+_MAX_SUBSETS_CHECKED = 256
+
+
+@dataclass(frozen=True)
+class ProjectedReport:
+    """Privacy report of a projected-histogram model: the selection and the
+    histogram, and how epsilon was split between them.
+
+    Attributes
+    ----------
+    epsilon : float
+        Spent by this model (selection + histogram); ``inf`` when not private.
+    private : bool
+    mechanism : str
+    split : tuple of (str, float)
+        The parts of epsilon (they add up to at most ``epsilon``).
+    gamma : float or None
+        The histogram's share (None when nothing was selected privately here).
+    selection_source : str
+    selected, dropped : tuple of str
+    formula : str
+        The formula fitted: the caller's, restricted to the selected variables.
+    selection : SelectionReport or None
+    histogram : PrivacyReport
+    """
+
+    epsilon: float
+    private: bool
+    mechanism: str
+    split: tuple
+    gamma: float | None
+    selection_source: str
+    selected: tuple
+    dropped: tuple
+    formula: str
+    selection: SelectionReport | None
+    histogram: PrivacyReport
+
+    @property
+    def seeded(self) -> bool:
+        return self.histogram.seeded
+
+    @property
+    def n(self) -> int:
+        return self.histogram.n
+
+    @property
+    def noisy_total(self) -> int:
+        return self.histogram.noisy_total
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs, in display order, for summaries."""
+        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
+        rows = [
+            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
+            ("Mechanism:", self.mechanism),
+        ]
+        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
+        if self.gamma is not None:
+            rows.append(("  gamma:", f"{self.gamma:.4g} (histogram share)"))
+        sel = self.selection
+        rows += [
+            ("Selection:", self.selection_source),
+        ]
+        if sel is not None:
+            rows.append(("  k:", f"{sel.k} ({sel.k_source})"))
+        rows += [
+            ("Selected:", ", ".join(self.selected) or "none"),
+            ("Dropped:", (", ".join(self.dropped) + ": not estimated (dropped by the "
+                          + ("private selection" if sel is not None and sel.private
+                             else "selection") + ")") if self.dropped else "none"),
+            ("Fitted formula:", self.formula),
+        ]
+        hist = self.histogram.rows()[1:]  # without its own "Privacy:" line
+        return rows + [(("Histogram " + k[0].lower() + k[1:]) if k == "Mechanism:" else k, v)
+                       for k, v in hist]
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        width = max(len(k) for k, _ in rows)
+        title = "Privacy report (projected histogram)" + (
+            "" if self.private else "  ** NOT PRIVATE: epsilon = inf **")
+        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+
+    _repr_html_ = PrivacyReport._repr_html_
+
+    @property
+    def is_finite(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+
+def _factor_variables(code: str, lhs: str, columns, namespace, response: str) -> set[str]:
+    fv = formula_variables(f"{lhs} ~ {code}", columns, namespace)
+    return set(fv.names) - {response}
+
+
+def restrict_formula(formula: str, keep, columns, namespace, response: str) -> str:
+    """The formula without the right-hand-side terms that use a variable
+    outside ``keep`` (the intercept, if any, is kept).
+
+    Examples
+    --------
+    >>> restrict_formula("y ~ a + b + a:C(g)", {"a"}, ["y", "a", "b", "g"], {}, "y")
+    'y ~ a'
+    >>> restrict_formula("y ~ 0 + a + b", set(), ["y", "a", "b"], {}, "y")
+    'y ~ 1'
+    """
+    keep = set(keep)
+    desc = patsy.ModelDesc.from_formula(formula)
+    lhs = formula.split("~", 1)[0].strip()
+    intercept, kept = False, []
+    for term in desc.rhs_termlist:
+        if not term.factors:
+            intercept = True
+            continue
+        used = set()
+        for fac in term.factors:
+            used |= _factor_variables(fac.code, lhs, columns, namespace, response)
+        if used <= keep:
+            kept.append(term.name())
+    if not kept:
+        return f"{lhs} ~ 1"
+    rhs = " + ".join(kept)
+    return f"{lhs} ~ {rhs}" if intercept else f"{lhs} ~ 0 + {rhs}"
+
+
+def _check_select(select, candidates: tuple, response: str):
+    """``select`` as ("k", int or None) / ("given", names) / ("earlier", FeatureSelection)."""
+    if isinstance(select, FeatureSelection):
+        if select.target != response:
+            raise DPModelsError(
+                f"the selection was made for the target {select.target!r}, not for this "
+                f"formula's response {response!r}")
+        out = [c for c in select.selected if c not in candidates]
+        if out:
+            raise DPModelsError(
+                f"the selection chose {out}, which the formula does not use: selected variables "
+                f"must be among its predictors {list(candidates)}")
+        return "earlier", tuple(select.selected)
+    if isinstance(select, str):
+        if select != "auto":
+            raise DPModelsError(
+                f'select must be an int k, "auto", a list of variables or a FeatureSelection, '
+                f"got {select!r}")
+        return "k", None
+    if isinstance(select, (bool,)) or not isinstance(select, (numbers.Integral, Sequence)):
+        raise DPModelsTypeError(
+            'select must be an int k, "auto", a list of variables or a FeatureSelection, got '
+            f"{type(select).__name__}")
+    if isinstance(select, numbers.Integral):
+        if not 1 <= int(select) <= len(candidates):
+            raise DPModelsError(
+                f"select={select} must be between 1 and the number of predictors "
+                f"({len(candidates)}: {', '.join(candidates)})")
+        return "k", int(select)
+    names = tuple(select)
+    bad = [c for c in names if c not in candidates]
+    if bad or len(set(names)) != len(names):
+        raise DPModelsError(
+            f"select={list(names)} must list distinct predictors of the formula "
+            f"({', '.join(candidates)})" + (f"; not predictors: {bad}" if bad else ""))
+    return "given", names
+
+
+def _check_gamma(gamma) -> float | None:
+    if gamma is None:
+        return None
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0 < gamma < 1:
+        raise DPModelsError(
+            f"gamma (the histogram's share of epsilon) must be a number strictly between 0 and "
+            f"1, or None to estimate it; got {gamma!r}")
+    return float(gamma)
+
+
+def _split(epsilon: float, gamma: float) -> tuple[float, float]:
+    """``(eps_p, eps_h)`` with ``eps_p + eps_h <= epsilon`` exactly."""
+    if math.isinf(epsilon):
+        return math.inf, math.inf
+    eps_p = (1.0 - gamma) * epsilon
+    eps_h = epsilon - eps_p
+    while Fraction(eps_p) + Fraction(eps_h) > Fraction(epsilon):
+        eps_h = math.nextafter(eps_h, 0.0)
+    return eps_p, eps_h
+
+
+class _Projected:
+    """Selection, then the histogram model of the restricted formula."""
+
+    def __init__(self, formula, data, *, select, gamma=None, epsilon=None, bounds=None,
+                 levels=None, bins="auto", threshold="enhanced", threshold_A=DEFAULT_A, n=None,
+                 random_state=None, accountant=None, missing="drop",
+                 max_spurious_cells=DEFAULT_MAX_SPURIOUS_CELLS, eval_env=0, **kwargs):
+        # ---- public inputs only: every check before anything is spent or drawn --------
+        import inspect
+
+        from .models.base import DPModel
+        from .representatives import REPRESENTATIVES, check_representatives
+        from .validation import check_choice, check_random_state
+
+        check_random_state(random_state)
+        allowed = set(inspect.signature(DPModel.__init__).parameters) - {"self"}
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            raise DPModelsTypeError(
+                f"{self._func} got unexpected keyword argument(s) {unknown} (with select=)")
+        if "representatives" in kwargs:
+            check_representatives(check_choice("representatives", kwargs["representatives"],
+                                               REPRESENTATIVES))
+        check_eval_env(eval_env)
+        if isinstance(data, PrivateHistogram):
+            raise DPModelsError(
+                "select= needs the raw rows (it selects before releasing): on an existing "
+                "release, fit the formula restricted to the variables you want instead")
+        if not isinstance(formula, str):
+            raise DPModelsTypeError(
+                f"formula must be a string such as 'y ~ x + C(g)', got {type(formula).__name__}")
+        namespace = (dict(eval_env) if isinstance(eval_env, Mapping)
+                     else _frame_namespace(int(eval_env) + 1, eval_env))
+        check_release_arguments(
+            data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+            bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
+            random_state=random_state, accountant=accountant, missing=missing,
+            max_spurious_cells=max_spurious_cells, namespace=namespace, domain_check=None)
+        epsilon = _check_epsilon(epsilon)
+        _refuse_signed(self._name, data, epsilon, threshold)
+        check_formula_transforms(formula, namespace)
+        gamma = _check_gamma(gamma)
+        self.formula = formula
+        cols = _columns_of(data)
+        fv = formula_variables(formula, cols, namespace)
+        response = self._response_of(fv)
+        candidates = tuple(nm for nm in fv.names if nm != response)
+        if not candidates:
+            raise DPModelsError(f"select= needs predictors: the formula {formula!r} has none")
+        kind, value = _check_select(select, candidates, response)
+        n_rows = _nrows(data)
+        n_public = int(n) if n is not None else n_rows
+        from .domain import build_domain
+
+        full = build_domain(fv.names, {nm: _dtype_of(data, nm) for nm in fv.names},
+                            discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
+                            n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
+                            scales=dict(fv.scales))  # bounds/levels of every variable
+        self._check_response_axis(full.axis(response))
+        if n_rows < 2:
+            raise DPModelsError(f"data has {n_rows} row(s): a selection needs at least 2")
+
+        sel_domain = None
+        if kind == "k":
+            sel_domain = selection_domain(data, response, candidates, bounds=bounds,
+                                          levels=levels, bins=bins, n=n_rows, epsilon=epsilon,
+                                          cols=cols)
+            sizes = [sel_domain.axis(c).size for c in candidates]
+            q = sel_domain.axis(response).size
+            k, k_source = value, "given"
+            if k is None:
+                k = estimate_k(n_rows, q, sizes)
+                k_source = "estimated from public n, q and domain sizes (Vinterbo §2.3)"
+            if k >= len(candidates):  # nothing to choose: no budget on selection
+                kind, value = "given", candidates
+            else:
+                gamma_used = gamma if gamma is not None else estimate_gamma(n_rows, q, sizes, k)
+                eps_p, eps_h = _split(epsilon, gamma_used)
+        if kind != "k":
+            gamma_used, eps_p, eps_h = None, 0.0, epsilon
+        if accountant is not None:
+            accountant.check(epsilon, f"projected {self._func} for {response!r}")
+        keep_sets = ([value] if kind != "k" else
+                     _subsets_to_check(candidates, k, sel_domain))
+        for keep in keep_sets:
+            self._check_projection(restrict_formula(formula, set(keep), cols, namespace,
+                                                    response),
+                                   data, cols, namespace, bounds, levels, bins, threshold,
+                                   threshold_A, n_public, eps_h, max_spurious_cells)
+
+        # ---- the selection (eps_p) ------------------------------------------------------
+        bits = random_source(random_state)  # one stream for both steps
+        selection = None
+        if kind == "k":
+            codes, _ = coded_rows(data, sel_domain, missing)  # errors before any noise
+            selection = _run_selection(codes, sel_domain, response, candidates, k, k_source,
+                                       eps_p, n_rows, "rows handed in", bits, accountant)
+            selected = selection.selected
+            source = ("PRIVATEKD (exponential mechanism, Vinterbo 2012)" if selection.report.private
+                      else "greedy argmax, NOT PRIVATE (epsilon = inf)")
+        elif kind == "earlier":
+            selected = value
+            source = (f"an earlier private selection (its epsilon "
+                      f"{select.report.epsilon:g} was charged then, not here)")
+        else:
+            selected = tuple(value)
+            source = ("all predictors (k >= their number: no selection, no budget)"
+                      if set(value) == set(candidates) and value is candidates
+                      else "given by the caller (public: no budget)")
+        restricted = restrict_formula(formula, set(selected), cols, namespace, response)
+
+        # ---- the histogram of the projection (eps_h), then the usual model -----------
+        super().__init__(restricted, data, epsilon=eps_h, bounds=bounds, levels=levels,
+                         bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
+                         random_state=bits, accountant=accountant, missing=missing,
+                         max_spurious_cells=max_spurious_cells, eval_env=namespace, **kwargs)
+        self.original_formula = formula
+        self.selection = selection if selection is not None else (
+            select if kind == "earlier" else None)
+        hist = self.release.report
+        split = ((("feature selection (PRIVATEKD)", eps_p),) if kind == "k" else ()) + (
+            ("histogram of the projection", hist.epsilon),)
+        total = eps_p + hist.epsilon if kind == "k" else hist.epsilon
+        dropped = tuple(c for c in candidates if c not in selected)
+        self._projected_report = ProjectedReport(
+            epsilon=total, private=hist.private,
+            mechanism="projected histogram (Vinterbo 2012): feature selection, then the "
+                      "perturbed histogram of the response and the selected variables",
+            split=split, gamma=gamma_used, selection_source=source, selected=tuple(selected),
+            dropped=dropped, formula=restricted,
+            selection=selection.report if selection is not None else None, histogram=hist)
+
+    @property
+    def privacy(self) -> ProjectedReport:
+        """The report of the selection and of the histogram (:class:`ProjectedReport`)."""
+        return self._projected_report
+
+    def _check_projection(self, restricted, data, cols, namespace, bounds, levels, bins,
+                          threshold, threshold_A, n_public, eps_h, max_spurious_cells) -> None:
+        """The release's size checks for one possible projection, before anything is spent."""
+        from .domain import build_domain
+        from .mechanisms import discrete_laplace_sf
+
+        fv = formula_variables(restricted, cols, namespace)
+        dom = build_domain(fv.names, {nm: _dtype_of(data, nm) for nm in fv.names},
+                           discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
+                           n=max(n_public, 2), epsilon=eps_h, data_columns=cols,
+                           scales=dict(fv.scales))
+        m = dom.size
+        thr = resolve_threshold(threshold, eps_h, max(n_public, 2), threshold_A, m,
+                                max_spurious_cells)
+        if math.isinf(eps_h):
+            return
+        spurious = float(m) if thr.k is None else m * discrete_laplace_sf(thr.k, eps_h)
+        if spurious > max_spurious_cells:
+            raise DomainTooLargeError(
+                f"a projection onto {list(fv.names[1:])} would let through about "
+                f"{spurious:.3g} cells of pure noise (limit max_spurious_cells="
+                f"{max_spurious_cells:.3g}); refused before the selection: use a smaller k, "
+                "fewer bins or a higher threshold")
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.original_formula!r}, selected="
+                f"{list(self._projected_report.selected)}, epsilon={self._projected_report.epsilon:g})")
+
+
+def _subsets_to_check(candidates, k, domain):
+    """Every k-subset when there are few, else the k candidates with the largest domains."""
+    if math.comb(len(candidates), k) <= _MAX_SUBSETS_CHECKED:
+        return list(itertools.combinations(candidates, k))
+    by_size = sorted(candidates, key=lambda c: -domain.axis(c).size)
+    return [tuple(by_size[:k])]
+
+
+class DPProjectedLogit(_Projected, DPLogit):
+    """Logistic regression on a projected histogram (Vinterbo's HLR):
+    ``dp_logit(..., select=k)``.  ``.selection`` is the
+    :class:`~dpmodels.selection.FeatureSelection` (None for a given list),
+    ``.privacy`` a :class:`ProjectedReport`; ``.fit()`` as :class:`DPLogit`."""
+
+    _name = "DP Logit (projected)"
+
+
+class DPProjectedMNLogit(_Projected, DPMNLogit):
+    """Multinomial logit on a projected histogram (Vinterbo's HMLR):
+    ``dp_mnlogit(..., select=k)``; see :class:`DPProjectedLogit`."""
+
+    _name = "DP MNLogit (projected)"
+
+
+def build_projected(call):
+    """The route of ``dp_logit`` / ``dp_mnlogit`` calls with ``select=``
+    (:mod:`dpmodels.routing`)."""
+    opts = dict(call.options)
+    select = opts.pop("select")
+    gamma = opts.pop("gamma", None)
+    if call.method not in ("auto", "histogram"):
+        raise DPModelsError(
+            f"select= projects a histogram: it works with method='histogram' (or 'auto'), not "
+            f"method={call.method!r}")
+    cls = DPProjectedLogit if call.family == "logit" else DPProjectedMNLogit
+    return cls(call.formula, call.data, select=select, gamma=gamma, epsilon=call.epsilon,
+               bounds=call.bounds, levels=call.levels, bins=call.bins, threshold=call.threshold,
+               n=call.n, random_state=call.random_state, accountant=call.accountant,
+               eval_env=call.namespace, **opts)

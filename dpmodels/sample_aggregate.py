@@ -1,0 +1,957 @@
+"""Sample-and-aggregate: Smith's (2008, 2011) private point estimator.
+
+The rows are split at random into k disjoint blocks; the model's own
+statsmodels estimator (OLS, Logit, QuantReg at q, MNLogit) is fitted on
+each block; each block's estimate is clamped to a range per coefficient, the
+clamped estimates are averaged and noise is added.  Smith shows that with k
+growing (and the blocks' estimator bias-corrected) the result is distributed
+as the maximum likelihood estimator: the privacy noise and the loss of
+efficiency of small blocks vanish against the sampling error.
+
+Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
+------------------------------------------------------------------
+1. **Public design.**  The design columns, their names and ranges come from
+   the public domain (:func:`dpmodels.moments.design_space`); continuous
+   values are clipped to their bounds, discrete ones matched to their
+   declared levels (per-row maps), rows with a missing value are dropped
+   (``missing="drop"``) or refused (``"raise"``).
+2. **Blocks.**  The rows handed in (their number is public: neighbours have
+   the same) are permuted by the release's random source (secure by default)
+   and cut into k blocks of sizes differing by at most one; a dropped row
+   leaves a hole in its block.  ``k`` is the caller's ``blocks`` or
+   :func:`default_blocks` (public n, number of parameters p, epsilon).  A
+   row belongs to one block, so a replace-one change moves **one block's
+   estimate** and nothing else, whatever the data.
+3. **Block estimates.**  statsmodels' fit on the block's rows, bias-corrected
+   as Smith's estimator asks (the MLE minus an estimate of its first-order
+   bias): ``bias_correction="firth"`` (the logit's default) adds
+   :func:`firth_step`, the analytic Cox-Snell correction; ``"split-half"``
+   (any family) takes ``2 b - (b1 + b2) / 2`` from the fits b on the block
+   and b1, b2 on its halves (a delete-half jackknife; on logit blocks of 10
+   rows per parameter it over-corrects: ``benchmarks/sample_aggregate.py
+   --bias``).  OLS is unbiased, and quantreg and mnlogit default to none.
+   A block whose fit fails (singular design, separation, a level absent, no
+   convergence; QuantReg's IRLS at its iteration limit is kept) takes the
+   centre of the range: a public value, never an exception.  The estimates
+   are taken in *working coordinates*: the coefficients themselves when
+   ``param_bounds`` is given, else standardized ones (each slope times its
+   column's public half-range over the response's; the intercept at the
+   design's centre), an affine map fixed by the public design.
+4. **Range (only without param_bounds; epsilon_r = 20%).**  For each of the
+   p coordinates a histogram of the successful blocks' estimates on a public
+   grid (:func:`range_bins` equal bins over ``[-RANGE_LIMIT, RANGE_LIMIT]``,
+   from 4 to ``RANGE_BINS`` as k allows; outside values in the edge bins).
+   One block moves one count in each histogram: L1 sensitivity 2p; discrete
+   Laplace noise of scale ``2p / epsilon_r`` per bin.  The range is the hull
+   of the bins whose noisy count reaches a threshold no empty bin crosses
+   with probability above ``RANGE_ALPHA``, widened by one bin on each side;
+   when no bin crosses it, the whole public grid (a ReleaseWarning says so).
+5. **Mean (epsilon_m: 90% with param_bounds, else 70%).**  Each block's
+   coordinate is clamped to its range ``[lo_j, hi_j]`` and quantized to
+   ``t = round(G (w - lo_j) / (hi_j - lo_j))`` in ``{0, ..., G}``
+   (``G = GRID_UNITS``); the integer sums ``S_j = sum_b t_bj`` are released.
+   One block moves each ``t`` by at most G: L1 sensitivity ``p G`` (L1 over
+   the coordinates, each in units of its own range: the same as an equal
+   split of epsilon_m over the coordinates, the minimax split when nothing
+   public says which coefficient matters more).  Noise: exact discrete Laplace
+   ``P(z) ~ exp(-epsilon_m |z| / (p G))`` on each sum.  The estimate is
+   ``lo_j + (hi_j - lo_j) S~_j / (k G)``, mapped back to the coefficients.
+6. **Spread (epsilon_v = 10%).**  For the standard errors: with c the
+   released mean (post-processing, clamped to the range), the sums
+   ``sum_b round(G |w_bj - c_j| / (hi_j - lo_j))`` (each term in ``[0, G]``):
+   L1 sensitivity ``p G`` again, the same noise law.
+
+Each part's parameters depend on public inputs and on the earlier parts'
+released outputs only (sequential composition); the parts add up to epsilon
+(PRIVACY.md rule 8).  ``epsilon=inf`` publishes the exact average of the
+blocks' estimates (failed blocks left out), without clamping or noise, and
+their exact sample variance (NOT private).
+
+Standard errors
+---------------
+The released mean's variance is ``Var(clamped block estimate) / k`` plus the
+noise's (known) variance.  The first comes from step 6: an upper estimate of
+the mean absolute deviation about c (the noisy one plus two noise standard
+deviations, times ``1 + 2 / sqrt(k)`` for its own sampling error), turned
+into a variance as a normal's (``pi/2 MAD**2``: the blocks' estimates are
+asymptotically normal, Smith's premise) and capped by the distribution-free
+bounds ``(hi - lo) MAD`` and ``(hi - lo)**2 / 4`` (:func:`spread_bound`).  With
+few blocks the noise on the MAD makes these caps bind: the standard errors
+are then wider than the estimates' spread (conservative).  Intervals use
+the law of a normal plus the Laplace noise (heavier-tailed than a normal);
+a coefficient that is a combination of several working coordinates (the
+intercept of the standardized coordinates) gets the sum of their half-widths
+(valid whatever their correlation).  Not covered: the clamping bias when a
+range cuts the blocks' distribution unevenly (a too-narrow ``param_bounds``,
+or too few blocks for the private range), and the blocks' estimator's bias
+(small blocks of a logit without the bias correction).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import patsy
+from scipy import optimize, special, stats
+
+from .accountant import Accountant
+from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
+from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from .formula import caller_namespace, user_stacklevel
+from .randomness import random_source
+
+__all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
+           "default_blocks", "build_sample_aggregate", "normal_laplace_quantile", "firth_step",
+           "FAMILIES", "RANGE_SHARE", "SPREAD_SHARE", "GRID_UNITS"]
+
+#: The model families and their statsmodels estimator.
+FAMILIES = ("ols", "logit", "quantreg", "mnlogit")
+#: Shares of epsilon: the private range (without param_bounds) and the spread.
+RANGE_SHARE = 0.2
+SPREAD_SHARE = 0.1
+#: Quantization units per range of a coordinate (steps 5 and 6).
+GRID_UNITS = 2**16
+#: Public grid of the private range, in standardized coordinates.
+RANGE_LIMIT = 8.0
+RANGE_BINS = 256
+#: Chance that an empty bin of the range histogram crosses the threshold (all bins).
+RANGE_ALPHA = 1e-3
+#: Smallest block, in rows per parameter (the default k never goes below it).
+MIN_ROWS_PER_PARAMETER = {"ols": 2, "quantreg": 5, "logit": 10, "mnlogit": 10}
+#: Half-width, in the blocks' standard deviations, of the range the default k assumes.
+RANGE_SDS = 4.0
+#: Default bias correction per family.
+DEFAULT_BIAS_CORRECTION = {"ols": None, "quantreg": None, "logit": "firth", "mnlogit": None}
+
+
+# ---- public choices ----------------------------------------------------------------------
+
+
+def default_blocks(n: int, p: int, epsilon: float, family: str = "ols") -> int:
+    """The default number of blocks k, from public inputs only.
+
+    With blocks of m rows the average's variance is about ``m / (m - p - 1)``
+    times the MLE's (small-block inefficiency) plus the noise's, about
+    ``8 p**2 W**2 m / (n epsilon_m**2)`` times it when the range spans
+    ``2 W`` block standard deviations (``W = RANGE_SDS``, epsilon_m = 70% of
+    epsilon).  Their sum is smallest at
+    ``m = p + 1 + sqrt((p + 1) n) epsilon_m / (2 sqrt(2) p W)``; m is raised to
+    ``MIN_ROWS_PER_PARAMETER[family] * p`` (a logit needs enough rows per
+    block to have an MLE), and ``k = n // m``, at least 2.
+
+    Examples
+    --------
+    >>> default_blocks(10_000, 9, 1.0, "ols"), default_blocks(1_000_000, 9, 1.0, "ols")
+    (555, 31250)
+    >>> default_blocks(1_000_000, 9, 1.0, "logit")
+    11111
+    """
+    n, p = int(n), int(p)
+    eps_m = (1.0 - RANGE_SHARE - SPREAD_SHARE) * (epsilon if math.isfinite(epsilon) else 1e6)
+    m = p + 1 + math.sqrt((p + 1) * n) * eps_m / (2.0 * math.sqrt(2.0) * p * RANGE_SDS)
+    m = max(m, MIN_ROWS_PER_PARAMETER.get(family, 2) * p, p + 2)
+    return max(2, int(n // math.ceil(m)))
+
+
+# ---- the release value -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SampleAggregateReport:
+    """The privacy report of a sample-and-aggregate release.
+
+    Attributes
+    ----------
+    epsilon : float
+        Total privacy parameter (pure DP, delta = 0); ``inf`` when not private.
+    private : bool
+    mechanism : str
+    split : tuple of (str, float)
+        The parts of epsilon (they add up to ``epsilon``).
+    n : int
+        The public number of rows.
+    n_source : str
+    blocks : int
+        The number k of blocks.
+    block_rows : str
+        Rows per block (of the rows handed in, missing values included).
+    range_source : str
+        "param_bounds (public)", "private range (noisy histogram)", "public
+        default range (too few blocks for a private one)" or "none (exact)".
+    bias_correction : str
+    variables : tuple of (name, description)
+    columns : tuple of str
+        The parameters released, in order.
+    seeded : bool
+    budget : str
+    """
+
+    epsilon: float
+    private: bool
+    mechanism: str
+    split: tuple
+    n: int
+    n_source: str
+    blocks: int
+    block_rows: str
+    range_source: str
+    bias_correction: str
+    variables: tuple
+    columns: tuple
+    seeded: bool
+    budget: str = "no accountant"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs, in display order, for summaries."""
+        from .report import _closing_rows
+
+        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
+        rows = [("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
+                ("Mechanism:", self.mechanism)]
+        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
+        rows += [
+            ("Public n:", f"{self.n} ({self.n_source})"),
+            ("Blocks:", f"{self.blocks:,} of {self.block_rows} rows"),
+            ("Ranges:", self.range_source),
+            ("Bias correction:", self.bias_correction),
+        ]
+        return rows + _closing_rows(self)
+
+    def __str__(self) -> str:
+        from .report import PrivacyReport
+
+        return PrivacyReport.__str__(self)
+
+    def _repr_html_(self) -> str:
+        from .report import PrivacyReport
+
+        return PrivacyReport._repr_html_(self)
+
+    @property
+    def is_finite(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateSampleAggregate:
+    """A released sample-and-aggregate estimate (everything derived from it
+    is post-processing).
+
+    Attributes
+    ----------
+    family : str
+        "ols", "logit", "quantreg" or "mnlogit".
+    formula : str
+    q : float or None
+        The quantile (quantreg).
+    exog_names : tuple of str
+        Design columns, from the public design.
+    endog_name : str
+    ynames : tuple
+        mnlogit: the response's declared levels (the first is the base).
+    names : tuple of str
+        The released parameters, in order (mnlogit: ``"x[level]"``, by equation).
+    blocks : int
+    A, b : ndarray
+        Working coordinates ``w = A theta + b`` of the parameter vector theta.
+    lo, hi : ndarray
+        Each working coordinate's range (``-inf, inf`` when not private).
+    working : ndarray
+        The released mean of the clamped block estimates (working coordinates).
+    noise_scale : ndarray
+        Scale of the Laplace noise on each working coordinate (0 when not private).
+    spread : ndarray
+        The upper estimate of each working coordinate's block variance
+        (:func:`spread_bound`; the exact sample variance when not private).
+    params : ndarray
+        ``theta``: the estimate in the model's coefficients.
+    space : DesignSpace
+        The public design.
+    report : SampleAggregateReport
+    """
+
+    family: str
+    formula: str
+    q: float | None
+    exog_names: tuple
+    endog_name: str
+    ynames: tuple
+    names: tuple
+    blocks: int
+    A: np.ndarray
+    b: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    working: np.ndarray
+    noise_scale: np.ndarray
+    spread: np.ndarray
+    params: np.ndarray
+    space: object = field(repr=False)
+    report: SampleAggregateReport = None
+
+    #: Marker read by :mod:`dpmodels.routing` (a release handed in as ``data``).
+    _dpm_sample_aggregate = True
+
+    @property
+    def privacy(self) -> SampleAggregateReport:
+        return self.report
+
+    @property
+    def sampling_sd(self) -> np.ndarray:
+        """Standard deviation of the sampling part of each working coordinate."""
+        return np.sqrt(np.asarray(self.spread, float) / self.blocks)
+
+    def _combination(self) -> np.ndarray:
+        """|A^-1|: how each parameter combines the working coordinates."""
+        return np.abs(np.linalg.inv(self.A))
+
+    @property
+    def bse(self) -> np.ndarray:
+        """Standard errors of ``params`` (sampling and noise; an upper bound
+        for a parameter that combines several working coordinates)."""
+        sd = np.sqrt(self.sampling_sd**2 + 2.0 * self.noise_scale**2)
+        return self._combination() @ sd
+
+    def half_width(self, alpha: float = 0.05) -> np.ndarray:
+        """Half-width of the ``1 - alpha`` interval of each parameter."""
+        w = np.array([normal_laplace_quantile(s, b, 1.0 - alpha / 2.0)
+                      for s, b in zip(self.sampling_sd, self.noise_scale)])
+        return self._combination() @ w
+
+    def pvalues(self) -> np.ndarray:
+        """Two-sided p-values of ``params == 0``, under the normal-plus-Laplace law."""
+        C = self._combination()
+        s, b = C @ self.sampling_sd, C @ self.noise_scale
+        return np.array([min(1.0, 2.0 * normal_laplace_sf(abs(t), si, bi))
+                         for t, si, bi in zip(self.params, s, b)])
+
+    def __repr__(self) -> str:
+        return (f"PrivateSampleAggregate({self.formula!r}, family={self.family!r}, "
+                f"epsilon={self.report.epsilon:g}, blocks={self.blocks})")
+
+    def __str__(self) -> str:
+        return repr(self) + "\n" + str(self.report)
+
+
+# ---- the law of a normal plus a Laplace variable ----------------------------------------
+
+
+def normal_laplace_sf(x: float, s: float, b: float) -> float:
+    """``P(N(0, s**2) + Laplace(b) > x)`` (closed form; either part may be 0).
+
+    Examples
+    --------
+    >>> round(normal_laplace_sf(1.96, 1.0, 0.0), 3)
+    0.025
+    >>> round(normal_laplace_sf(math.log(2), 0.0, 1.0), 3)
+    0.25
+    """
+    if b <= 0:
+        return float(stats.norm.sf(x / s)) if s > 0 else float(x < 0)
+    if s <= 0:
+        return 0.5 * math.exp(-x / b) if x >= 0 else 1.0 - 0.5 * math.exp(x / b)
+    # X = N + L: P(X > x) = Phi(-x/s) + (1/2)[e^{a - x/b} Phi(x/s - s/b) - e^{a + x/b} Phi(-x/s - s/b)]
+    a = s * s / (2 * b * b)
+    t1 = math.exp(min(a - x / b + special.log_ndtr(x / s - s / b), 700.0))
+    t2 = math.exp(min(a + x / b + special.log_ndtr(-x / s - s / b), 700.0))
+    return float(min(1.0, max(0.0, special.ndtr(-x / s) + 0.5 * (t1 - t2))))
+
+
+def normal_laplace_quantile(s: float, b: float, prob: float) -> float:
+    """The ``prob`` quantile (``prob > 1/2``) of ``N(0, s**2) + Laplace(b)``.
+
+    Examples
+    --------
+    >>> round(normal_laplace_quantile(1.0, 0.0, 0.975), 3)
+    1.96
+    """
+    if not (math.isfinite(s) and math.isfinite(b)):
+        return math.inf
+    if b <= 0 and s <= 0:
+        return 0.0
+    hi = (s + b) * 50.0 + 1e-300
+    return float(optimize.brentq(lambda x: normal_laplace_sf(x, s, b) - (1.0 - prob), 0.0, hi,
+                                 xtol=1e-14 * hi, rtol=1e-12))
+
+
+# ---- inputs --------------------------------------------------------------------------------
+
+
+def _check_blocks(blocks) -> None:
+    if blocks is None:
+        return
+    if isinstance(blocks, (bool, np.bool_)) or not isinstance(blocks, numbers.Integral):
+        raise DPModelsError(f"blocks must be an int >= 2 or None (the default from public n, "
+                            f"the number of parameters and epsilon); got {blocks!r}")
+    if int(blocks) < 2:
+        raise DPModelsError(f"blocks must be at least 2, got {blocks}")
+
+
+def _check_bias_correction(value, family: str) -> None:
+    if value not in ("auto", None, "none", "split-half", "firth"):
+        raise DPModelsError(
+            f"bias_correction must be 'auto', 'firth' (logit), 'split-half' or None; got {value!r}")
+    if value == "firth" and family != "logit":
+        raise DPModelsError("bias_correction='firth' is the logit's analytic correction; use "
+                            "'split-half' or None for " + family)
+
+
+def _param_ranges(param_bounds, names: tuple, exog_names: tuple, ynames: tuple):
+    """(lo, hi) arrays for the released parameters from the caller's
+    ``param_bounds``: a (lo, hi) pair for all, or a dict by coefficient name
+    (mnlogit: ``"x"`` for every equation, ``"x[level]"`` for one)."""
+    def pair(key, v):
+        try:
+            lo, hi = (float(v[0]), float(v[1]))
+            if len(v) != 2:
+                raise ValueError
+        except (TypeError, ValueError, IndexError):
+            raise DPModelsError(
+                f"param_bounds[{key!r}] must be a (low, high) pair of numbers, got {v!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise DPModelsError(
+                f"param_bounds[{key!r}] must be finite with low < high, got {v!r}")
+        return lo, hi
+
+    if not isinstance(param_bounds, Mapping):
+        lo, hi = pair("all", param_bounds)
+        return np.full(len(names), lo), np.full(len(names), hi)
+    known = set(names) | set(exog_names)
+    extra = [k for k in param_bounds if k not in known]
+    if extra:
+        raise DPModelsError(
+            f"param_bounds names {extra[0]!r}, which is not a parameter of this model; its "
+            f"parameters are {list(names)}")
+    lo, hi = np.empty(len(names)), np.empty(len(names))
+    for i, name in enumerate(names):
+        base = name.rsplit("[", 1)[0] if ynames and name.endswith("]") else name
+        key = name if name in param_bounds else base if base in param_bounds else None
+        if key is None:
+            raise DPModelsError(
+                f"param_bounds has no range for the coefficient {name!r}: give a public "
+                f"(low, high) for every parameter {list(names)}, or leave param_bounds out "
+                "(a private range is then estimated with part of epsilon)")
+        lo[i], hi[i] = pair(key, param_bounds[key])
+    return lo, hi
+
+
+@dataclass(frozen=True, eq=False)
+class _Design:
+    """What the blocks are fitted on: X (rows x K), the response, the valid rows."""
+
+    X: np.ndarray
+    y: np.ndarray
+    valid: np.ndarray
+
+
+def _working_map(space, family: str, J1: int, standardized: bool):
+    """``w = A theta + b``: the identity, or standardized coordinates (slopes
+    times their column's half-range over the response's, the constant column
+    absorbing the centres)."""
+    K = len(space.exog_names)
+    if not standardized:
+        return np.eye(K * J1), np.zeros(K * J1)
+    const = np.asarray(space.constant)
+    half_x = np.ones(K)
+    centre_x = np.zeros(K)
+    nonconst = np.flatnonzero(~const)
+    half_x[nonconst] = space.half[:nonconst.size]
+    centre_x[nonconst] = space.centre[:nonconst.size]
+    if family in ("ols", "quantreg"):
+        cy, sy = float(space.centre[-1]), float(space.half[-1])
+    else:
+        cy, sy = 0.0, 1.0
+    A1, b1 = np.zeros((K, K)), np.zeros(K)
+    first = np.flatnonzero(const)
+    for j in range(K):
+        if const[j]:
+            A1[j, j] = space.constant_values[j] / sy
+        else:
+            A1[j, j] = half_x[j] / sy
+    if first.size:
+        i = first[0]
+        A1[i, nonconst] = centre_x[nonconst] / sy
+        b1[i] = -cy / sy
+    A = np.kron(np.eye(J1), A1)
+    return A, np.tile(b1, J1)
+
+
+# ---- the block estimators --------------------------------------------------------------
+
+
+def _fit_once(family: str, X: np.ndarray, y: np.ndarray, q: float | None, J: int):
+    """statsmodels' estimate on one set of rows (flattened, by equation), or None."""
+    import statsmodels.api as sm
+    from statsmodels.tools import sm_exceptions as sme
+
+    K = X.shape[1]
+    if X.shape[0] <= K or np.linalg.matrix_rank(X) < K:
+        return None
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            # a fit that did not converge counts as failed, except QuantReg's IRLS: on
+            # small blocks it often cycles between vertices of the LP at the iteration
+            # limit while its estimate is a minimizer (or next to one); it is kept
+            for failure in ("ConvergenceWarning", "PerfectSeparationWarning") + (
+                    () if family == "quantreg" else ("IterationLimitWarning",)):
+                if hasattr(sme, failure):
+                    warnings.simplefilter("error", getattr(sme, failure))
+            if family == "ols":
+                theta = sm.OLS(y, X).fit().params
+            elif family == "quantreg":
+                theta = sm.QuantReg(y, X).fit(q=q, max_iter=1000).params
+            elif family == "logit":
+                if y.min() == y.max():
+                    return None
+                res = sm.Logit(y, X).fit(disp=0, method="newton", maxiter=50)
+                if not res.mle_retvals.get("converged", False):
+                    return None
+                theta = res.params
+            else:
+                codes = y.astype(np.int64)
+                if np.unique(codes).size < J:
+                    return None
+                res = sm.MNLogit(np.eye(J)[codes], X).fit(disp=0, method="newton", maxiter=50)
+                if not res.mle_retvals.get("converged", False):
+                    return None
+                theta = np.asarray(res.params).ravel(order="F")
+    except Exception:  # noqa: BLE001 - singular, separation, no convergence, ...: any
+        return None    # failure of a block's fit is the public fallback, never an error
+    theta = np.asarray(theta, float)
+    return theta if np.all(np.isfinite(theta)) else None
+
+
+def firth_step(X: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """The logit MLE minus its estimated first-order bias (Cox and Snell; the
+    one-step solution of Firth's 1993 modified score from the MLE):
+    ``theta + I^-1 X' (h (1/2 - p))`` with ``I = X' W X``, ``W = p (1 - p)``
+    and h the diagonal of the hat matrix ``W^1/2 X I^-1 X' W^1/2``."""
+    p = 1.0 / (1.0 + np.exp(-(X @ theta)))
+    w = p * (1.0 - p)
+    info = (X * w[:, None]).T @ X
+    h = w * np.einsum("ij,ij->i", X @ np.linalg.inv(info), X)
+    return theta + np.linalg.solve(info, X.T @ (h * (0.5 - p)))
+
+
+def _fit_block(family, X, y, q, J, correction):
+    theta = _fit_once(family, X, y, q, J)
+    if theta is None or correction is None:
+        return theta
+    if correction == "firth":
+        try:
+            out = firth_step(X, theta)
+        except np.linalg.LinAlgError:
+            return None
+        return out if np.all(np.isfinite(out)) else None
+    h = X.shape[0] // 2
+    t1 = _fit_once(family, X[:h], y[:h], q, J)
+    t2 = _fit_once(family, X[h:], y[h:], q, J)
+    if t1 is None or t2 is None:
+        return theta
+    return 2.0 * theta - 0.5 * (t1 + t2)
+
+
+def block_estimates(family: str, design: _Design, parts: list, q, J: int, correction,
+                    A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The working-coordinate estimate of each block (NaN rows for failed
+    blocks) and the mask of successful ones."""
+    p = A.shape[0]
+    W = np.full((len(parts), p), np.nan)
+    for i, rows in enumerate(parts):
+        rows = rows[design.valid[rows]]
+        theta = _fit_block(family, design.X[rows], design.y[rows], q, J, correction)
+        if theta is not None:
+            W[i] = A @ theta + b
+    ok = np.all(np.isfinite(W), axis=1)
+    return W, ok
+
+
+# ---- the release ---------------------------------------------------------------------------
+
+
+def _mix(words: np.ndarray) -> np.ndarray:
+    """A fixed bijection of 64-bit words (splitmix64's finaliser).  The
+    permutation sorts the mixed words: the same uniform law, but a seeded
+    partition no longer follows the order of uniforms drawn from a generator
+    with the same seed (a data set simulated with ``random_state``'s seed
+    would otherwise have its blocks sorted by a covariate)."""
+    z = words.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def _threshold(eps_unit: float, cells: int) -> int:
+    """Smallest integer t with ``cells * P(Z >= t) <= RANGE_ALPHA`` for the
+    discrete Laplace Z of :func:`~dpmodels.exact.discrete_laplace` (eps_unit)."""
+    log_q = -eps_unit / 2.0
+    # P(Z >= t) = q**t / (1 + q) for t >= 1
+    t = math.log(RANGE_ALPHA / cells * (1.0 + math.exp(log_q))) / log_q
+    return max(1, int(math.ceil(t)))
+
+
+def unit_epsilon(eps_part: float, p: int) -> float:
+    """The :func:`~dpmodels.exact.discrete_laplace` argument (scale ``2/e``)
+    that makes p sums of L1 sensitivity ``p G`` eps_part-DP (rounded down)."""
+    from .moments import _unit_epsilon
+
+    return _unit_epsilon(eps_part, p * GRID_UNITS / 2.0)
+
+
+def clamped_sums(W: np.ndarray, ok: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """Step 5's exact values: the clamped block estimates (failed blocks at
+    the centre of the range) and the integer sums of their quantized
+    positions ``round(G (w - lo) / (hi - lo))``, each in ``[0, G]``."""
+    Wc = np.clip(np.where(ok[:, None], W, (lo + hi) / 2.0), lo, hi)
+    units = np.rint((Wc - lo) / (hi - lo) * GRID_UNITS).astype(np.int64)
+    return Wc, units.sum(axis=0)
+
+
+def deviation_sums(Wc: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Step 6's exact values: integer sums of ``round(G |w - c| / (hi - lo))``,
+    each term in ``[0, G]`` (w and c in the range)."""
+    dev = np.rint(np.abs(Wc - c) / (hi - lo) * GRID_UNITS).astype(np.int64)
+    return dev.sum(axis=0)
+
+
+def spread_bound(mad_up: np.ndarray, span: np.ndarray) -> np.ndarray:
+    """The block variance used by the standard errors, from an upper estimate
+    ``mad_up`` of the mean absolute deviation about c: ``pi/2 mad_up**2`` (a
+    normal's variance; the blocks' estimates are asymptotically normal, the
+    premise of Smith's theorem), never above the distribution-free bounds
+    ``span * mad_up`` (``(w - c)**2 <= span |w - c|`` in the range) and
+    ``span**2 / 4`` (any variable in an interval of that width)."""
+    return np.minimum.reduce([math.pi / 2.0 * mad_up**2, span * mad_up, span**2 / 4.0])
+
+
+def range_bins(k: int, p: int, eps_r: float) -> int:
+    """Bins of the range histograms, from public inputs: the finest power of 2
+    from 4 to ``RANGE_BINS`` whose threshold is at most k / 8 (the blocks'
+    estimates spread over up to 8 bins still cross it), else 4."""
+    from .moments import _unit_epsilon
+
+    eps_unit = _unit_epsilon(eps_r, float(p))
+    bins = 4
+    while bins < RANGE_BINS and _threshold(eps_unit, p * 2 * bins) <= k / 8:
+        bins *= 2
+    return bins
+
+
+def range_counts(W: np.ndarray, ok: np.ndarray, bins: int = RANGE_BINS) -> np.ndarray:
+    """Step 4's exact values: per coordinate, the successful blocks' counts
+    in the public grid's bins (outside values in the edge bins), (p, bins)."""
+    p = W.shape[1]
+    width = 2.0 * RANGE_LIMIT / bins
+    counts = np.zeros((p, bins), np.int64)
+    for j in range(p):
+        idx = np.clip(np.floor((W[ok, j] + RANGE_LIMIT) / width), 0, bins - 1)
+        counts[j] = np.bincount(idx.astype(np.int64), minlength=bins)
+    return counts
+
+
+def _private_range(W, ok, eps_r, bits):
+    """Step 4: each coordinate's range from a noisy histogram (see module notes)."""
+    from .moments import _unit_epsilon
+
+    k, p = W.shape
+    bins = range_bins(k, p, eps_r)
+    edges = np.linspace(-RANGE_LIMIT, RANGE_LIMIT, bins + 1)
+    width = edges[1] - edges[0]
+    counts = range_counts(W, ok, bins)
+    eps_unit = _unit_epsilon(eps_r, float(p))  # L1 sensitivity 2p
+    noisy = counts + discrete_laplace(bits, eps_unit, p * bins).reshape(p, bins)
+    t = _threshold(eps_unit, p * bins)
+    lo, hi = np.full(p, -RANGE_LIMIT), np.full(p, RANGE_LIMIT)
+    found = np.zeros(p, bool)
+    for j in range(p):
+        hit = np.flatnonzero(noisy[j] >= t)
+        if hit.size:
+            found[j] = True
+            lo[j] = edges[hit[0]] - width
+            hi[j] = edges[hit[-1] + 1] + width
+    return lo, hi, found, t
+
+
+def release_sample_aggregate(
+    data,
+    *,
+    family: str,
+    formula: str,
+    epsilon: float,
+    bounds=None,
+    levels=None,
+    n: int | None = None,
+    q: float | None = None,
+    blocks: int | None = None,
+    param_bounds=None,
+    bias_correction="auto",
+    random_state=None,
+    accountant: Accountant | None = None,
+    missing: str = "drop",
+    namespace: Mapping[str, object] | None = None,
+) -> PrivateSampleAggregate:
+    """Release Smith's sample-and-aggregate estimate of a model (module notes).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, mapping of str to array-like, or polars.DataFrame
+        Raw rows, never modified.
+    family : {"ols", "logit", "quantreg", "mnlogit"}
+        The statsmodels estimator fitted on each block.
+    formula : str
+    epsilon : float
+        Privacy parameter (> 0); ``inf`` gives the exact average of the
+        blocks' estimates (NOT private).
+    bounds, levels :
+        Public domain of the formula's variables, as for :func:`dpmodels.release`.
+    n : int, optional
+        The public number of rows (default: rows handed in); it sets the
+        default number of blocks.
+    q : float, optional
+        The quantile (quantreg; default 0.5).
+    blocks : int, optional
+        The number of blocks k (default :func:`default_blocks`).
+    param_bounds : (low, high) or dict, optional
+        A public range for every coefficient (by name; mnlogit: ``"x"`` for
+        every equation or ``"x[level]"``).  Without it a private range is
+        estimated with 20% of epsilon.
+    bias_correction : {"auto", "firth", "split-half", None}
+        "auto": "firth" for the logit (:func:`firth_step`), none for the
+        others; "split-half": the delete-half jackknife (any family).
+    random_state : None, int or Generator
+        None draws the partition and the noise from the OS's secure entropy.
+    accountant : Accountant, optional
+    missing : {"drop", "raise"}
+    namespace : mapping, optional
+        Names the formula may use besides columns.
+
+    Returns
+    -------
+    PrivateSampleAggregate
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.uniform(0, 1, 4000)})
+    >>> df["y"] = 1 + 2 * df["x"] + rng.normal(0, 0.1, 4000)
+    >>> sa = release_sample_aggregate(df, family="ols", formula="y ~ x", epsilon=1.0,
+    ...                               bounds={"x": (0, 1), "y": (-1, 4)},
+    ...                               param_bounds=(-5, 5), random_state=0)
+    >>> sa.names, sa.blocks
+    (('Intercept', 'x'), 571)
+    >>> [round(v) for v in sa.params]
+    [1, 2]
+    """
+    from .moments import _describe, _is_dask, _published_frame, _to_pandas, design_space, \
+        public_inputs
+
+    if namespace is None:
+        namespace = caller_namespace(1)
+    if family not in FAMILIES:
+        raise DPModelsError(f"family must be one of {FAMILIES}, got {family!r}")
+    _check_blocks(blocks)
+    _check_bias_correction(bias_correction, family)
+    if family == "quantreg":
+        q = 0.5 if q is None else q
+        if isinstance(q, (bool, np.bool_)) or not isinstance(q, numbers.Real) or not 0 < q < 1:
+            raise DPModelsError(f"q must be one quantile strictly between 0 and 1 for "
+                                f"method='sample-aggregate', got {q!r}")
+        q = float(q)
+    else:
+        q = None
+    pub = public_inputs(data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
+                        n=n, random_state=random_state, accountant=accountant, missing=missing,
+                        namespace=namespace, domain_check=None)
+    data, epsilon, domain, fv = pub.data, pub.epsilon, pub.domain, pub.fv
+    if _is_dask(data):
+        raise DPModelsError("method='sample-aggregate' fits statsmodels on blocks of rows in "
+                            "memory: compute the Dask frame first, or use method='histogram'")
+    frame_in = _to_pandas(data)
+    ynames: tuple = ()
+    if family in ("logit", "mnlogit"):
+        response = fv.response[0] if len(fv.response) == 1 else None
+        if response is None or domain.axis(response).kind != "discrete":
+            raise DomainError(f"method='sample-aggregate' for {family} needs a response with "
+                              "declared levels (levels={...} or a bool / 0-1 column)")
+        nlev = domain.axis(response).size
+        if (family == "logit" and nlev != 2) or nlev < 2:
+            raise DomainError(
+                f"the response {response!r} has {nlev} declared level(s); "
+                + ("dp_logit needs exactly 2 (use dp_mnlogit for more)" if family == "logit"
+                   else "dp_mnlogit needs at least 2"))
+        space = design_space(formula, domain, namespace, response=False)
+        if family == "mnlogit":
+            ynames = tuple(domain.axis(response).levels)
+    else:
+        space = design_space(formula, domain, namespace, response=True)
+    J = len(ynames) if family == "mnlogit" else 2
+    J1 = J - 1 if family == "mnlogit" else 1
+    exog = tuple(space.exog_names)
+    names = (tuple(f"{x}[{ynames[e + 1]}]" for e in range(J1) for x in exog)
+             if family == "mnlogit" else exog)
+    p = len(names)
+    private = math.isfinite(epsilon)
+    if param_bounds is not None:
+        lo_pb, hi_pb = _param_ranges(param_bounds, names, exog, ynames)
+    n_rows = len(frame_in)
+    k = int(blocks) if blocks is not None else default_blocks(pub.n, p, epsilon, family)
+    if n_rows // k < len(exog) + 1:
+        raise DPModelsError(
+            f"blocks={k} leaves {n_rows // k} rows per block, fewer than the "
+            f"{len(exog) + 1} a fit of {len(exog)} coefficients needs: use fewer blocks "
+            f"(at most {max(n_rows // (len(exog) + 1), 1)})")
+    if k < 2:
+        raise DPModelsError("sample-and-aggregate needs at least 2 blocks: more rows are needed")
+    correction = (DEFAULT_BIAS_CORRECTION[family] if bias_correction == "auto"
+                  else None if bias_correction in (None, "none") else bias_correction)
+    standardized = param_bounds is None
+    if private:
+        eps_r = epsilon * RANGE_SHARE if standardized else 0.0
+        eps_v = epsilon * SPREAD_SHARE
+        eps_m = epsilon - eps_r - eps_v
+        if min(eps_m, eps_v) < MIN_EPSILON or unit_epsilon(eps_v, p) < MIN_EPSILON:
+            raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
+                                f"{MIN_EPSILON:g})")
+    label = f"sample-aggregate {family} {formula!r}"
+    if accountant is not None:
+        accountant.check(epsilon, label)
+    if not private:
+        warnings.warn(
+            "epsilon=inf: the sample-and-aggregate estimate is the EXACT average of the "
+            "blocks' estimates and NOT differentially private. Use it only to check results.",
+            NotPrivateWarning, stacklevel=user_stacklevel())
+
+    # ---- the rows: published values, design, response (all checks raise here) --------
+    frame, valid = _published_frame(frame_in, domain, missing)
+    from .moments import _NO_NA
+
+    with np.errstate(all="ignore"):
+        if family in ("ols", "quantreg"):
+            ymat, Xmat = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
+            y = np.asarray(ymat, float)[:, 0]
+        else:
+            (Xmat,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
+            axis = domain.axis(fv.response[0])
+            if family == "logit":
+                from .newton import _binary_response
+
+                y, _ = _binary_response(axis, frame[fv.response[0]])
+            else:
+                codes, _, _ = axis.codes(frame[fv.response[0]])
+                y = np.asarray(codes, float)
+    X = np.asarray(Xmat, float)
+    X = np.where(np.isfinite(X), X, 0.0)  # a transform undefined off the grid: per-row map
+    design = _Design(X, np.asarray(y, float), np.asarray(valid, bool))
+
+    budget = "no accountant"
+    if accountant is not None:
+        accountant.spend(epsilon, label)
+        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
+                  f"{accountant.total_epsilon:g} spent")
+    bits = random_source(random_state)
+    # the partition: a uniform permutation from the release's source (public inputs only)
+    order = np.argsort(_mix(bits.words(n_rows)), kind="stable")
+    parts = np.array_split(order, k)
+    A, b = _working_map(space, family, J1, standardized)
+    W, ok = block_estimates(family, design, parts, q, J, correction, A, b)
+    sizes = sorted({len(part) for part in parts})
+    block_rows = " or ".join(f"{s:,}" for s in sizes)
+
+    if not private:
+        Wok = W[ok]
+        if Wok.shape[0] == 0:
+            raise DPModelsError("no block's fit succeeded (epsilon=inf): use fewer blocks")
+        working = Wok.mean(axis=0)
+        spread = Wok.var(axis=0, ddof=1) if Wok.shape[0] > 1 else np.full(p, np.inf)
+        k_eff = Wok.shape[0]
+        lo, hi = np.full(p, -np.inf), np.full(p, np.inf)
+        noise_scale = np.zeros(p)
+        split, range_source = (), "none (exact)"
+        mechanism = "none (exact average of the blocks' estimates)"
+    else:
+        k_eff = k
+        if standardized:
+            lo, hi, found, _ = _private_range(W, ok, eps_r, bits)
+            if not found.all():
+                missing_names = [names[j] for j in np.flatnonzero(~found)]
+                warnings.warn(
+                    f"too few blocks ({k}) for a private range of {missing_names}: the public "
+                    f"default range (standardized coefficients in [-{RANGE_LIMIT:g}, "
+                    f"{RANGE_LIMIT:g}]) was used, and the noise is large; give param_bounds, "
+                    "more data or a larger epsilon", ReleaseWarning, stacklevel=user_stacklevel())
+            range_source = ("private range (noisy histogram)" if found.all() else
+                            f"private range, public default for {int((~found).sum())} of {p}")
+        else:
+            lo, hi = lo_pb, hi_pb
+            range_source = "param_bounds (public)"
+        span = hi - lo
+        # step 5: the quantized clamped estimates, summed; sensitivity p G (L1)
+        Wc, sums = clamped_sums(W, ok, lo, hi)
+        eps_unit = unit_epsilon(eps_m, p)
+        noisy = sums + discrete_laplace(bits, eps_unit, p)
+        working = lo + span * noisy / (k * GRID_UNITS)
+        noise_scale = span / (k * GRID_UNITS) * (2.0 / eps_unit)
+        # step 6: the mean square about the released mean (clamped to the range)
+        c = np.clip(working, lo, hi)
+        eps_unit_v = unit_epsilon(eps_v, p)
+        noisy_abs = deviation_sums(Wc, c, lo, hi) + discrete_laplace(bits, eps_unit_v, p)
+        mad = span * noisy_abs / (k * GRID_UNITS)
+        sd_mad = span / (k * GRID_UNITS) * math.sqrt(discrete_laplace_variance(eps_unit_v))
+        mad_up = (np.maximum(mad, 0.0) + 2.0 * sd_mad) * (1.0 + 2.0 / math.sqrt(k))
+        spread = spread_bound(mad_up, span)
+        split = ((("range: noisy histograms of the blocks' estimates (L1 sensitivity "
+                   f"{2 * p})"), eps_r),) if standardized else ()
+        split += ((f"mean of the clamped block estimates (L1 sensitivity {p} x 2**16 units)",
+                   eps_m),
+                  (f"spread: mean absolute deviation about that mean (L1 sensitivity {p} x "
+                   "2**16 units)", eps_v))
+        mechanism = ("sample-and-aggregate (Smith 2011): statsmodels fits on k random blocks, "
+                     "clamped, averaged, exact discrete Laplace")
+    params = np.linalg.solve(A, working - b)
+    report = SampleAggregateReport(
+        epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=pub.n,
+        n_source=pub.n_source, blocks=k, block_rows=block_rows, range_source=range_source,
+        bias_correction=correction or "none",
+        variables=tuple((a.name, _describe(a)) for a in domain.axes), columns=names,
+        seeded=bits.seeded, budget=budget)
+    return PrivateSampleAggregate(
+        family=family, formula=formula, q=q, exog_names=exog,
+        endog_name=(fv.response[0] if family in ("logit", "mnlogit") else space.endog_name),
+        ynames=ynames, names=names, blocks=int(k_eff), A=A, b=b, lo=lo, hi=hi,
+        working=np.asarray(working, float), noise_scale=np.asarray(noise_scale, float),
+        spread=np.asarray(spread, float), params=params, space=space, report=report)
+
+
+# ---- the route (dpmodels.routing) ---------------------------------------------------------
+
+
+def build_sample_aggregate(call):
+    """The model of a routed ``dp_*`` call (see :mod:`dpmodels.routing`)."""
+    from .models.sample_aggregate import DPSampleAggregate
+
+    options = dict(call.options)
+    blocks = options.pop("blocks", None)
+    param_bounds = options.pop("param_bounds", None)
+    bias_correction = options.pop("bias_correction", "auto")
+    missing = options.pop("missing", "drop")
+    if options:
+        raise DPModelsError(
+            f"method='sample-aggregate' does not take {sorted(options)[0]!r}; its options are "
+            "blocks=, param_bounds=, bias_correction= and missing=")
+    if call.bins != "auto" or call.threshold != "enhanced":
+        raise DPModelsError("bins= and threshold= are options of the histogram release; "
+                            "method='sample-aggregate' does not take them")
+    return DPSampleAggregate(
+        call.family, call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
+        levels=call.levels, n=call.n, q=call.q, blocks=blocks, param_bounds=param_bounds,
+        bias_correction=bias_correction, random_state=call.random_state,
+        accountant=call.accountant, missing=missing, namespace=call.namespace)
