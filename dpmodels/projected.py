@@ -43,6 +43,7 @@ import patsy
 
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError
 from .formula import formula_variables
+from .report import opening_rows
 from .models.base import _frame_namespace, _refuse_signed
 from .models.logit import DPLogit
 from .models.mnlogit import DPMNLogit
@@ -125,12 +126,7 @@ class ProjectedReport:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
-        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
-        rows = [
-            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
-            ("Mechanism:", self.mechanism),
-        ]
-        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
+        rows = opening_rows(self)
         if self.gamma is not None:
             rows.append(("  gamma:", f"{self.gamma:.4g} (histogram share)"))
         sel = self.selection

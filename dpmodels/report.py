@@ -10,7 +10,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PrivacyReport", "MomentsReport"]
+__all__ = ["PrivacyReport", "MomentsReport", "opening_rows"]
+
+
+def opening_rows(report) -> list[tuple[str, str]]:
+    """The first rows of a central release's report: the guarantee, the
+    mechanism and, when the report has a ``split``, each part of epsilon."""
+    eps = "inf (NOT PRIVATE)" if not report.private else f"{report.epsilon:g}"
+    rows = [("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
+            ("Mechanism:", report.mechanism)]
+    rows += [("  epsilon part:", f"{e:.4g} for {label}")
+             for label, e in getattr(report, "split", ())]
+    return rows
 
 
 def _closing_rows(report) -> list[tuple[str, str]]:
@@ -87,16 +98,13 @@ class PrivacyReport:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
-        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
         if self.threshold is None:
             thr = self.threshold_rule
         elif self.threshold_rule == "enhanced":
             thr = f"enhanced, A={self.threshold_A:g}: t = A*log(n)/eps = {self.threshold:.4g}"
         else:
             thr = f"{self.threshold_rule}: t = {self.threshold:.4g}"
-        rows = [
-            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
-            ("Mechanism:", self.mechanism),
+        rows = opening_rows(self) + [
             ("Noise scale:", "none" if not self.private else
              f"2/epsilon = {self.noise_scale:.4g} (L1 sensitivity {self.sensitivity})"),
             ("Threshold:", thr),
@@ -174,12 +182,7 @@ class MomentsReport:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
-        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
-        rows = [
-            ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
-            ("Mechanism:", self.mechanism),
-        ]
-        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
+        rows = opening_rows(self)
         rows += [
             ("Public n:", f"{self.n} ({self.n_source})"),
             ("Noisy rows:", f"{self.noisy_rows:,.0f}"),
