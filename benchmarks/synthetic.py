@@ -55,7 +55,8 @@ Run from the repository root::
     nice -n 5 python benchmarks/synthetic.py --quick   # n = 1e2..1e4, 2 reps; 8 regression reps
 
 Needs matplotlib (the ``plot`` extra) for the figures.  Writes ``benchmarks/results/synthetic.md``, ``benchmarks/results/synthetic_accuracy.png`` and
-``synthetic_example.png`` (copied to ``docs/images/`` for the doc page).
+``synthetic_example.png`` (copied to ``docs/images/`` for the doc page); ``--quick`` writes
+the same names with ``_quick`` and leaves ``docs/images/`` alone.
 """
 
 from __future__ import annotations
@@ -365,13 +366,16 @@ def main(argv=None) -> None:
     elapsed = time.perf_counter() - t0
 
     os.makedirs(RESULTS, exist_ok=True)
-    png = os.path.join(RESULTS, "synthetic_accuracy.png")
+    # a quick run writes *_quick files and leaves the doc page's figures alone
+    tag = "_quick" if args.quick else ""
+    png = os.path.join(RESULTS, f"synthetic_accuracy{tag}.png")
     plot(acc, png)
-    os.makedirs(DOCS_IMG, exist_ok=True)
-    shutil.copy(png, os.path.join(DOCS_IMG, "synthetic_accuracy.png"))
-    png_ex = os.path.join(RESULTS, "synthetic_example.png")
+    png_ex = os.path.join(RESULTS, f"synthetic_example{tag}.png")
     plot_example(ex, png_ex)
-    shutil.copy(png_ex, os.path.join(DOCS_IMG, "synthetic_example.png"))
+    if not args.quick:
+        os.makedirs(DOCS_IMG, exist_ok=True)
+        shutil.copy(png, os.path.join(DOCS_IMG, "synthetic_accuracy.png"))
+        shutil.copy(png_ex, os.path.join(DOCS_IMG, "synthetic_example.png"))
     best = (ex.loc[ex.groupby(["n", "alpha"]).MISE_perturbed.idxmin(), ["n", "alpha", "K"]]
             .rename(columns={"K": "best K (perturbed)"}))
     best["best K (original)"] = ex.loc[ex.groupby(["n", "alpha"]).MISE_original.idxmin(),
@@ -412,7 +416,7 @@ def main(argv=None) -> None:
         markdown(ex),
         "",
     ])
-    with open(os.path.join(RESULTS, "synthetic.md"), "w") as fh:
+    with open(os.path.join(RESULTS, f"synthetic{tag}.md"), "w") as fh:
         fh.write(text)
     print(text)
 
