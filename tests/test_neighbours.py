@@ -342,25 +342,31 @@ def published(case: Case, data, fit_kw: dict) -> tuple[dict, dict]:
             "model repr": mask(repr(model)),
             "release warnings": _warnings_sig(caught),
         }
-        try:
-            res = model.fit(**case.fit_kw, **fit_kw)
-            smry = res.summary()
-            out_fit = {
-                "params": _labels(res.params),
-                "bse": _labels(res.bse),
-                "conf_int": _labels(res.conf_int()),
-                "exog_names": list(np.atleast_1d(res.model.exog_names)),
-                "endog_names": res.model.endog_names,
-                "response_coding": getattr(res, "response_coding", None),
-                "outcome_labels": getattr(res._results, "outcome_labels", None),
-                "privacy": asdict(res.privacy) == asdict(rel.report),
-                "summary": mask(smry.as_text()),
-                "summary html": mask(smry.as_html()),
-            }
-        except dpm.DPModelsError as exc:  # a fit refused because of the noisy release
-            out_fit = {"error": (type(exc).__name__, mask(str(exc)))}
+        out_fit = fit_published(model, {**case.fit_kw, **fit_kw})
         out_fit["warnings"] = _warnings_sig(caught)
     return out_release, out_fit
+
+
+def fit_published(model, fit_kw: dict) -> dict:
+    """What ``model.fit(**fit_kw)`` publishes (masked), or the refusal of a
+    fit that the noisy release made impossible (warnings: the caller's)."""
+    try:
+        res = model.fit(**fit_kw)
+        smry = res.summary()
+        return {
+            "params": _labels(res.params),
+            "bse": _labels(res.bse),
+            "conf_int": _labels(res.conf_int()),
+            "exog_names": list(np.atleast_1d(res.model.exog_names)),
+            "endog_names": res.model.endog_names,
+            "response_coding": getattr(res, "response_coding", None),
+            "outcome_labels": getattr(getattr(res, "_results", res), "outcome_labels", None),
+            "privacy": asdict(res.privacy) == asdict(model.release.report),
+            "summary": mask(smry.as_text()),
+            "summary html": mask(smry.as_html()),
+        }
+    except dpm.DPModelsError as exc:  # a fit refused because of the noisy release
+        return {"error": (type(exc).__name__, mask(str(exc)))}
 
 
 def _diff(a: dict, b: dict) -> str:
