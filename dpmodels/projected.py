@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import pandas as pd
 import patsy
 
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError
@@ -297,6 +298,12 @@ class _Projected:
         check_formula_transforms(formula, namespace)
         gamma = _check_gamma(gamma)
         self.formula = formula
+        if not isinstance(data, (pd.DataFrame, Mapping)):
+            raise DPModelsTypeError(
+                "select= reads the rows in process for the feature selection: data must be a "
+                f"pandas DataFrame or a mapping of column name to array, got "
+                f"{type(data).__name__} (an engine's frame: convert it first, e.g. with "
+                ".to_pandas())")
         cols = _columns_of(data)
         fv = formula_variables(formula, cols, namespace)
         response = self._response_of(fv)

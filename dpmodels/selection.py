@@ -474,6 +474,11 @@ def _check_epsilon(epsilon) -> float:
 def _check_names(data, target, candidates) -> tuple[str, tuple[str, ...], list[str]]:
     from .release import _columns_of
 
+    if not isinstance(data, (pd.DataFrame, Mapping)):
+        raise DPModelsTypeError(
+            "feature selection reads the rows in process: data must be a pandas DataFrame or a "
+            f"mapping of column name to array, got {type(data).__name__} (an engine's frame: "
+            "convert it first, e.g. with .to_pandas())")
     cols = _columns_of(data)
     if not isinstance(target, str):
         raise DPModelsTypeError(f"target must be a column name (str), got {type(target).__name__}")

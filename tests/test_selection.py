@@ -484,3 +484,15 @@ SF = dpm.select_features
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_refusals_come_before_noise_and_charge(exc, match, call):
     _refused(exc, match, call)
+
+
+def test_an_engine_frame_is_refused_with_what_to_do():
+    """select_features and select= read the rows in process: a Polars frame is
+    refused, saying so and how to convert it (before anything is drawn)."""
+    pl = pytest.importorskip("polars")
+    df = pl.DataFrame({"y": [0, 1, 0, 1], "x": [1.0, 2.0, 3.0, 4.0]})
+    kw = dict(epsilon=1.0, bounds={"x": (0, 5)}, levels={"y": [0, 1]})
+    with pytest.raises(dpm.DPModelsTypeError, match="to_pandas"):
+        dpm.select_features(df, "y", ["x"], k=1, **kw)
+    with pytest.raises(dpm.DPModelsTypeError, match="to_pandas"):
+        dpm.dp_logit("y ~ x", df, select=1, **kw)
