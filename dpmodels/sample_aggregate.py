@@ -37,16 +37,40 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    ``param_bounds`` is given, else standardized ones (each slope times its
    column's public half-range over the response's; the intercept at the
    design's centre), an affine map fixed by the public design.
-4. **Range (only without param_bounds; epsilon_r = 20%).**  For each of the
-   p coordinates a histogram of the successful blocks' estimates on a public
-   grid (:func:`range_bins` equal bins over ``[-RANGE_LIMIT, RANGE_LIMIT]``,
-   from 4 to ``RANGE_BINS`` as k allows; outside values in the edge bins).
-   One block moves one count in each histogram: L1 sensitivity 2p; discrete
-   Laplace noise of scale ``2p / epsilon_r`` per bin.  The range is the hull
-   of the bins whose noisy count reaches a threshold no empty bin crosses
-   with probability above ``RANGE_ALPHA``, widened by one bin on each side;
-   when no bin crosses it, the whole public grid (a ReleaseWarning says so).
-5. **Mean (epsilon_m: 90% with param_bounds, else 70%).**  Each block's
+4. **Range (only without param_bounds; epsilon_r, at most 20%).**  Per
+   working coordinate j, a private median and a private median absolute
+   deviation (MAD) of the blocks' estimates, each by the exponential
+   mechanism over the cells of a public grid (:func:`range_grids`: the cut
+   points ``-RANGE_LIMIT, ..., RANGE_LIMIT`` for the median and ``RANGE_STEP,
+   ..., 2 RANGE_LIMIT`` for the MAD, step ``RANGE_STEP = 1/128``; the cells
+   between consecutive cuts and the two unbounded end cells, RANGE_CELLS =
+   2050 and 2049).  The values ranked are the blocks' estimates v_bj, a
+   failed block at 0 (public); ``T = k // 2``.  With ``C_i`` the number of
+   values at or below cut i (0 and k at the ends), a cell's rank distance is
+   ``d = max(0, C_i - T, T - C_{i+1})``: 0 for the cell holding the T-th
+   smallest value (always one), else how many values it misses by.  The
+   median ranks the ``v_bj``, the MAD the ``|v_bj - m_j|`` about the released
+   median m_j.  Neighbours (replace-one) move one block's estimate, so every
+   count, hence every d, moves by at most 1: **sensitivity 1** for each
+   utility ``-d``, whatever the data.  Noise law: ``P(cell) = exp(-e d / 2) /
+   sum exp(-e d' / 2)``, sampled exactly
+   (:func:`dpmodels.selection.exponential_choice`: integer distances, a
+   uniform proposal accepted by an exact geometric draw); each draw is e-DP,
+   and the 2p draws compose to ``2 p e <= epsilon_r`` (``e`` =
+   :func:`range_epsilon`, rounded down until that holds in exact rational
+   arithmetic).  Released values (:func:`range_outputs`): a median cell's
+   midpoint (an end cell: the grid's end), a MAD cell's upper end.  The range
+   is ``m_j -+ RANGE_WIDEN h_j`` (6 MADs: 4.05 standard deviations of a
+   normal), cut to ``[-RANGE_LIMIT, RANGE_LIMIT]``.  The rank error is known
+   in advance: a draw lands at a rank distance of T or more (outside the
+   blocks' estimates) with probability at most ``RANGE_CELLS exp(-e T / 2)``.
+   The step runs only when that bound is at most ``RANGE_BETA = 1e-3``
+   (:func:`range_feasible`: public k, p, epsilon; 5,234 blocks at 9
+   parameters and epsilon = 1), with ``epsilon_r`` = :func:`range_budget`:
+   ``RANGE_MARGIN = 2`` times the least budget meeting it, at most 20% of
+   epsilon.  With fewer blocks the public default range ``[-RANGE_LIMIT,
+   RANGE_LIMIT]`` is used (a ReleaseWarning says so) and epsilon_r = 0.
+5. **Mean (epsilon_m = epsilon - epsilon_r - epsilon_v).**  Each block's
    coordinate is clamped to its range ``[lo_j, hi_j]`` and quantized to
    ``t = round(G (w - lo_j) / (hi_j - lo_j))`` in ``{0, ..., G}``
    (``G = GRID_UNITS``); the integer sums ``S_j = sum_b t_bj`` are released.
@@ -82,9 +106,11 @@ the law of a normal plus the Laplace noise (heavier-tailed than a normal);
 a coefficient that is a combination of several working coordinates (the
 intercept of the standardized coordinates) gets the sum of their half-widths
 (valid whatever their correlation).  Not covered: the clamping bias when a
-range cuts the blocks' distribution unevenly (a too-narrow ``param_bounds``,
-or too few blocks for the private range), and the blocks' estimator's bias
-(small blocks of a logit without the bias correction).
+range cuts the blocks' distribution unevenly (a too-narrow ``param_bounds``;
+the private range, 6 MADs about the median, holds 4 standard deviations of a
+normal on each side, but a skewed block distribution may lose more on one
+side), and the blocks' estimator's bias (small blocks of a logit without the
+bias correction).
 """
 
 from __future__ import annotations
@@ -94,6 +120,7 @@ import numbers
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import patsy
@@ -116,11 +143,20 @@ RANGE_SHARE = 0.2
 SPREAD_SHARE = 0.1
 #: Quantization units per range of a coordinate (steps 5 and 6).
 GRID_UNITS = 2**16
-#: Public grid of the private range, in standardized coordinates.
+#: Public grids of the private range, in standardized coordinates: cut points on
+#: [-RANGE_LIMIT, RANGE_LIMIT] and half-widths on (0, 2 RANGE_LIMIT] (:func:`range_grids`);
+#: each mechanism chooses one of RANGE_CELLS cells.
 RANGE_LIMIT = 8.0
-RANGE_BINS = 256
-#: Chance that an empty bin of the range histogram crosses the threshold (all bins).
-RANGE_ALPHA = 1e-3
+RANGE_POINTS = 2049
+RANGE_STEP = 2.0 * RANGE_LIMIT / (RANGE_POINTS - 1)
+RANGE_CELLS = RANGE_POINTS + 1
+#: Bound on each range mechanism's chance of a rank error of k // 2 (sets the least k).
+RANGE_BETA = 1e-3
+#: Step 4 spends RANGE_MARGIN times the least budget meeting that bound (at most RANGE_SHARE).
+RANGE_MARGIN = 2.0
+#: The range is the private median plus or minus RANGE_WIDEN private median
+#: absolute deviations (a normal's MAD is 0.674 sd: +-4.05 sd).
+RANGE_WIDEN = 6.0
 #: Smallest block, in rows per parameter (the default k never goes below it).
 MIN_ROWS_PER_PARAMETER = {"ols": 2, "quantreg": 5, "logit": 10, "mnlogit": 10}
 #: Half-width, in the blocks' standard deviations, of the range the default k assumes.
@@ -181,8 +217,9 @@ class SampleAggregateReport:
     block_rows : str
         Rows per block (of the rows handed in, missing values included).
     range_source : str
-        "param_bounds (public)", "private range (noisy histogram)", "public
-        default range (too few blocks for a private one)" or "none (exact)".
+        "param_bounds (public)", "private range (exponential-mechanism median
+        +- 6 MAD)", "public default range (too few blocks for a private one)"
+        or "none (exact)": a function of public inputs (k, p, epsilon).
     bias_correction : str
     variables : tuple of (name, description)
     columns : tuple of str
@@ -589,15 +626,6 @@ def _mix(words: np.ndarray) -> np.ndarray:
     return z
 
 
-def _threshold(eps_unit: float, cells: int) -> int:
-    """Smallest integer t with ``cells * P(Z >= t) <= RANGE_ALPHA`` for the
-    discrete Laplace Z of :func:`~dpmodels.exact.discrete_laplace` (eps_unit)."""
-    log_q = -eps_unit / 2.0
-    # P(Z >= t) = q**t / (1 + q) for t >= 1
-    t = math.log(RANGE_ALPHA / cells * (1.0 + math.exp(log_q))) / log_q
-    return max(1, int(math.ceil(t)))
-
-
 def unit_epsilon(eps_part: float, p: int) -> float:
     """The :func:`~dpmodels.exact.discrete_laplace` argument (scale ``2/e``)
     that makes p sums of L1 sensitivity ``p G`` eps_part-DP (rounded down)."""
@@ -632,52 +660,129 @@ def spread_bound(mad_up: np.ndarray, span: np.ndarray) -> np.ndarray:
     return np.minimum.reduce([math.pi / 2.0 * mad_up**2, span * mad_up, span**2 / 4.0])
 
 
-def range_bins(k: int, p: int, eps_r: float) -> int:
-    """Bins of the range histograms, from public inputs: the finest power of 2
-    from 4 to ``RANGE_BINS`` whose threshold is at most k / 8 (the blocks'
-    estimates spread over up to 8 bins still cross it), else 4."""
-    from .moments import _unit_epsilon
-
-    eps_unit = _unit_epsilon(eps_r, float(p))
-    bins = 4
-    while bins < RANGE_BINS and _threshold(eps_unit, p * 2 * bins) <= k / 8:
-        bins *= 2
-    return bins
+def range_grids() -> tuple[np.ndarray, np.ndarray]:
+    """The public grids of step 4, step ``RANGE_STEP``: the centres
+    ``-RANGE_LIMIT, ..., RANGE_LIMIT`` (``RANGE_POINTS`` points) and the
+    half-width units ``RANGE_STEP, ..., 2 RANGE_LIMIT`` (``RANGE_POINTS - 1``)."""
+    centres = np.linspace(-RANGE_LIMIT, RANGE_LIMIT, RANGE_POINTS)
+    scales = np.arange(1, RANGE_POINTS) * RANGE_STEP
+    return centres, scales
 
 
-def range_counts(W: np.ndarray, ok: np.ndarray, bins: int = RANGE_BINS) -> np.ndarray:
-    """Step 4's exact values: per coordinate, the successful blocks' counts
-    in the public grid's bins (outside values in the edge bins), (p, bins)."""
-    p = W.shape[1]
-    width = 2.0 * RANGE_LIMIT / bins
-    counts = np.zeros((p, bins), np.int64)
-    for j in range(p):
-        idx = np.clip(np.floor((W[ok, j] + RANGE_LIMIT) / width), 0, bins - 1)
-        counts[j] = np.bincount(idx.astype(np.int64), minlength=bins)
-    return counts
+def range_epsilon(eps_r: float, p: int) -> float:
+    """The epsilon of each of the 2p exponential mechanisms of step 4: the
+    largest float ``e <= eps_r / (2p)`` with ``2 p e <= eps_r`` exactly."""
+    e = float(eps_r) / (2.0 * p)
+    while e > 0 and Fraction(e) * (2 * p) > Fraction(float(eps_r)):
+        e = math.nextafter(e, 0.0)
+    return e
+
+
+def min_range_blocks(p: int, eps_r: float) -> int:
+    """The smallest k for which :func:`range_feasible` holds at eps_r."""
+    if not (math.isfinite(eps_r) and eps_r > 0):
+        return 0
+    k = 2 * int(math.ceil(2.0 * math.log(RANGE_CELLS / RANGE_BETA) / range_epsilon(eps_r, p)))
+    while k > 2 and range_feasible(k - 1, p, eps_r):
+        k -= 1
+    while not range_feasible(k, p, eps_r):
+        k += 1
+    return k
+
+
+def range_budget(k: int, p: int, epsilon: float) -> float:
+    """epsilon_r of step 4, from public inputs only: ``RANGE_MARGIN`` times the
+    least budget that makes :func:`range_feasible` hold, at most
+    ``RANGE_SHARE * epsilon``; 0 when even that share is not enough (the
+    public default range is then used)."""
+    if not math.isfinite(epsilon):
+        return 0.0
+    cap = RANGE_SHARE * epsilon
+    if not range_feasible(k, p, cap):
+        return 0.0
+    need = 4.0 * p * math.log(RANGE_CELLS / RANGE_BETA) / (k // 2)
+    eps_r = min(cap, RANGE_MARGIN * need)
+    return eps_r if range_feasible(k, p, eps_r) else cap
+
+
+def range_feasible(k: int, p: int, eps_r: float) -> bool:
+    """Whether step 4 runs (public inputs only): with ``e`` =
+    :func:`range_epsilon` and the target rank ``T = k // 2``,
+    ``RANGE_CELLS exp(-e T / 2) <= RANGE_BETA``: the cells at a rank distance
+    of T or more (those outside the blocks' estimates) together weigh at most
+    RANGE_BETA times the cell at distance 0 (there is always one), so each
+    mechanism lands outside with probability at most RANGE_BETA, whatever
+    the data.  Otherwise the public default range is used and
+    epsilon_r goes to the mean."""
+    if not (math.isfinite(eps_r) and eps_r > 0):
+        return False
+    e = range_epsilon(eps_r, p)
+    return e > 0 and e * (k // 2) / 2.0 >= math.log(RANGE_CELLS / RANGE_BETA)
+
+
+def range_values(W: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The values step 4 ranks: the blocks' working estimates, a failed block
+    at 0 (a public value), (k, p)."""
+    return np.where(ok[:, None], W, 0.0)
+
+
+def _cell_deficits(sorted_values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Rank distances of the cells between consecutive cut points (and the two
+    unbounded end cells): with ``C`` the counts at or below the cuts
+    (``0, ..., k`` at the ends), ``max(0, C_i - T, T - C_{i+1})``, ``T = k // 2``:
+    0 for the cell holding the T-th smallest value (there is always one).  One
+    value moved changes every count by at most 1, hence every distance:
+    sensitivity 1."""
+    k = sorted_values.size
+    C = np.concatenate([[0], np.searchsorted(sorted_values, cuts, side="right"), [k]])
+    T = k // 2
+    return np.maximum(0, np.maximum(C[:-1] - T, T - C[1:])).astype(np.int64)
+
+
+def median_deficits(v: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Step 4's median utility: the rank distances of the ``len(centres) + 1``
+    cells cut by the centres (:func:`_cell_deficits`)."""
+    return _cell_deficits(np.sort(np.asarray(v, float)), centres)
+
+
+def scale_deficits(v: np.ndarray, centre: float, scales: np.ndarray) -> np.ndarray:
+    """Step 4's MAD utility: the rank distances of the ``len(scales) + 1``
+    cells of ``|v - c|`` cut by the scales, about the released centre c."""
+    return _cell_deficits(np.sort(np.abs(np.asarray(v, float) - centre)), scales)
+
+
+def range_outputs() -> tuple[np.ndarray, np.ndarray]:
+    """The value released for each cell of step 4: a median cell's midpoint
+    (the end cells: the grid's ends), a MAD cell's upper end (the last: the
+    largest scale)."""
+    centres, scales = range_grids()
+    med = np.concatenate([[centres[0]], (centres[:-1] + centres[1:]) / 2.0, [centres[-1]]])
+    mad = np.concatenate([scales, [scales[-1]]])
+    return med, mad
 
 
 def _private_range(W, ok, eps_r, bits):
-    """Step 4: each coordinate's range from a noisy histogram (see module notes)."""
-    from .moments import _unit_epsilon
+    """Step 4: each coordinate's range from a private median and a private
+    median absolute deviation (exponential mechanisms, see module notes).
+    Returns lo, hi and the released cells' indices (median, MAD), (p, 2)."""
+    from .selection import exponential_choice
 
     k, p = W.shape
-    bins = range_bins(k, p, eps_r)
-    edges = np.linspace(-RANGE_LIMIT, RANGE_LIMIT, bins + 1)
-    width = edges[1] - edges[0]
-    counts = range_counts(W, ok, bins)
-    eps_unit = _unit_epsilon(eps_r, float(p))  # L1 sensitivity 2p
-    noisy = counts + discrete_laplace(bits, eps_unit, p * bins).reshape(p, bins)
-    t = _threshold(eps_unit, p * bins)
-    lo, hi = np.full(p, -RANGE_LIMIT), np.full(p, RANGE_LIMIT)
-    found = np.zeros(p, bool)
+    e = range_epsilon(eps_r, p)
+    centres, scales = range_grids()
+    med_out, mad_out = range_outputs()
+    V = range_values(W, ok)
+    lo, hi = np.empty(p), np.empty(p)
+    cells = np.empty((p, 2), np.int64)
     for j in range(p):
-        hit = np.flatnonzero(noisy[j] >= t)
-        if hit.size:
-            found[j] = True
-            lo[j] = edges[hit[0]] - width
-            hi[j] = edges[hit[-1] + 1] + width
-    return lo, hi, found, t
+        # P(cell) ~ exp(-e d / 2), d its rank distance: exponential_choice's r = e / 2
+        i = exponential_choice(bits, median_deficits(V[:, j], centres), e / 2.0)
+        m = med_out[i]
+        i2 = exponential_choice(bits, scale_deficits(V[:, j], m, scales), e / 2.0)
+        cells[j] = i, i2
+        lo[j] = max(m - RANGE_WIDEN * mad_out[i2], -RANGE_LIMIT)
+        hi[j] = min(m + RANGE_WIDEN * mad_out[i2], RANGE_LIMIT)
+    return lo, hi, cells
 
 
 def release_sample_aggregate(
@@ -722,7 +827,8 @@ def release_sample_aggregate(
     param_bounds : (low, high) or dict, optional
         A public range for every coefficient (by name; mnlogit: ``"x"`` for
         every equation or ``"x[level]"``).  Without it a private range is
-        estimated with 20% of epsilon.
+        estimated with at most 20% of epsilon when there are enough blocks
+        (module notes, step 4), else the public default range is used.
     bias_correction : {"auto", "firth", "split-half", None}
         "auto": "firth" for the logit (:func:`firth_step`), none for the
         others; "split-half": the delete-half jackknife (any family).
@@ -814,8 +920,10 @@ def release_sample_aggregate(
     correction = (DEFAULT_BIAS_CORRECTION[family] if bias_correction == "auto"
                   else None if bias_correction in (None, "none") else bias_correction)
     standardized = param_bounds is None
+    # step 4 runs only when k is large enough for it (public inputs: k, p, epsilon)
+    eps_r = range_budget(k, p, epsilon) if standardized and private else 0.0
+    ranged = eps_r > 0
     if private:
-        eps_r = epsilon * RANGE_SHARE if standardized else 0.0
         eps_v = epsilon * SPREAD_SHARE
         eps_m = epsilon - eps_r - eps_v
         if min(eps_m, eps_v) < MIN_EPSILON or unit_epsilon(eps_v, p) < MIN_EPSILON:
@@ -879,17 +987,20 @@ def release_sample_aggregate(
         mechanism = "none (exact average of the blocks' estimates)"
     else:
         k_eff = k
-        if standardized:
-            lo, hi, found, _ = _private_range(W, ok, eps_r, bits)
-            if not found.all():
-                missing_names = [names[j] for j in np.flatnonzero(~found)]
-                warnings.warn(
-                    f"too few blocks ({k}) for a private range of {missing_names}: the public "
-                    f"default range (standardized coefficients in [-{RANGE_LIMIT:g}, "
-                    f"{RANGE_LIMIT:g}]) was used, and the noise is large; give param_bounds, "
-                    "more data or a larger epsilon", ReleaseWarning, stacklevel=user_stacklevel())
-            range_source = ("private range (noisy histogram)" if found.all() else
-                            f"private range, public default for {int((~found).sum())} of {p}")
+        if ranged:
+            lo, hi, _ = _private_range(W, ok, eps_r, bits)
+            range_source = ("private range (exponential-mechanism median +- "
+                            f"{RANGE_WIDEN:g} MAD)")
+        elif standardized:
+            warnings.warn(
+                f"too few blocks ({k}) for a private range (at least "
+                f"{min_range_blocks(p, epsilon * RANGE_SHARE)} with {p} parameters at "
+                f"epsilon={epsilon:g}): the public default range "
+                f"(standardized coefficients in [-{RANGE_LIMIT:g}, {RANGE_LIMIT:g}]) was used, "
+                "and the noise is large; give param_bounds, more data or a larger epsilon",
+                ReleaseWarning, stacklevel=user_stacklevel())
+            lo, hi = np.full(p, -RANGE_LIMIT), np.full(p, RANGE_LIMIT)
+            range_source = "public default range (too few blocks for a private one)"
         else:
             lo, hi = lo_pb, hi_pb
             range_source = "param_bounds (public)"
@@ -908,8 +1019,9 @@ def release_sample_aggregate(
         sd_mad = span / (k * GRID_UNITS) * math.sqrt(discrete_laplace_variance(eps_unit_v))
         mad_up = (np.maximum(mad, 0.0) + 2.0 * sd_mad) * (1.0 + 2.0 / math.sqrt(k))
         spread = spread_bound(mad_up, span)
-        split = ((("range: noisy histograms of the blocks' estimates (L1 sensitivity "
-                   f"{2 * p})"), eps_r),) if standardized else ()
+        split = ((("range: exponential-mechanism median and MAD of each coordinate's "
+                   f"block estimates ({2 * p} mechanisms, rank distance, sensitivity 1)"),
+                  eps_r),) if ranged else ()
         split += ((f"mean of the clamped block estimates (L1 sensitivity {p} x 2**16 units)",
                    eps_m),
                   (f"spread: mean absolute deviation about that mean (L1 sensitivity {p} x "

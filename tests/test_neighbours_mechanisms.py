@@ -30,8 +30,7 @@ Numbers computed from noisy outputs are masked (``mask``).  What depends on
 the noise and may differ between neighbours, and is then compared only in
 the part that does not depend on it (as test_neighbours does):
 a noise-driven warning or binning note (``_noise_driven``), the selected
-set of a private selection, the sample-and-aggregate private range's source
-(which coordinates' noisy histograms crossed the threshold).  Each mechanism
+set of a private selection.  Each mechanism
 must still compare most of its pairs in full (asserted).
 """
 
@@ -180,20 +179,13 @@ def _sa_published(case: Case, data, param_bounds) -> tuple[dict, dict]:
         except dpm.DPModelsError as exc:
             return _error(exc), {"warnings": rec.sig()}
         rel = model.release
-        rep = asdict(rel.report)
-        # which coordinates' noisy range histograms crossed the threshold: a noisy output
-        source = rep.pop("range_source")
-        tag = mask(source)
-
-        def hide(text):
-            return mask(text).replace(tag, "<range>")
-
+        rep = asdict(rel.report)  # range_source included: decided from public k, p, epsilon
         release = {
             "report": rep,
-            "report text": hide(str(rel.report)),
-            "report html": hide(rel.report._repr_html_()),
+            "report text": mask(str(rel.report)),
+            "report html": mask(rel.report._repr_html_()),
             "release repr": mask(repr(rel)),
-            "release str": hide(str(rel)),
+            "release str": mask(str(rel)),
             "model repr": mask(repr(model)),
             "names": (rel.family, rel.formula, rel.q, rel.exog_names, rel.endog_name,
                       rel.ynames, rel.names, rel.blocks),
@@ -203,9 +195,6 @@ def _sa_published(case: Case, data, param_bounds) -> tuple[dict, dict]:
                 "A", "b", "lo", "hi", "working", "noise_scale", "spread", "params", "bse")],
         }
         rest = fit_published(model, {"cov_type": "naive", **case.fit_kw})
-        for key in ("summary", "summary html"):
-            if key in rest:
-                rest[key] = rest[key].replace(tag, "<range>")
         if "error" not in rest:
             res = model.fit(**case.fit_kw)
             ci = res.conf_int()

@@ -147,36 +147,92 @@ def test_firth_correction_is_the_mle_minus_its_cox_snell_bias():
 # ---------------------------------------------------------------------------
 # 2. the budget split and the accountant
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("param_bounds", [None, (-20.0, 20.0)], ids=["private-range", "public"])
-def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, param_bounds):
-    calls = []
-    real = sa.discrete_laplace
+SPLIT_CASES = ("private-range", "default-range", "public")
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES)
+def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, case):
+    """Every noise draw's epsilon times its sensitivity is its part of the
+    split, and the parts add up to epsilon: with the private range (2p
+    exponential mechanisms of sensitivity 1, at a k large enough for it), with
+    too few blocks for it (the public default range, its share to the mean),
+    and with public param_bounds."""
+    import dpmodels.selection as selection
+
+    calls, choices = [], []
+    real, real_choice = sa.discrete_laplace, selection.exponential_choice
 
     def spy(source, eps, size):
         calls.append((eps, int(size)))
         return real(source, eps, size)
 
+    def spy_choice(bits, deficits, r):
+        choices.append((r, np.asarray(deficits).size))
+        return real_choice(bits, deficits, r)
+
     monkeypatch.setattr(sa, "discrete_laplace", spy)
-    acct = dpm.Accountant(5.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dpm.ReleaseWarning)
-        rel = _make("ols", _frame(), epsilon=1.3, accountant=acct,
-                    param_bounds=param_bounds).release
-    p = len(rel.names)
+    monkeypatch.setattr(selection, "exponential_choice", spy_choice)
+    p = 5  # Intercept, C(g)[T.v], C(g)[T.w], x, z
+    eps, kw, df = 1.3, {}, _frame()
+    if case == "private-range":  # the least k for a private range at epsilon 13
+        eps = 13.0
+        k = sa.min_range_blocks(p, eps * sa.RANGE_SHARE)
+        assert sa.range_budget(k, p, eps) > 0 == sa.range_budget(k - 1, p, eps)
+        kw, df = dict(blocks=k), _frame(6 * k)
+    elif case == "public":
+        kw = dict(param_bounds=(-20.0, 20.0))
+    acct = dpm.Accountant(50.0)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        rel = _make("ols", df, epsilon=eps, accountant=acct, **kw).release
+    assert len(rel.names) == p
     parts = [e for _, e in rel.report.split]
-    assert math.isclose(math.fsum(parts), 1.3, rel_tol=1e-12)
-    assert acct.ledger[0].epsilon == 1.3 and len(acct.ledger) == 1
-    # each draw's cost: the sampler's epsilon (scale 2/eps) times the L1 sensitivity / 2
-    sens = ([2 * p] if param_bounds is None else []) + [p * sa.GRID_UNITS] * 2
-    bins = sa.range_bins(rel.blocks, p, 1.3 * sa.RANGE_SHARE)
-    sizes = ([p * bins] if param_bounds is None else []) + [p, p]
-    assert [s for _, s in calls] == sizes
-    for (eps, _), d, part in zip(calls, sens, parts):
-        assert eps * d / 2 <= part and math.isclose(eps * d / 2, part, rel_tol=1e-9)
+    assert math.isclose(math.fsum(parts), eps, rel_tol=1e-12)
+    assert acct.ledger[0].epsilon == eps and len(acct.ledger) == 1
+    too_few = [w for w in rec if issubclass(w.category, dpm.ReleaseWarning)
+               and "too few blocks" in str(w.message)]
+    if case == "private-range":
+        eps_r = parts[0]
+        assert eps_r == sa.range_budget(rel.blocks, p, eps) and eps_r <= sa.RANGE_SHARE * eps
+        e = sa.range_epsilon(eps_r, p)
+        # 2p mechanisms, P ~ exp(-e d / 2): exponential_choice's r = e / 2, sensitivity 1
+        assert [c for c in choices] == [(e / 2, sa.RANGE_CELLS),
+                                        (e / 2, sa.RANGE_CELLS - 1)] * p
+        assert 2 * p * e <= eps_r and math.isclose(2 * p * e, eps_r, rel_tol=1e-12)
+        assert "exponential-mechanism median" in rel.report.range_source and not too_few
+        assert (-sa.RANGE_LIMIT <= rel.lo).all() and (rel.hi <= sa.RANGE_LIMIT).all()
+        assert (rel.hi - rel.lo < 2 * sa.RANGE_LIMIT).all()
+    else:
+        assert len(parts) == 2 and not choices
+        if case == "default-range":
+            assert too_few and "public default" in rel.report.range_source
+            assert (rel.lo == -sa.RANGE_LIMIT).all() and (rel.hi == sa.RANGE_LIMIT).all()
+    # the mean and the spread: discrete Laplace of scale 2/eps on p sums of L1 sensitivity p G
+    assert [s for _, s in calls] == [p, p]
+    for (e, _), part in zip(calls, parts[-2:]):
+        assert e * p * sa.GRID_UNITS / 2 <= part
+        assert math.isclose(e * p * sa.GRID_UNITS / 2, part, rel_tol=1e-9)
     assert f"L1 sensitivity {p} x 2**16" in rel.report.split[-1][0]
     # the released noise scale is the one drawn
     assert np.allclose(rel.noise_scale, (rel.hi - rel.lo) / (rel.blocks * sa.GRID_UNITS)
                        * 2 / calls[-2][0])
+
+
+def test_range_needs_enough_blocks_and_keeps_its_share_small():
+    """The private range's budget, from public inputs only: none below the least
+    k (each mechanism's worst-case chance of a rank error of k // 2 would exceed
+    RANGE_BETA), RANGE_MARGIN times the least budget above it, never more than
+    RANGE_SHARE."""
+    p, eps = 9, 1.0
+    kmin = sa.min_range_blocks(p, sa.RANGE_SHARE * eps)
+    assert sa.range_budget(kmin - 1, p, eps) == 0.0 < sa.range_budget(kmin, p, eps)
+    for k in (kmin, 2 * kmin, 10 * kmin, 10**6):
+        eps_r = sa.range_budget(k, p, eps)
+        e = sa.range_epsilon(eps_r, p)
+        assert 0 < eps_r <= sa.RANGE_SHARE * eps
+        assert sa.RANGE_CELLS * math.exp(-e * (k // 2) / 2) <= sa.RANGE_BETA
+    assert sa.range_budget(10**6, p, eps) < 0.02 * eps
+    assert sa.range_budget(10**6, p, math.inf) == 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -232,8 +288,36 @@ def test_worst_pair_moves_one_block_across_the_whole_range(audit_case):
     for c in (np.zeros(2), np.array([1.0, -1.0]), np.array([-0.3, 0.9])):
         d = np.abs(sa.deviation_sums(WcD, c, lo, hi) - sa.deviation_sums(WcDp, c, lo, hi)).sum()
         assert d <= 2 * sa.GRID_UNITS
-    h = np.abs(sa.range_counts(WD, okD) - sa.range_counts(WDp, okDp)).sum()
-    assert 0 < h <= 2 * 2
+    # the range's rank distances (utilities of the exponential mechanisms) move by
+    # at most 1 per coordinate: one block moves, each count moves by at most one
+    centres, scales = sa.range_grids()
+    VD, VDp = sa.range_values(WD, okD), sa.range_values(WDp, okDp)
+    for j in range(2):
+        uD, uDp = _median_distance(VD[:, j], centres), _median_distance(VDp[:, j], centres)
+        assert np.abs(uD - uDp).max() == 1 and uD.min() == uDp.min() == 0
+        np.testing.assert_array_equal(sa.median_deficits(VD[:, j], centres), uD)
+        np.testing.assert_array_equal(sa.median_deficits(VDp[:, j], centres), uDp)
+        for c in (0.0, -0.7, 1.0):
+            sD, sDp = _scale_distance(VD[:, j], c, scales), _scale_distance(VDp[:, j], c, scales)
+            assert np.abs(sD - sDp).max() <= 1 and sD.min() == sDp.min() == 0
+            np.testing.assert_array_equal(sa.scale_deficits(VD[:, j], c, scales), sD)
+
+
+def _cells_distance(x, cuts):
+    """Rank distance of each cell between cut points (with the two end cells)
+    to k // 2, written independently of the library: 0 when the cell holds the
+    (k // 2)-th smallest value, else how many values it misses by."""
+    k, T = x.size, x.size // 2
+    below = [0] + [int((x <= c).sum()) for c in cuts] + [k]  # counts at or below the cuts
+    return np.array([max(0, below[i] - T, T - below[i + 1]) for i in range(len(cuts) + 1)])
+
+
+def _median_distance(v, centres):
+    return _cells_distance(v, centres)
+
+
+def _scale_distance(v, c, scales):
+    return _cells_distance(np.abs(v - c), scales)
 
 
 def test_release_noises_exactly_the_audited_sums(audit_case):
@@ -309,6 +393,138 @@ def test_audit_flags_a_mechanism_with_four_times_the_epsilon(audit_case):
     result = privacy_audit(_mean_release(eps_m, factor=4.0), D, Dp, [0, 1], _events(a, b),
                            R=AUDIT_R, seed_base=8_000_000, family_alpha=1e-3)
     assert result.max_lower_bound > eps_m, result.best()
+
+
+# The private range (step 4) on one coordinate of k = 10 blocks: nine estimates
+# at 0 and one moved from one end of the public grid to the other; the two
+# mechanisms (median, then MAD about it) at e = 1 each: eps_r = 2.
+RANGE_STATIC = np.zeros(9)
+RANGE_EPS = 2.0
+RANGE_R = 2400
+
+
+def _range_pair():
+    return (np.append(RANGE_STATIC, -sa.RANGE_LIMIT)[:, None],
+            np.append(RANGE_STATIC, sa.RANGE_LIMIT)[:, None])
+
+
+def _range_release(eps_r):
+    def fn(W, seed):
+        ok = np.ones(W.shape[0], bool)
+        lo, hi, cells = sa._private_range(W, ok, eps_r, SeededBits(np.random.default_rng(seed)))
+        med, mad = sa.range_outputs()
+        assert np.allclose([lo[0], hi[0]], np.clip(
+            med[cells[0, 0]] + sa.RANGE_WIDEN * mad[cells[0, 1]] * np.array([-1, 1]),
+            -sa.RANGE_LIMIT, sa.RANGE_LIMIT))
+        return np.arange(2, dtype=np.uint64), cells[0]
+
+    return fn
+
+
+def _range_law(v, e):
+    """The exact law of the released (median cell, MAD cell), written
+    independently: P(cell) ~ exp(-e d / 2), the MAD's about the released
+    median cell's value (its midpoint; the grid's end for an end cell)."""
+    centres, scales = sa.range_grids()
+    pm = np.exp(-e / 2 * _median_distance(v, centres))
+    mids = np.concatenate([[centres[0]], (centres[:-1] + centres[1:]) / 2, [centres[-1]]])
+    k, T = v.size, v.size // 2
+    dist = np.sort(np.abs(v[None, :] - mids[:, None]), axis=1)
+    below = np.stack([np.searchsorted(row, scales, side="right") for row in dist])
+    below = np.column_stack([np.zeros(len(mids), int), below, np.full(len(mids), k)])
+    ds = np.maximum(0, np.maximum(below[:, :-1] - T, T - below[:, 1:]))
+    ps = np.exp(-e / 2 * ds)
+    return (pm / pm.sum())[:, None] * ps / ps.sum(axis=1, keepdims=True)
+
+
+def _range_events():
+    """Events on the released (median, MAD) indices: thresholds, and the level
+    sets of the exact likelihood ratio (the most revealing events)."""
+    (WD, WDp) = _range_pair()
+    PD, PDp = _range_law(WD[:, 0], 1.0), _range_law(WDp[:, 0], 1.0)
+    centres, scales = sa.range_grids()
+    med, mad = sa.range_outputs()
+    ev = {"median < 0": lambda V: med[V[:, 0]] < 0,
+          "median >= 1": lambda V: med[V[:, 0]] >= 1,
+          "MAD >= 4": lambda V: mad[V[:, 1]] >= 4,
+          "median < 0, MAD >= 4": lambda V: (med[V[:, 0]] < 0) & (mad[V[:, 1]] >= 4)}
+    theory = {}
+    for name, (A, B) in (("D/D' top", (PD, PDp)), ("D'/D top", (PDp, PD))):
+        ratio = np.log(A / B)
+        for share in (0.05, 0.2, 0.5):
+            order = np.argsort(-ratio, axis=None)
+            n_in = int(np.searchsorted(np.cumsum(A.ravel()[order]), share)) + 1
+            mask = np.zeros(A.size, bool)
+            mask[order[:n_in]] = True
+            mask = mask.reshape(A.shape)
+            ev[f"{name} {share:g}"] = lambda V, m=mask: m[V[:, 0], V[:, 1]]
+    Ix, Jx = np.meshgrid(np.arange(PD.shape[0]), np.arange(PD.shape[1]), indexing="ij")
+    V = np.column_stack([Ix.ravel(), Jx.ravel()])
+    for name, f in ev.items():
+        m = f(V)
+        theory[name] = (float(PD.ravel()[m].sum()), float(PDp.ravel()[m].sum()))
+    return ev, theory
+
+
+@pytest.fixture(scope="module")
+def range_events():
+    return _range_events()
+
+
+def test_range_mechanism_follows_its_exact_law(range_events):
+    """The released median's and MAD's frequencies against the exact law (chi-square)."""
+    from .audit_tools import pooled_chisquare
+
+    WD, _ = _range_pair()
+    fn = _range_release(RANGE_EPS)
+    V = np.array([fn(WD, 90_000 + s)[1] for s in range(1000)])
+    law = _range_law(WD[:, 0], 1.0)
+    for axis, marg in ((0, law.sum(axis=1)), (1, law.sum(axis=0))):
+        obs = np.bincount(V[:, axis], minlength=marg.size)
+        assert pooled_chisquare(obs, marg).pvalue > 1e-4
+
+
+def test_audit_of_the_range_never_exceeds_its_epsilon(range_events):
+    events, theory = range_events
+    WD, WDp = _range_pair()
+    result = privacy_audit(_range_release(RANGE_EPS), WD, WDp, [0, 1], events, R=RANGE_R,
+                           seed_base=9_000_000, family_alpha=1e-3)
+    print("\n" + format_audit("sample-aggregate range", result, RANGE_EPS))
+    assert result.max_lower_bound <= RANGE_EPS, result.best()
+    # tight where the exact law says so: the most revealing event's bound within
+    # the audit's own margin of its exact loss, and that loss a large part of eps_r
+    z = stats.norm.isf(1e-3 / len(result.bounds))
+    best_th = 0.0
+    for bnd in result.bounds:
+        pD, pDp = theory[bnd.event]
+        num, den = (pD, pDp) if bnd.direction == "D/D'" else (pDp, pD)
+        loss = math.log(num / den)
+        assert loss <= RANGE_EPS
+        if loss > 0.5 and num > 0.04:
+            best_th = max(best_th, loss)
+            margin = tightness_margin(num, den, RANGE_R, result.alpha_each, z)
+            assert loss - margin <= bnd.lower_bound, (bnd, loss, margin)
+    # more than one mechanism's epsilon (RANGE_EPS / 2): the two compose
+    assert best_th > 0.55 * RANGE_EPS
+
+
+def test_audit_flags_a_range_with_32_times_the_epsilon():
+    """A broken range (each mechanism at 32 e) is flagged.  The pair: 11 blocks,
+    five at -1 and five at +1, the moved one at -8 (D) or +8 (D'): the median
+    cell is the one holding -1 in D and any cell from -1 to +1 in D'.  "median
+    > -1" has probability about 257 exp(-e / 2) / (1 + 257 exp(-e / 2)) on D
+    and about 1 on D': its loss exceeds eps_r = 2 only for large e (the
+    median is robust), and the same audit must not flag the correct range."""
+    static = np.array([-1.0] * 5 + [1.0] * 5)
+    WD = np.append(static, -sa.RANGE_LIMIT)[:, None]
+    WDp = np.append(static, sa.RANGE_LIMIT)[:, None]
+    med, _ = sa.range_outputs()
+    events = {"median > -1": lambda V: med[V[:, 0]] > -1 + sa.RANGE_STEP,
+              "median < 1": lambda V: med[V[:, 0]] < 1 - sa.RANGE_STEP}
+    for factor, flagged in ((1, False), (32, True)):
+        result = privacy_audit(_range_release(factor * RANGE_EPS), WD, WDp, [0, 1], events,
+                               R=500, seed_base=9_500_000, family_alpha=1e-3)
+        assert (result.max_lower_bound > RANGE_EPS) == flagged, (factor, result.best())
 
 
 # ---------------------------------------------------------------------------
@@ -387,7 +603,6 @@ def _published(family, data, **kw) -> dict:
         text = res.summary().as_text()
         html = res.summary().as_html()
     rep = asdict(res.privacy)
-    rep.pop("range_source")  # read from the noisy range histogram
     params = pd.DataFrame(res.params)
     return {
         "report": rep, "report text": _mask(str(res.privacy)),
