@@ -88,10 +88,11 @@ from .accountant import Accountant
 from .domain import Domain, build_domain
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from .exact import LogRate, bernoulli_positions, geometric
-from .formula import caller_namespace, formula_variables, user_stacklevel
+from .formula import caller_namespace, user_stacklevel
 from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
-from .release import (PrivateHistogram, _check_epsilon, _columns_of, _dtype_of, _nrows)
+from .release import (PrivateHistogram, _check_epsilon, _columns_of, _dtype_of, _nrows,
+                      release_variables)
 from .report import _closing_rows
 from .validation import check_choice, check_dtypes, check_release_arguments, check_used_columns
 
@@ -681,31 +682,13 @@ def randomize(
             "randomize reads the rows in this process: data must be a pandas DataFrame or a "
             f"mapping of column name to array, got {type(data).__name__} (convert it first, "
             "e.g. with .to_pandas())")
-    try:
-        epsilon = _check_epsilon(epsilon)
-    except ValueError as exc:
-        if isinstance(exc, DPModelsError):
-            raise
-        raise DPModelsError(str(exc)) from None
+    epsilon = _check_epsilon(epsilon)
     if math.isfinite(epsilon) and not math.isfinite(2.0 * epsilon):
         raise DPModelsError(f"epsilon={epsilon:g} is too large to sample exactly: use a smaller one")
     cols = _columns_of(data)
-    if formula is not None:
-        if namespace is None:
-            namespace = caller_namespace(1)
-        fv = formula_variables(formula, cols, namespace)
-        names, discrete, scales = fv.names, fv.discrete, dict(fv.scales)
-    else:
-        if isinstance(columns, str):
-            columns = [columns]
-        names = tuple(dict.fromkeys(columns))
-        unknown = [c for c in names if c not in cols]
-        if unknown:
-            from .errors import UnknownVariableError
-
-            raise UnknownVariableError(
-                f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})")
-        discrete, scales = frozenset(), {}
+    if formula is not None and namespace is None:
+        namespace = caller_namespace(1)
+    names, discrete, scales = release_variables(cols, formula, columns, namespace)
     check_used_columns(data, names)
     n = _nrows(data)
     if n == 0:

@@ -26,7 +26,6 @@ from .accountant import Accountant
 from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import (
-    DomainError,
     DomainTooLargeError,
     DPModelsError,
     DPModelsTypeError,
@@ -252,20 +251,38 @@ class ThresholdSpec:
 
 
 def _check_epsilon(epsilon) -> float:
+    """``epsilon`` as a float, or a DPModelsError (a ValueError) saying what is wrong."""
     if epsilon is None:
-        raise ValueError("epsilon is required for a release from raw data (e.g. epsilon=1.0)")
+        raise DPModelsError("epsilon is required for a release from raw data (e.g. epsilon=1.0)")
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+        raise DPModelsError(f"epsilon must be a positive number, got {epsilon!r}")
     epsilon = float(epsilon)
     if math.isnan(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be > 0 (smaller is more private), got {epsilon}")
+        raise DPModelsError(f"epsilon must be > 0 (smaller is more private), got {epsilon}")
     if epsilon < MIN_EPSILON:
-        raise ValueError(
+        raise DPModelsError(
             f"epsilon={epsilon:g} is below {MIN_EPSILON:g}: its noise (scale 2/epsilon = "
             f"{2.0 / epsilon:.3g}) cannot be held exactly in 64-bit counts with the certainty "
             "the guarantee needs. Such an epsilon releases nothing useful: use a larger one"
         )
     return epsilon
+
+
+def release_variables(cols: Sequence[str], formula: str | None, columns, namespace):
+    """The variables a release counts: ``(names, discrete, scales)`` of the
+    formula's variables (evaluated in ``namespace``), or the ``columns``
+    given (none discrete, linear scales); an unknown column is an error."""
+    if formula is not None:
+        fv = formula_variables(formula, cols, namespace)
+        return fv.names, fv.discrete, dict(fv.scales)
+    if isinstance(columns, str):
+        columns = [columns]
+    names = tuple(dict.fromkeys(columns))
+    unknown = [c for c in names if c not in cols]
+    if unknown:
+        raise UnknownVariableError(
+            f"no column {', '.join(map(repr, unknown))} in the data (columns: {list(cols)[:20]})")
+    return names, frozenset(), {}
 
 
 def _exact_total(counts: np.ndarray) -> int:
@@ -511,29 +528,12 @@ def release(
         bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
         random_state=random_state, accountant=accountant, missing=missing,
         max_spurious_cells=max_spurious_cells, namespace=namespace, domain_check=domain_check)
-    try:
-        epsilon = _check_epsilon(epsilon)
-    except ValueError as exc:  # a dpmodels error whatever _check_epsilon raises
-        if isinstance(exc, DPModelsError):
-            raise
-        raise DPModelsError(str(exc)) from None
+    epsilon = _check_epsilon(epsilon)
     source = source_for(data)  # a lazy/distributed engine, or None for in-memory data
     cols = source.columns() if source is not None else _columns_of(data)
-    if formula is not None:
-        if namespace is None:
-            namespace = caller_namespace(1)
-        fv = formula_variables(formula, cols, namespace)
-        names, discrete, scales = fv.names, fv.discrete, dict(fv.scales)
-    else:
-        if isinstance(columns, str):
-            columns = [columns]
-        names = tuple(dict.fromkeys(columns))
-        unknown = [c for c in names if c not in cols]
-        if unknown:
-            raise UnknownVariableError(
-                f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})"
-            )
-        discrete, scales = frozenset(), {}
+    if formula is not None and namespace is None:
+        namespace = caller_namespace(1)
+    names, discrete, scales = release_variables(cols, formula, columns, namespace)
     if source is None:
         check_used_columns(data, names)  # string labels, no duplicates, 1-d columns
     if n is None:

@@ -245,12 +245,9 @@ class SampleAggregateReport:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
-        from .report import _closing_rows
+        from .report import _closing_rows, opening_rows
 
-        eps = "inf (NOT PRIVATE)" if not self.private else f"{self.epsilon:g}"
-        rows = [("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
-                ("Mechanism:", self.mechanism)]
-        rows += [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split]
+        rows = opening_rows(self)
         rows += [
             ("Public n:", f"{self.n} ({self.n_source})"),
             ("Blocks:", f"{self.blocks:,} of {self.block_rows} rows"),

@@ -463,12 +463,7 @@ def selection_bins(n: int, m: int) -> int:
 def _check_epsilon(epsilon) -> float:
     from .release import _check_epsilon as check
 
-    try:
-        return check(epsilon)
-    except ValueError as exc:
-        if isinstance(exc, DPModelsError):
-            raise
-        raise DPModelsError(str(exc)) from None
+    return check(epsilon)
 
 
 def _check_names(data, target, candidates) -> tuple[str, tuple[str, ...], list[str]]:

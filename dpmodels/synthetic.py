@@ -599,12 +599,7 @@ def smoothed_sample(
         raise DPModelsTypeError(
             "smoothed_sample reads in-memory rows: pass a pandas DataFrame or a mapping of "
             "columns (e.g. polars_frame.to_pandas())")
-    try:
-        epsilon = _check_epsilon(epsilon)
-    except ValueError as exc:
-        if isinstance(exc, DPModelsError):
-            raise
-        raise DPModelsError(str(exc)) from None
+    epsilon = _check_epsilon(epsilon)
     size = _check_size(size, allow_none=False)
     delta_given = _check_delta(delta, epsilon)
     cols = _columns_of(data)
