@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Call", "Route", "ROUTES", "route"]
+__all__ = ["Call", "Route", "ROUTES", "route", "check_options"]
 
 
 @dataclass
@@ -121,3 +121,39 @@ def route(call: Call):
         if call.family in r.families and r.applies(call):
             return r.build(call)
     return None
+
+
+#: Keyword options of the default releases (the histogram's, and ``missing``).
+DEFAULT_OPTIONS = ("missing", "threshold_A", "max_spurious_cells", "representatives")
+#: Where the options of the routes belong, for the error message.
+_OPTION_HOMES = {
+    "blocks": "method='sample-aggregate'", "param_bounds": "method='sample-aggregate'",
+    "bias_correction": "method='sample-aggregate'",
+    "select": "dp_logit and dp_mnlogit", "gamma": "dp_logit and dp_mnlogit with select=",
+}
+
+
+def check_options(family: str, options: dict) -> None:
+    """Refuse keyword options no release of this call takes (a DPModelsError
+    naming them and where they belong), before anything is read or spent:
+    the ``dp_*`` functions pass their remaining ``**kwargs`` here once no
+    route applied.
+
+    Examples
+    --------
+    >>> check_options("ols", {"missing": "drop"})
+    >>> check_options("ols", {"blocks": 10})
+    Traceback (most recent call last):
+    ...
+    dpmodels.errors.DPModelsError: dp_ols takes no option blocks here (blocks applies to method='sample-aggregate')
+    """
+    unknown = sorted(k for k in options if k not in DEFAULT_OPTIONS)
+    if not unknown:
+        return
+    from .errors import DPModelsError
+
+    hints = [f"{k} applies to {_OPTION_HOMES[k]}" for k in unknown if k in _OPTION_HOMES]
+    known = ", ".join(DEFAULT_OPTIONS)
+    raise DPModelsError(
+        f"dp_{family} takes no option {', '.join(unknown)} here ("
+        + ("; ".join(hints) if hints else f"its options are {known}") + ")")

@@ -410,3 +410,25 @@ def test_error_classes():
     from dpmodels.errors import DomainTypeError
 
     assert issubclass(DomainTypeError, dpm.DomainError) and issubclass(DomainTypeError, TypeError)
+
+
+@pytest.mark.parametrize("factory,option", [
+    ("dp_ols", {"select": 1}), ("dp_ols", {"blocks": 10}), ("dp_logit", {"param_bounds": (-1, 1)}),
+    ("dp_quantreg", {"gamma": 0.5}), ("dp_mnlogit", {"bias_correction": "firth"}),
+    ("dp_ols", {"treshold_A": 0.5}),
+])
+@pytest.mark.parametrize("method", ["auto", "histogram"])
+def test_an_option_no_release_takes_is_refused_before_any_spend(factory, option, method):
+    """An option that belongs to another mechanism (or a typo) is an error naming
+    it, on every path (it was ignored by the moments and Newton releases and a
+    bare TypeError on the histogram's), before the accountant is charged."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.uniform(0, 1, 200), "y": rng.uniform(0, 1, 200),
+                       "b": rng.integers(0, 2, 200), "c": rng.integers(0, 3, 200)})
+    response = {"dp_logit": "b", "dp_mnlogit": "c"}.get(factory, "y")
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(dpm.DPModelsError, match=next(iter(option))):
+        getattr(dpm, factory)(f"{response} ~ x", df, epsilon=1.0, accountant=acct,
+                              bounds={"x": (0, 1), "y": (0, 1)},
+                              levels={"b": [0, 1], "c": [0, 1, 2]}, method=method, **option)
+    assert acct.spent == 0

@@ -26,7 +26,7 @@ from ..formula import FormulaVariables, formula_variables
 from scipy.special import expit
 
 from ..batched import batched_newton, outer_rows
-from ..routing import Call, route
+from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
     FreqLogit,
@@ -470,6 +470,7 @@ def dp_logit(
                         namespace=env, options=kwargs))
     if routed is not None:
         return routed
+    check_options("logit", kwargs)
     chosen = choose_logit_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
                                  threshold=threshold, options=kwargs, namespace=env, n=n,
                                  epsilon=epsilon)

@@ -20,7 +20,7 @@ from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..batched import batched_newton, outer_rows
-from ..routing import Call, route
+from ..routing import Call, check_options, route
 from ..validation import check_choice
 from .base import dp_options, formula_env
 from .logit import _DPChoiceModel
@@ -370,6 +370,7 @@ def dp_mnlogit(
                         namespace=env, options=kwargs))
     if routed is not None:
         return routed
+    check_options("mnlogit", kwargs)
     check_choice("method", method, ("auto", "histogram"))
     return DPMNLogit(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,

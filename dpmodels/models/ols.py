@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import ReleaseWarning
 from ..batched import full_rank, outer_rows, solve_ok
 from ..methods import choose_ols_method
-from ..routing import Call, route
+from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
 from .moments_ols import DPMomentsOLS
@@ -183,6 +183,7 @@ def dp_ols(
                         namespace=env, options=kwargs))
     if routed is not None:
         return routed
+    check_options("ols", kwargs)
     chosen = choose_ols_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
                                threshold=threshold, options=kwargs, namespace=env, n=n,
                                epsilon=epsilon)

@@ -57,7 +57,7 @@ from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
-from ..routing import Call, route
+from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .quantreg_lp import refit_quantreg_batch
 
@@ -788,6 +788,7 @@ def dp_quantreg(
                         q=q, namespace=env, options=kwargs))
     if routed is not None:
         return routed
+    check_options("quantreg", kwargs)
     taus = _quantiles(0.5 if q is None else q)
     chosen = choose_quantreg_method(method, formula, data, bounds=bounds, levels=levels,
                                     bins=bins, threshold=threshold, options=kwargs,
