@@ -61,6 +61,9 @@ RELEASES = {
                          "PrivateSampleAggregate"),
 }
 
+#: Methods the dp_* functions' routes take (dpmodels.routing) before the choices below;
+#: named in their error messages.
+ROUTED_METHODS = ("sample-aggregate",)
 OLS_METHODS = ("auto", "histogram", "moments")
 QUANTREG_METHODS = ("auto", "histogram", "newton")
 LOGIT_METHODS = ("auto", "histogram", "newton")
@@ -232,7 +235,10 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
     from .engines import source_for
     from .release import PrivateHistogram
 
-    method = check_choice("method", method, choices)
+    method = check_choice("method", method, choices + ROUTED_METHODS)
+    if method in ROUTED_METHODS:
+        raise DPModelsError(f"method={method!r} is taken by the dp_* functions' routes "
+                            "(dpmodels.routing) before this choice: call the dp_* function")
     options = dict(options or {})
     hist_opts = [k for k in HISTOGRAM_OPTIONS if k in options]
     if not (isinstance(bins, str) and bins == "auto"):

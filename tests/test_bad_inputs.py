@@ -432,3 +432,13 @@ def test_an_option_no_release_takes_is_refused_before_any_spend(factory, option,
                               bounds={"x": (0, 1), "y": (0, 1)},
                               levels={"b": [0, 1], "c": [0, 1, 2]}, method=method, **option)
     assert acct.spent == 0
+
+
+@pytest.mark.parametrize("factory", ["dp_ols", "dp_logit", "dp_quantreg", "dp_mnlogit"])
+def test_an_unknown_method_names_every_method_the_family_takes(factory):
+    """A misspelt method lists the routed ones too (sample-aggregate)."""
+    df = pd.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.3], "c": [0, 1]})
+    response = "c" if factory in ("dp_logit", "dp_mnlogit") else "y"
+    with pytest.raises(dpm.DPModelsError, match="sample-aggregate"):
+        getattr(dpm, factory)(f"{response} ~ x", df, epsilon=1.0, method="sample_aggregate",
+                              bounds={"x": (0, 1), "y": (0, 1)}, levels={"c": [0, 1]})

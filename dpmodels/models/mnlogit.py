@@ -14,12 +14,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..errors import ReleaseWarning
+from ..errors import DPModelsError, ReleaseWarning
 from ..errors import SeparationError
 from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..batched import batched_newton, outer_rows
+from ..methods import ROUTED_METHODS
 from ..routing import Call, check_options, route
 from ..validation import check_choice
 from .base import dp_options, formula_env
@@ -371,7 +372,8 @@ def dp_mnlogit(
     if routed is not None:
         return routed
     check_options("mnlogit", kwargs)
-    check_choice("method", method, ("auto", "histogram"))
+    if check_choice("method", method, ("auto", "histogram") + ROUTED_METHODS) in ROUTED_METHODS:
+        raise DPModelsError(f"method={method!r} is taken by the route (dpmodels.routing)")
     return DPMNLogit(
         formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
         threshold=threshold, n=n, random_state=random_state, accountant=accountant,
