@@ -93,7 +93,7 @@ from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
 from .release import (PrivateHistogram, _check_epsilon, _columns_of, _dtype_of, _nrows,
                       release_variables)
-from .report import _closing_rows
+from .report import _closing_rows, report_html, report_text
 from .validation import check_choice, check_dtypes, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
@@ -431,19 +431,10 @@ class LocalReport:
         return rows + _closing_rows(self)
 
     def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(k) for k, _ in rows)
-        title = "Privacy report (LOCAL)" + ("" if self.private else
-                                          "  ** NOT PRIVATE: epsilon = inf **")
-        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+        return report_text(self, "Privacy report (LOCAL)")
 
     def _repr_html_(self) -> str:
-        import html
-
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-            for k, v in self.rows())
-        return f"<table><caption>Privacy report (local)</caption>{body}</table>"
+        return report_html(self, "Privacy report (local)")
 
     @property
     def is_finite(self) -> bool:

@@ -44,7 +44,7 @@ import patsy
 
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError
 from .formula import formula_variables
-from .report import opening_rows
+from .report import opening_rows, report_html, report_text
 from .models.base import _frame_namespace, _refuse_signed
 from .models.logit import DPLogit
 from .models.mnlogit import DPMNLogit
@@ -148,13 +148,10 @@ class ProjectedReport:
                        for k, v in hist]
 
     def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(k) for k, _ in rows)
-        title = "Privacy report (projected histogram)" + (
-            "" if self.private else "  ** NOT PRIVATE: epsilon = inf **")
-        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+        return report_text(self, "Privacy report (projected histogram)")
 
-    _repr_html_ = PrivacyReport._repr_html_
+    def _repr_html_(self) -> str:
+        return report_html(self)
 
     @property
     def is_finite(self) -> bool:

@@ -10,7 +10,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PrivacyReport", "MomentsReport", "opening_rows"]
+__all__ = ["PrivacyReport", "MomentsReport", "opening_rows", "report_text", "report_html"]
+
+
+def report_text(report, title: str = "Privacy report") -> str:
+    """A report's rows as aligned text under ``title`` (flagged NOT PRIVATE at
+    ``epsilon=inf``): the ``__str__`` of every report class."""
+    rows = report.rows()
+    width = max(len(k) for k, _ in rows)
+    title += "" if report.private else "  ** NOT PRIVATE: epsilon = inf **"
+    return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+
+
+def report_html(report, caption: str = "Privacy report") -> str:
+    """A report's rows as an HTML table: the ``_repr_html_`` of every report class."""
+    import html
+
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+        for k, v in report.rows())
+    return f"<table><caption>{html.escape(caption)}</caption>{body}</table>"
 
 
 def opening_rows(report) -> list[tuple[str, str]]:
@@ -117,19 +136,10 @@ class PrivacyReport:
         return rows + _closing_rows(self)
 
     def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(k) for k, _ in rows)
-        title = "Privacy report" + ("" if self.private else "  ** NOT PRIVATE: epsilon = inf **")
-        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+        return report_text(self)
 
     def _repr_html_(self) -> str:
-        import html
-
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-            for k, v in self.rows()
-        )
-        return f"<table><caption>Privacy report</caption>{body}</table>"
+        return report_html(self)
 
     @property
     def is_finite(self) -> bool:

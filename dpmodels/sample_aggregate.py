@@ -257,14 +257,14 @@ class SampleAggregateReport:
         return rows + _closing_rows(self)
 
     def __str__(self) -> str:
-        from .report import PrivacyReport
+        from .report import report_text
 
-        return PrivacyReport.__str__(self)
+        return report_text(self)
 
     def _repr_html_(self) -> str:
-        from .report import PrivacyReport
+        from .report import report_html
 
-        return PrivacyReport._repr_html_(self)
+        return report_html(self)
 
     @property
     def is_finite(self) -> bool:

@@ -89,7 +89,7 @@ from .exact import LogRate, geometric
 from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
-from .report import _closing_rows
+from .report import _closing_rows, report_html, report_text
 from .validation import _check_accountant, _check_bins, _check_bounds, _check_levels, check_random_state
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
@@ -189,19 +189,10 @@ class SelectionReport:
         ] + _closing_rows(self)
 
     def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(k) for k, _ in rows)
-        title = "Feature selection report" + (
-            "" if self.private else "  ** NOT PRIVATE: epsilon = inf **")
-        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+        return report_text(self, "Feature selection report")
 
     def _repr_html_(self) -> str:
-        import html
-
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-            for k, v in self.rows())
-        return f"<table><caption>Feature selection report</caption>{body}</table>"
+        return report_html(self, "Feature selection report")
 
     @property
     def is_finite(self) -> bool:

@@ -90,7 +90,7 @@ from .errors import (
 from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
-from .report import PrivacyReport, _closing_rows
+from .report import _closing_rows, report_html, report_text
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]
@@ -444,13 +444,10 @@ class SmoothedSampleReport:
         return rows + _closing_rows(self)
 
     def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(k) for k, _ in rows)
-        title = "Privacy report" + ("" if self.private else "  ** NOT PRIVATE: epsilon = inf **")
-        return "\n".join([title, "=" * len(title)] + [f"{k:<{width}}  {v}" for k, v in rows])
+        return report_text(self)
 
     def _repr_html_(self) -> str:
-        return PrivacyReport._repr_html_(self)
+        return report_html(self)
 
     @property
     def is_finite(self) -> bool:
