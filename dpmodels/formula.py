@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ import patsy.builtins
 
 from .errors import UnknownVariableError
 
-__all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "user_stacklevel"]
+__all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "formula_namespace",
+           "user_stacklevel"]
 
 
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
@@ -53,6 +55,29 @@ def caller_namespace(depth: int) -> dict:
     ns = dict(frame.f_globals)
     ns.update(frame.f_locals)
     return ns
+
+
+_IDENTIFIER = re.compile(r"(?!\d)\w+")
+
+
+def formula_namespace(formula: str, namespace: Mapping[str, object]) -> dict:
+    """The entries of ``namespace`` that ``formula`` names, and nothing else.
+
+    A model keeps the namespace its formula is evaluated in (for fits on new
+    frames and predictions); the caller's whole globals and locals would also
+    hold the raw DataFrame and anything else in scope, which a model, and
+    whatever pickles or saves it, must not reach.  Every identifier in the
+    formula's text is kept (``np`` of ``np.log(x)``, a user function), so
+    the formula evaluates as before.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(formula_namespace("y ~ np.log(x) + C(g)", {"np": np, "df": [1], "x": 2}))
+    ['np', 'x']
+    """
+    names = set(_IDENTIFIER.findall(formula))
+    return {k: v for k, v in namespace.items() if k in names}
 
 
 def user_stacklevel() -> int:

@@ -14,7 +14,7 @@ import patsy
 
 from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
-from ..formula import caller_namespace, formula_variables, user_stacklevel
+from ..formula import caller_namespace, formula_namespace, formula_variables, user_stacklevel
 from ..information import column_information
 from ..binning import BinningDiagnostic
 from ..bootstrap import (
@@ -265,8 +265,8 @@ class DPModel:
                 f"formula must be a string such as 'y ~ x + C(g)', got {type(formula).__name__}")
         if not self._allows_signed:
             _refuse_signed(self._name, data, epsilon, threshold)
-        namespace = (dict(eval_env) if isinstance(eval_env, Mapping)
-                     else _frame_namespace(int(eval_env) + 1, eval_env))
+        namespace = formula_namespace(formula, eval_env if isinstance(eval_env, Mapping)
+                                      else _frame_namespace(int(eval_env) + 1, eval_env))
         check_formula_transforms(formula, namespace)  # before the release: nothing is spent
         self.formula = formula
         self.namespace = namespace
