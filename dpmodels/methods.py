@@ -218,8 +218,8 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
     def prefers_newton(d: int, cells: int) -> bool:
         if d >= NEWTON_MIN_CONTINUOUS:
             return True
+        rows = public_rows(data, n)
         try:
-            rows = int(n) if n is not None else len(data)
             n_eps = rows * float(epsilon)
         except (TypeError, ValueError):
             return False
@@ -277,6 +277,31 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
     return chosen
 
 
+def public_rows(data, n=None) -> int | None:
+    """The public n the choice reads: the declared ``n``, else the number of
+    rows handed in (a DataFrame's length, a mapping's column length, an
+    engine's row count), never the number of columns of a mapping; None when
+    it cannot be told (the release's own checks then say why).
+
+    Examples
+    --------
+    >>> public_rows({"y": [0, 1, 2], "x": [1.0, 2.0, 3.0]})
+    3
+    >>> public_rows({"y": [0, 1, 2]}, n=1000)
+    1000
+    """
+    from .engines import source_for
+    from .release import _nrows
+
+    try:
+        if n is not None:
+            return int(n)
+        source = source_for(data)
+        return int(source.nrows()) if source is not None else int(_nrows(data))
+    except Exception:  # invalid n or data: the release's checks name the problem
+        return None
+
+
 def _declares_unbounded(formula, data, bounds, levels, namespace) -> bool:
     """True when a continuous variable of the formula is declared
     :class:`~dpmodels.unbounded.Unbounded` (only the histogram bins it): from
@@ -313,12 +338,12 @@ def _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace, oth
     from .thresholds import enhanced_cut
 
     shape = _shape_of(formula, data, bounds, levels, namespace)
+    n = public_rows(data, n)
     try:
-        n = int(n) if n is not None else len(data)
         eps = float(epsilon)
     except (TypeError, ValueError):
         return False
-    if shape is None or not shape[0] or n < 2 or not (MIN_EPSILON <= eps < math.inf):
+    if n is None or shape is None or not shape[0] or n < 2 or not (MIN_EPSILON <= eps < math.inf):
         return False  # (the release's own checks say what is wrong)
     cont, cells = shape
     if isinstance(bins, Mapping) and not set(bins) <= set(cont):

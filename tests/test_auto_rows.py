@@ -1,0 +1,64 @@
+"""``method="auto"`` reads the public n as the number of rows handed in,
+whatever the container (issue 25, finding 7): a mapping of arrays has as
+many rows as its columns are long, not as many as it has columns."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmodels as dpm
+from dpmodels.errors import ReleaseWarning
+from dpmodels.methods import choose_logit_method, choose_ols_method, public_rows
+
+N = 60_000  # n * epsilon = 60,000 >= NEWTON_MIN_N_EPSILON at epsilon 1
+
+
+def _frame(n: int = N) -> pd.DataFrame:
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 10, n)
+    yb = (rng.random(n) < 1 / (1 + np.exp(-(x - 5) / 2))).astype(int)
+    return pd.DataFrame({"yb": yb, "x": x, "y": x + rng.normal(0, 1, n), "z": rng.uniform(0, 10, n),
+                         "g": rng.choice(["a", "b"], n)})
+
+
+BOUNDS = {"x": (0.0, 10.0), "y": (-5.0, 15.0), "z": (0.0, 10.0)}
+LEVELS = {"yb": [0, 1], "g": ["a", "b"]}
+
+
+def _as_dict(df: pd.DataFrame) -> dict:
+    return {c: df[c].to_numpy() for c in df.columns}
+
+
+def test_public_rows_of_every_container():
+    df = _frame(1_000)
+    assert public_rows(df) == public_rows(_as_dict(df)) == 1_000
+    assert public_rows(_as_dict(df), n=5_000) == 5_000
+    assert public_rows({"a": [1, 2], "b": [1]}) is None  # ragged: the release says why
+
+
+def test_a_mapping_and_a_frame_of_the_same_rows_get_the_same_release():
+    df = _frame()
+    kw = dict(bounds=BOUNDS, levels=LEVELS, namespace={}, epsilon=1.0)
+    # 1 continuous covariate, 2 level combinations: the n * epsilon rule decides
+    on_frame = choose_logit_method("auto", "yb ~ x + C(g)", df, **kw)
+    on_dict = choose_logit_method("auto", "yb ~ x + C(g)", _as_dict(df), **kw)
+    assert on_frame == on_dict == "newton"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseWarning)
+        model = dpm.dp_logit("yb ~ x + C(g)", _as_dict(df), epsilon=1.0, bounds=BOUNDS,
+                             levels=LEVELS, random_state=2)
+    assert type(model).__name__ == "DPNewtonLogit"
+
+
+def test_the_sparse_grid_warning_counts_rows_not_columns():
+    data = _as_dict(_frame(3_000))
+    with pytest.warns(ReleaseWarning, match="cells for 3,000 rows") as rec:
+        chosen = choose_ols_method("auto", "y ~ x + z", data, bounds=BOUNDS, levels=LEVELS,
+                                   bins=200, namespace={}, epsilon=1.0)
+    assert chosen == "moments"
+    assert not any(re.search(r"for 5 rows", str(w.message)) for w in rec)
