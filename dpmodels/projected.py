@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -42,8 +43,8 @@ from fractions import Fraction
 import pandas as pd
 import patsy
 
-from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError
-from .formula import formula_variables
+from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
+from .formula import formula_variables, user_stacklevel
 from .report import opening_rows, report_html, report_text
 from .models.base import _frame_namespace, _refuse_signed
 from .models.logit import DPLogit
@@ -361,7 +362,9 @@ class _Projected:
         elif kind == "earlier":
             selected = value
             source = (f"an earlier private selection (its epsilon "
-                      f"{select.report.epsilon:g} was charged then, not here)")
+                      f"{select.report.epsilon:g} was charged then, not here)"
+                      if select.report.private else
+                      "an earlier greedy argmax, NOT PRIVATE (epsilon = inf)")
         else:
             selected = tuple(value)
             source = ("all predictors (k >= their number: no selection, no budget)"
@@ -381,9 +384,22 @@ class _Projected:
         split = ((("feature selection (PRIVATEKD)", eps_p),) if kind == "k" else ()) + (
             ("histogram of the projection", hist.epsilon),)
         total = eps_p + hist.epsilon if kind == "k" else hist.epsilon
+        # which coefficients exist was chosen by the selection: a non-private selection
+        # (epsilon = inf, here or earlier) makes the whole model non-private (PRIVACY.md
+        # rule 8), whatever the histogram's epsilon
+        sel_private = self.selection is None or self.selection.report.private
+        if kind == "earlier" and not sel_private:
+            split = (("an earlier selection, NOT PRIVATE (epsilon = inf)", math.inf),) + split
+        if not sel_private:
+            total = math.inf
+            warnings.warn(
+                "the feature selection was made with epsilon=inf (the non-private greedy "
+                "choice on the raw rows): this model is NOT differentially private, whatever "
+                "the histogram's epsilon; select privately (a finite epsilon) to publish it",
+                NotPrivateWarning, stacklevel=user_stacklevel())
         dropped = tuple(c for c in candidates if c not in selected)
         self._projected_report = ProjectedReport(
-            epsilon=total, private=hist.private,
+            epsilon=total, private=hist.private and sel_private,
             mechanism="projected histogram (Vinterbo 2012): feature selection, then the "
                       "perturbed histogram of the response and the selected variables",
             split=split, gamma=gamma_used, selection_source=source, selected=tuple(selected),
