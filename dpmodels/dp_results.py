@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import DPModelsError
 from .intervals import DPInference
 
 __all__ = ["DPInferenceResultsMixin", "attach_dp_inference"]
@@ -70,6 +71,90 @@ class DPInferenceResultsMixin:
     @property
     def f_pvalue(self):
         return np.nan if self._dp_no_information() else super().f_pvalue
+
+    # ---- statsmodels' comparisons and diagnostics on dp results ------------------------
+    #
+    # statsmodels computes these from the fitted rows: here those are released cells
+    # weighted by noisy counts, whose residual sums of squares and likelihoods do not
+    # carry the privacy noise.  Each is dp-aware (a Wald test with the dp covariance) or
+    # refused with the reason; none returns the naive statistic silently.
+
+    def _same_release(self, other, what: str) -> None:
+        other = getattr(other, "_results", other)
+        if getattr(other, "privacy", None) is not self.privacy:
+            raise DPModelsError(
+                f"{what} compares two fits of ONE release: these come from different releases "
+                "(different noise, each charged), so no test between them is valid. Release "
+                "once and fit both formulas on it: rel = dpm.release(df, formula=<the larger "
+                "formula>, ...); dp_ols(small, rel), dp_ols(large, rel)")
+
+    def compare_f_test(self, restricted):
+        """Test the nested ``restricted`` fit against this one: under cov_type
+        "dp", the Wald F test, with this fit's dp covariance, that the
+        coefficients absent from ``restricted`` are 0 (the residual sums of
+        squares of released cells do not carry the privacy noise, so the
+        classical F is not used).  Both fits must come from one release.
+
+        Returns
+        -------
+        (F, p-value, df_diff), as statsmodels.
+        """
+        self._same_release(restricted, "compare_f_test")
+        if not self._dp_active():
+            return super().compare_f_test(getattr(restricted, "_results", restricted))
+        R = self._restriction_of(restricted, "compare_f_test")
+        test = self.f_test(R)
+        return float(np.squeeze(test.fvalue)), float(test.pvalue), int(test.df_num)
+
+    def _restriction_of(self, restricted, what: str) -> np.ndarray:
+        names = list(self.model.exog_names)
+        small = list(getattr(restricted, "model", restricted).exog_names)
+        if not set(small) <= set(names) or len(small) >= len(names):
+            raise DPModelsError(
+                f"{what}: the restricted fit's coefficients {small} must be a proper subset of "
+                f"this fit's {names} (nested models, the larger one first)")
+        extra = [i for i, nm in enumerate(names) if nm not in small]
+        return np.eye(len(names))[extra]
+
+    def compare_lr_test(self, restricted, large_sample=False):
+        """Refused under cov_type "dp": the likelihood of released cells
+        weighted by noisy counts is not the likelihood of the rows, and a
+        likelihood ratio from it ignores the privacy noise.  Use
+        :meth:`compare_f_test` (a Wald test with the dp covariance) or
+        ``wald_test``."""
+        self._same_release(restricted, "compare_lr_test")
+        if not self._dp_active():
+            return super().compare_lr_test(getattr(restricted, "_results", restricted),
+                                           large_sample=large_sample)
+        raise DPModelsError(
+            "compare_lr_test compares likelihoods of the released cells, which do not carry the "
+            "privacy noise; under cov_type='dp' use res.compare_f_test(restricted) or "
+            "res.wald_test(...), which use the dp covariance")
+
+    def compare_lm_test(self, restricted, demean=True, use_lr=False):
+        """Refused under cov_type "dp" (see :meth:`compare_lr_test`)."""
+        self._same_release(restricted, "compare_lm_test")
+        if not self._dp_active():
+            return super().compare_lm_test(getattr(restricted, "_results", restricted),
+                                           demean=demean, use_lr=use_lr)
+        raise DPModelsError(
+            "compare_lm_test uses the released cells' residuals, which do not carry the privacy "
+            "noise; under cov_type='dp' use res.compare_f_test(restricted) or res.wald_test(...)")
+
+    def get_influence(self, *args, **kwargs):
+        """Refused: influence, leverage and outlier statistics are properties
+        of individual rows, and a dp fit has no rows (only released cells
+        weighted by noisy counts); computing them would need the raw data."""
+        raise DPModelsError(
+            "get_influence measures each row's influence on the fit; a dp fit is made on released "
+            "cells weighted by noisy counts, not on rows, so no row's influence can be "
+            "computed from it (and publishing it would need the raw data)")
+
+    def outlier_test(self, *args, **kwargs):
+        """Refused, as :meth:`get_influence`."""
+        raise DPModelsError(
+            "outlier_test tests each row's residual; a dp fit has released cells weighted by "
+            "noisy counts, not rows, so there are no rows to test")
 
     def plot_coefficients(self, ax=None, *, nonprivate=None, alpha=0.05, naive=True):
         """Forest plot of the estimates with their dp and naive intervals (a

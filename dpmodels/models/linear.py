@@ -15,6 +15,8 @@ carry negative counts.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from statsmodels.regression.linear_model import (
     WLS,
@@ -26,6 +28,7 @@ from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly, cache_writable
 
 from ..dp_results import DPInferenceResultsMixin
+from ..errors import DPModelsError
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
 
@@ -95,6 +98,24 @@ class FreqWLS(WLS):
         return FreqRegressionResultsWrapper(res)
 
 
+def _read_by_anova_of_models() -> bool:
+    """True when the reader of ``ssr`` is statsmodels' ``anova_lm`` itself,
+    which reads it directly only when it compares several models (through the
+    results wrapper's attribute lookup, and a comprehension's frame in Python
+    3.11; the single-model tables read it from ``anova2_lm_single`` etc.)."""
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        module = frame.f_globals.get("__name__")
+        if module == "statsmodels.stats.anova":
+            return frame.f_code.co_name in ("anova_lm", "<listcomp>")
+        if module != "statsmodels.base.wrapper":
+            return False
+        frame = frame.f_back
+    return False
+
+
 class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     """:class:`RegressionResults` of a :class:`FreqWLS` fit, equal to those of
     OLS on the expanded data set.  Carries ``privacy`` (a
@@ -110,8 +131,35 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
         return float(self.model.nobs)
 
     @cache_readonly
-    def ssr(self):
+    def _cells_ssr(self):
         return float(np.sum(self.model.weights * self.resid**2))
+
+    @property
+    def ssr(self):
+        """Weighted residual sum of squares of the cells (descriptive).  Under
+        cov_type "dp", statsmodels' ``anova_lm`` of several models, which would
+        difference these into an F statistic without the privacy noise, is refused
+        with the dp-aware alternative (:meth:`compare_f_test`)."""
+        if self._dp_active() and _read_by_anova_of_models():
+            raise DPModelsError(
+                "anova_lm(small, large) differences the models' residual sums of squares, which "
+                "do not carry the privacy noise; under cov_type='dp' use "
+                "large.compare_f_test(small) (a Wald test with the dp covariance; both fits on "
+                "one release), or anova_lm(res, typ=2) / typ=3 on one fit")
+        return self._cells_ssr
+
+    @property
+    def effects(self):
+        """statsmodels' orthogonal effects; refused under cov_type "dp": they
+        give anova_lm's type 1 (sequential) sums of squares, which do not carry
+        the privacy noise."""
+        if self._dp_active():
+            raise DPModelsError(
+                "anova_lm(res) (type 1, sequential sums of squares) reads the cells' effects, "
+                "which do not carry the privacy noise; under cov_type='dp' use "
+                "anova_lm(res, typ=2) or typ=3 (their F tests use the dp covariance), or "
+                "res.wald_test_terms()")
+        return super().effects
 
     @cache_readonly
     def uncentered_tss(self):
