@@ -129,3 +129,30 @@ def test_default_fit_and_bootstrap_on_a_log_scale():
     assert np.isfinite(res.bse).all()
     assert "log1p scale" in str(res.summary())
     assert abs(res.params["np.log1p(x)"] - 2.0) < 0.3  # no gross scale error (slope 2)
+
+
+def test_a_fit_transforming_a_variable_the_release_binned_linearly_warns():
+    """issue 26 (randhie through the CLI): a release made from a column list bins
+    mdvis linearly; a fit of np.log1p(mdvis) on it warns, naming the variable, the
+    bins and what to release instead; the release made with the formula does not."""
+    import warnings
+
+    from dpmodels.errors import ReleaseWarning
+
+    rng = np.random.default_rng(3)
+    n = 4_000
+    df = pd.DataFrame({"mdvis": np.minimum(rng.lognormal(0.5, 1.0, n), 100.0),
+                       "x": rng.uniform(0, 10, n)})
+    b = {"mdvis": (0.0, 100.0), "x": (0.0, 10.0)}
+    columns = dpm.release(df, columns=["mdvis", "x"], epsilon=1.0, bounds=b, random_state=1)
+    with pytest.warns(ReleaseWarning, match=r"'mdvis' is binned on the linear scale.*"
+                                            r"np\.log1p\(mdvis\).*formula") as rec:
+        dpm.dp_ols("np.log1p(mdvis) ~ x", columns)
+    assert any("width 12.5" in str(w.message) for w in rec)
+    by_formula = dpm.release(df, formula="np.log1p(mdvis) ~ x", epsilon=1.0, bounds=b,
+                             random_state=1)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        dpm.dp_ols("np.log1p(mdvis) ~ x", by_formula)
+        dpm.dp_ols("mdvis ~ x", columns)  # linear use of a linear bin: no warning
+    assert not [w for w in rec if "binned on the linear scale" in str(w.message)]

@@ -81,6 +81,27 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
     return kind, opts
 
 
+def _warn_scale_mismatch(formula: str, domain, fv) -> None:
+    """Warn when the formula uses a variable only through ``np.log`` /
+    ``np.log1p`` / ``np.sqrt`` but the release binned it on the linear scale
+    (a release made from a column list, or for another formula): each bin's
+    rows sit at representatives of linear bins, so the transform of a skewed
+    variable is coarse where its values are dense and the fit is biased
+    (randhie's ``np.log1p(mdvis)`` on 4 linear bins of width 25)."""
+    for name, scale in fv.scales:
+        axis = domain.axis(name)
+        if axis.kind != "continuous" or axis.scale != "linear" or scale == "linear":
+            continue
+        warnings.warn(
+            f"{name!r} is binned on the linear scale in this release ({axis.bins} bins of width "
+            f"{axis.width:.4g} in {list(axis.bounds)}) but the formula uses np.{scale}({name}): "
+            f"np.{scale}({name}) is then only as fine as those linear bins and its coefficients "
+            f"are biased where {name} is skewed. Release with the formula instead "
+            f"(dpm.release(data, formula={formula!r}, ...) or the dp_* call on the raw rows; "
+            f"in the CLI, give the formula, not a column list): {name} is then binned on the "
+            f"{scale} scale", ReleaseWarning, stacklevel=user_stacklevel())
+
+
 def formula_env(kwargs: dict) -> dict:
     """The namespace a dp_* function's formula is evaluated in.
 
@@ -284,6 +305,7 @@ class DPModel:
                         "in this release"
                     )
             self._check_domain(data.domain, fv)
+            _warn_scale_mismatch(formula, data.domain, fv)
             self.release = data
             self.budget_spent = 0.0
         else:
