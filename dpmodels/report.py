@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PrivacyReport", "MomentsReport", "opening_rows", "report_text", "report_html"]
+__all__ = ["PrivacyReport", "MomentsReport", "opening_rows", "report_text", "report_html",
+           "noisy_count_text"]
 
 
 def report_text(report, title: str = "Privacy report") -> str:
@@ -41,6 +42,21 @@ def opening_rows(report) -> list[tuple[str, str]]:
     rows += [("  epsilon part:", f"{e:.4g} for {label}")
              for label, e in getattr(report, "split", ())]
     return rows
+
+
+def noisy_count_text(count: float) -> str:
+    """A noisy count as a reader can take it: a negative one (noise larger
+    than the count) is shown as 0, with the noisy value beside it, never as a
+    negative number of rows.
+
+    Examples
+    --------
+    >>> noisy_count_text(1234.0), noisy_count_text(-30.0)
+    ('1,234', '0 (noisy count -30: no more rows than the noise)')
+    """
+    if count < 0:
+        return f"0 (noisy count {count:,.0f}: no more rows than the noise)"
+    return f"{count:,.0f}"
 
 
 def _closing_rows(report) -> list[tuple[str, str]]:
@@ -195,10 +211,10 @@ class MomentsReport:
         rows = opening_rows(self)
         rows += [
             ("Public n:", f"{self.n} ({self.n_source})"),
-            ("Noisy rows:", f"{self.noisy_rows:,.0f}"),
+            ("Noisy rows:", noisy_count_text(self.noisy_rows)),
             ("Clip radius:", "none" if not self.private else
              f"{self.radius:.4g} (L1, scaled units); noisy rows at or beyond it: "
-             f"{self.clipped_rows:,.0f}"),
+             f"{noisy_count_text(self.clipped_rows)}"),
         ]
         return rows + _closing_rows(self)
 

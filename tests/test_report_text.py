@@ -1,0 +1,26 @@
+"""Report texts never contradict themselves (issue 26): a negative noisy
+count is shown as 0 rows with the noisy value beside it."""
+
+from __future__ import annotations
+
+import re
+
+from dpmodels.report import MomentsReport, noisy_count_text
+
+
+def _report(clipped: float, noisy: float) -> MomentsReport:
+    return MomentsReport(epsilon=1.0, private=True, mechanism="noisy moments", split=(),
+                         n=1000, n_source="rows handed in", variables=(), columns=("x", "y"),
+                         radius=2.5, clipped_rows=clipped, noisy_rows=noisy, seeded=True)
+
+
+def test_a_negative_noisy_count_is_not_printed_as_rows():
+    text = str(_report(-30.0, -4.0))
+    assert not re.search(r"(beyond it|Noisy rows):\s+-", text), text
+    assert "0 (noisy count -30" in text and "0 (noisy count -4" in text
+
+
+def test_a_positive_noisy_count_is_printed_as_it_is():
+    text = str(_report(12.0, 998.0))
+    assert "beyond it: 12\n" in text + "\n" or "beyond it: 12" in text
+    assert noisy_count_text(998.0) == "998" and "Noisy rows:" in text
