@@ -219,7 +219,9 @@ class DPInference:
         return self.mse if self.interval == "normal" else self.spread
 
     def _se_for(self, method: str) -> np.ndarray:
-        return np.sqrt(np.diag(self.mse if method == "normal" else self.spread))
+        with np.errstate(invalid="ignore"):
+            se = np.sqrt(np.diag(self.mse if method == "normal" else self.spread))
+        return np.where(np.isnan(se), np.inf, se)
 
     @property
     def se(self) -> np.ndarray:
@@ -279,9 +281,16 @@ class DPInference:
         return self.params - self.bias if self.interval == "bc-normal" else self.params
 
     def _no_information(self) -> np.ndarray:
-        if self.uninformative is None:
-            return np.zeros(self.params.size, bool)
-        return np.asarray(self.uninformative, bool)
+        """Coefficients the release tells nothing about: flagged by the release
+        (``uninformative``), or whose error the bootstrap could not measure
+        (a NaN variance: too few replicates fitted, or a non-finite estimate).
+        Their SE is infinite, their interval unbounded, p = 1; a NaN standard
+        error never reaches the user."""
+        none = (np.zeros(self.params.size, bool) if self.uninformative is None
+                else np.asarray(self.uninformative, bool).copy())
+        with np.errstate(invalid="ignore"):
+            d = np.diag(self.mse if self.interval == "normal" else self.spread)
+        return none | np.isnan(d) | ~np.isfinite(np.asarray(self.params, float))
 
     @property
     def tvalues(self) -> np.ndarray:
@@ -335,8 +344,8 @@ class DPInference:
             c = self.params - (self.bias if method == "bc-normal" else 0.0)
             se = self._se_for(method)
             ci = np.column_stack([c - z * se, c + z * se])
-        elif self.n_ok < 2:
-            return np.full((self.params.size, 2), np.nan)
+        elif self.n_ok < 2:  # the bootstrap measured nothing: no information
+            return np.tile([-np.inf, np.inf], (self.params.size, 1))
         else:
             lo, hi = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
             target = self.params if self.target is None else self.target

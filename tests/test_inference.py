@@ -356,3 +356,26 @@ def test_whole_number_bin_edges_get_a_note_naming_the_centred_bounds():
         text[lo] = res.summary().as_text()
     assert "declare bounds (-0.5, 29.5) to centre the bins" in " ".join(text[0.0].split())
     assert "centre the bins" not in text[-0.5]
+
+
+@pytest.mark.parametrize("interval", ["normal", "bc-normal", "percentile", "basic"])
+def test_an_unmeasured_error_is_no_information_never_nan(interval):
+    """issue 26 (dp_mnlogit on anes96 printed NaN standard errors): a coefficient
+    whose replicates could not measure its error (a NaN variance, here a column
+    of failed refits, or a single replicate) gets an infinite SE, an unbounded
+    interval and p = 1, like an uninformative one; the others are untouched."""
+    from dpmodels.intervals import DPInference
+
+    rng = np.random.default_rng(0)
+    reps = rng.normal([1.0, 2.0, 3.0], 0.1, size=(50, 3))
+    reps[:, 1] = np.nan  # the refits of the second coefficient all failed
+    inf = DPInference(params=np.array([1.0, 2.0, 3.0]), replicates=reps, n_boot=50,
+                      n_failed=0, interval=interval)
+    se, ci, p = inf.se, inf.conf_int(), inf.pvalues
+    assert not np.isnan(se).any() and not np.isnan(ci).any() and not np.isnan(p).any()
+    assert se[1] == np.inf and tuple(ci[1]) == (-np.inf, np.inf) and p[1] == 1.0
+    assert np.all(np.isfinite(se[[0, 2]])) and np.all(np.isfinite(ci[[0, 2]]))
+    one = DPInference(params=np.array([1.0, 2.0]), replicates=reps[:1, [0, 2]], n_boot=50,
+                      n_failed=49, interval=interval)
+    assert np.all(one.se == np.inf) and np.all(one.pvalues == 1.0)
+    assert np.all(one.conf_int() == [[-np.inf, np.inf]] * 2)
