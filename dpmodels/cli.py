@@ -52,10 +52,10 @@ MODELS = ("ols", "logit", "quantreg", "mnlogit")
 FORMATS = ("text", "html", "latex", "markdown", "json")
 #: Releases ``dpmodels release --method`` makes.
 RELEASE_METHODS = ("histogram", "moments", "newton", "quantile-newton")
+#: The type ``column_types`` gives a column of a file that declares none (a CSV).
+UNDECLARED = "undeclared"
 #: The placeholder ``schema init`` writes for every bound and level set.
 TODO = "TODO"
-#: Rows of a CSV file read to infer its columns' types (types only, no value is written).
-TYPE_SAMPLE_ROWS = 1000
 LEDGER_FORMAT = "dpmodels-ledger"
 
 #: The model of Lei (2011, Section 4.3).
@@ -274,25 +274,17 @@ def _parquet_types(path: pathlib.Path) -> dict[str, str]:
 
 def column_types(path: pathlib.Path) -> dict[str, str]:
     """Column -> "integer", "float", "bool", "string", "categorical" or another
-    type name: a Parquet file's schema, or pandas' inference on the first
-    ``TYPE_SAMPLE_ROWS`` rows of a CSV file.  Types only: no value leaves here."""
-    import pandas as pd
+    type name, from a Parquet file's declared schema; for a CSV file, which
+    declares no types, every column is ``UNDECLARED``.
 
+    A type guessed from a CSV's values (pandas' inference) would depend on
+    them: one missing value turns an "integer" column into "float" and a
+    "bool" one into "string", so a template written from it would carry
+    information about the rows (PRIVACY.md rule 10).  Types only: no value
+    leaves here."""
     if _kind(path) == "parquet":
         return _parquet_types(path)
-    sample = pd.read_csv(path, nrows=TYPE_SAMPLE_ROWS, sep=_csv_sep(path))
-    out = {}
-    for name in sample.columns:
-        dtype = sample[name].dtype
-        if pd.api.types.is_bool_dtype(dtype):
-            out[str(name)] = "bool"
-        elif pd.api.types.is_integer_dtype(dtype):
-            out[str(name)] = "integer"
-        elif pd.api.types.is_float_dtype(dtype):
-            out[str(name)] = "float"
-        else:
-            out[str(name)] = "string"
-    return out
+    return {name: UNDECLARED for name in data_columns(path)}
 
 
 def load_data(path: pathlib.Path, columns: Sequence[str]):
@@ -339,7 +331,8 @@ def schema_template(types: Mapping[str, str], source: str) -> str:
         "# definition, legal or physical limits (an age in [0, 120], a share in [0, 1]).",
         "# NEVER take bounds or levels from the data (its minimum, maximum or distinct",
         "# values): they would leak the very rows the privacy guarantee protects.",
-        "# This template was written from the file's column names and types only;",
+        "# This template was written from the file's column names and declared types",
+        "# only (a Parquet schema; a CSV declares none);",
         "# no value of the data is in it.",
         "#",
         "#   bounds = [low, high]        a continuous variable (values outside are clipped)",
@@ -354,6 +347,13 @@ def schema_template(types: Mapping[str, str], source: str) -> str:
     ]
     for name, typ in types.items():
         lines.append(f"[variables.{_toml_key(name)}]")
+        if typ == UNDECLARED:
+            lines.append("# type: not declared by the file (a CSV); take it from the codebook.")
+            lines.append("# A continuous variable keeps bounds; a discrete one (codes, a 0/1")
+            lines.append("# response, C(x) in a formula) replaces it by levels = [...].")
+            lines.append(f'bounds = "{TODO}"')
+            lines.append("")
+            continue
         lines.append(f"type = {json.dumps(typ)}")
         if typ == "bool":
             lines.append("# a bool column declares its levels [false, true] by its type")

@@ -95,6 +95,7 @@ import json  # noqa: E402
 import tomllib  # noqa: E402
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 BOUNDS = {"price": (100000, 900000), "size": (0, 3000)}
 LEVELS = {"year": [1, 2, 3, 4], "county": [f"County{i}" for i in range(1, 7)],
@@ -170,15 +171,43 @@ def test_schema_init_writes_types_and_todos_only(files):
         text = (d / out).read_text()
         doc = tomllib.loads(text)["variables"]
         assert list(doc) == list(df.columns)
-        assert doc["price"] == {"type": "float", "bounds": "TODO"}
-        assert doc["year"] == {"type": "integer", "bounds": "TODO"}
-        assert doc["expensive"] == {"type": "integer", "bounds": "TODO"}
-        assert doc["county"] == {"type": "string", "levels": "TODO"}
+        if data.endswith(".parquet"):  # the file's declared schema types
+            assert doc["price"] == {"type": "float", "bounds": "TODO"}
+            assert doc["year"] == {"type": "integer", "bounds": "TODO"}
+            assert doc["expensive"] == {"type": "integer", "bounds": "TODO"}
+            assert doc["county"] == {"type": "string", "levels": "TODO"}
+        else:  # a CSV declares no types: none is guessed from the values
+            assert all(spec == {"bounds": "TODO"} for spec in doc.values()), doc
+            assert "codebook" in text and "type" not in "".join(
+                line for line in text.splitlines() if not line.startswith("#"))
         # no value of the data: no level, no number of the rows (as pandas or CSV prints it)
         assert "County" not in text
         for v in df[["price", "size"]].to_numpy().ravel()[:200]:
             assert repr(float(v)) not in text and f"{v:.0f}" not in text
         assert "codebook" in text and "NEVER take bounds or levels from the data" in text
+
+
+def test_schema_init_of_neighbouring_csv_files_is_identical(tmp_path):
+    """issue 25, finding 2: one value made missing turned 'age' from "integer" to
+    "float" and 'smoker' from "bool" to "string" in the template; a template must
+    not depend on the values (PRIVACY.md rule 10)."""
+    rng = np.random.default_rng(1)
+    n = 50
+    base = pd.DataFrame({"age": rng.integers(18, 90, n), "smoker": rng.random(n) < 0.3,
+                         "income": rng.uniform(1e4, 1e5, n), "region": rng.choice(["n", "s"], n)})
+    missing = base.astype(object).copy()
+    missing.loc[7, "age"] = None
+    missing.loc[3, "smoker"] = None
+    changed = base.copy()
+    changed.loc[0, "region"] = "west"
+    texts = []
+    for i, frame in enumerate((base, missing, changed)):
+        frame.to_csv(tmp_path / f"d{i}.csv", index=False)
+        proc = cli("schema", "init", f"d{i}.csv", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        texts.append(proc.stdout.replace(f"d{i}.csv", "DATA"))
+    assert texts[0] == texts[1] == texts[2]
+    assert '"integer"' not in texts[0] and '"bool"' not in texts[0]
 
 
 def test_fit_json_matches_python_and_parquet_matches_csv(files):
