@@ -683,6 +683,35 @@ def render(res, fmt: str, title: str, meta: Mapping) -> str:
             "latex": summary.as_latex}[fmt]() + "\n"
 
 
+def _writable(out, option: str = "--out") -> pathlib.Path | None:
+    """``out`` as a path, checked writable BEFORE any row is read or any budget
+    charged (PRIVACY.md rule 10): its folder exists and takes a new file (a
+    probe file is created and removed), and it is not a folder itself.  A
+    release whose output cannot be written would be paid for and lost."""
+    if out is None:
+        return None
+    import tempfile
+
+    path = pathlib.Path(out)
+    folder = path.parent if str(path.parent) else pathlib.Path(".")
+    if path.is_dir():
+        raise CLIError(f"{option} {str(path)!r} is a folder: give a file name, e.g. "
+                       f"{str(path / 'out.json')!r}")
+    if not folder.is_dir():
+        raise CLIError(f"{option} {str(path)!r}: the folder {str(folder)!r} does not exist; "
+                       "create it first (nothing was read or spent)")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError
+    except OSError as exc:
+        raise CLIError(f"{option} {str(path)!r} cannot be written ({type(exc).__name__}): "
+                       "choose a writable place (nothing was read or spent)") from None
+    return path
+
+
 def _emit(text: str, out: str | None) -> None:
     if out is None:
         sys.stdout.write(text)
@@ -694,6 +723,7 @@ def _emit(text: str, out: str | None) -> None:
 
 
 def cmd_schema_init(args) -> int:
+    _writable(args.out)
     path = _existing(args.data, "data file")
     types = column_types(path)
     out = pathlib.Path(args.out) if args.out else None
@@ -709,7 +739,7 @@ def cmd_schema_init(args) -> int:
 
 
 def cmd_ledger_init(args) -> int:
-    path = pathlib.Path(args.file)
+    path = _writable(args.file, "ledger file")
     Ledger.create(path, args.total, force=args.force)
     print(f"ledger {path}: total epsilon {args.total:g}, nothing spent")
     return 0
@@ -849,6 +879,7 @@ def cmd_fit(args) -> int:
                        "--release FILE (a saved release, free)")
     if args.q is not None and args.model != "quantreg":
         raise CLIError("--q applies to the quantreg model only: leave it out")
+    _writable(args.out)
     if args.model == "mnlogit" and args.method not in ("auto", "histogram"):
         raise CLIError("mnlogit is fitted on the histogram release only: use --method auto "
                        "or histogram")
@@ -901,7 +932,7 @@ def cmd_release(args) -> int:
     raw = _Raw(args)
     if args.q is not None and args.method != "quantile-newton":
         raise CLIError("--q applies to --method quantile-newton only: leave it out")
-    out = pathlib.Path(args.out)
+    out = _writable(args.out)
     if out.exists() and not args.force:
         raise CLIError(f"{str(out)!r} already exists: choose another --out, or pass --force")
     with _budget(raw, _command_line(args.argv)) as acct:

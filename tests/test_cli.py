@@ -416,3 +416,34 @@ def test_moments_release_from_parquet_then_fit(files, tmp_path):
     same = dpmodels.release_moments(df, formula="price ~ size + year", epsilon=1.0,
                                     bounds=BOUNDS, levels=LEVELS, random_state=4)
     assert_same_results(doc, dpmodels.dp_ols("price ~ size + year", same).fit(random_state=0))
+
+
+@pytest.mark.parametrize("command", ["release", "fit", "schema init", "ledger init"])
+@pytest.mark.parametrize("where", ["missing folder", "a folder"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_spend(files, tmp_path, capsys,
+                                                                      command, where):
+    """issue 25, finding 4: the CLI charged the ledger, then failed to write --out
+    (a missing folder), losing the release and naming a temporary file.  Every
+    output path is checked first: exit 2, the option and the path named, the
+    ledger unchanged."""
+    d, _ = files
+    ledger = tmp_path / "budget.json"
+    assert main(["ledger", "init", str(ledger), "--total", "5"]) == 0
+    before = ledger.read_text()
+    capsys.readouterr()
+    out = tmp_path / "no-such-folder" / "rel.json" if where == "missing folder" else tmp_path
+    raw = ["--data", str(d / "houses.csv"), "--schema", str(d / "schema.toml"),
+           "--epsilon", "1", "--ledger", str(ledger)]
+    argv = {
+        "release": ["release", OLS, *raw, "--out", str(out)],
+        "fit": ["fit", "ols", OLS, *raw, "--out", str(out)],
+        "schema init": ["schema", "init", str(d / "houses.csv"), "--out", str(out)],
+        "ledger init": ["ledger", "init", str(out), "--total", "1"],
+    }[command]
+    code, err = main(argv), capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and str(out) in err, err
+    assert ("--out" if command != "ledger init" else "ledger file") in err
+    assert ("does not exist" if where == "missing folder" else "is a folder") in err
+    assert ledger.read_text() == before  # nothing spent, nothing recorded
+    assert ".rel.json." not in err  # no temporary file named
