@@ -30,7 +30,8 @@ from .validation import check_choice
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
            "choose_quantreg_method", "QUANTREG_METHODS",
            "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
-           "HISTOGRAM_MIN_CELLS"]
+           "HISTOGRAM_MIN_CELLS", "MNLOGIT_METHODS", "FAMILY_METHODS", "METHOD_RELEASES",
+           "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES"]
 
 @runtime_checkable
 class Release(Protocol):
@@ -67,6 +68,40 @@ ROUTED_METHODS = ("sample-aggregate",)
 OLS_METHODS = ("auto", "histogram", "moments")
 QUANTREG_METHODS = ("auto", "histogram", "newton")
 LOGIT_METHODS = ("auto", "histogram", "newton")
+MNLOGIT_METHODS = ("auto", "histogram")
+#: Each dp_* family's own methods (ROUTED_METHODS come on top).
+FAMILY_METHODS = {"ols": OLS_METHODS, "logit": LOGIT_METHODS, "quantreg": QUANTREG_METHODS,
+                  "mnlogit": MNLOGIT_METHODS}
+#: The RELEASES name of a family's method, where it is not the method's name.
+METHOD_RELEASES = {("quantreg", "newton"): "quantile-newton"}
+#: Where a release's rows may live: "pandas" (a DataFrame), "dict" (a mapping of
+#: arrays), "polars" (a DataFrame), "polars-lazy" (a LazyFrame), "dask", "duckdb"
+#: (a relation), "spark".
+ENGINES = ("pandas", "dict", "polars", "polars-lazy", "dask", "duckdb", "spark")
+#: The engines each release reads, by RELEASES' names, the routes' (dpmodels.routing:
+#: "projected" selects on the rows, "local" is dpmodels.local.randomize) and
+#: OTHER_RELEASES'.  The histogram counts inside every engine (dpmodels.engines); the
+#: moments and Newton-type releases read in-memory rows or a Dask DataFrame partition by
+#: partition; the others read the rows in this process.  On any other engine a release
+#: raises a DPModelsError saying to convert the data, before anything is read or spent
+#: (tests/test_engines_contract.py tries every pair both ways).
+RELEASE_ENGINES = {
+    "histogram": ENGINES,
+    "moments": ("pandas", "dict", "polars", "dask"),
+    "newton": ("pandas", "dict", "polars", "dask"),
+    "quantile-newton": ("pandas", "dict", "polars", "dask"),
+    "sample-aggregate": ("pandas", "dict", "polars"),
+    "projected": ("pandas", "dict"),
+    "local": ("pandas", "dict"),
+    "select_features": ("pandas", "dict"),
+    "smoothed_sample": ("pandas", "dict"),
+}
+#: Releases made by a function of their own, not a dp_* method: (module, function).
+OTHER_RELEASES = {
+    "select_features": ("dpmodels.selection", "select_features"),
+    "smoothed_sample": ("dpmodels.synthetic", "smoothed_sample"),
+    "local": ("dpmodels.local", "randomize"),
+}
 #: "auto" keeps the histogram for OLS when the formula has at most this many
 #: continuous variables (response included) and its factors have at least
 #: HISTOGRAM_MIN_CELLS level combinations: there the factors carry the model,

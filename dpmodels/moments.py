@@ -481,10 +481,12 @@ def _to_pandas(data) -> pd.DataFrame:
     to_pandas = getattr(data, "to_pandas", None)  # a Polars DataFrame (in memory)
     if callable(to_pandas) and type(data).__module__.startswith("polars"):
         return to_pandas()
+    # (public_inputs raises this for every release built on it: name none of them)
     raise DPModelsError(
-        f"method='moments' reads in-memory data (pandas, a mapping of arrays, a Polars "
-        f"DataFrame) or a Dask DataFrame; got {type(data).__name__}: use "
-        "method='histogram', which counts inside the engine")
+        f"this release reads in-memory rows (a pandas DataFrame, a mapping of arrays, a Polars "
+        f"DataFrame; the moments and Newton releases also a Dask DataFrame), got "
+        f"{type(data).__name__}: convert it first (a Polars LazyFrame: .collect(); DuckDB: "
+        ".df(); Spark: .toPandas()), or use method='histogram', which counts inside the engine")
 
 
 def _published_frame(data: pd.DataFrame, domain: Domain, missing: str):

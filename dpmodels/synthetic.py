@@ -594,8 +594,9 @@ def smoothed_sample(
         max_spurious_cells=1.0, namespace=None, domain_check=None)
     if source_for(data) is not None:
         raise DPModelsTypeError(
-            "smoothed_sample reads in-memory rows: pass a pandas DataFrame or a mapping of "
-            "columns (e.g. polars_frame.to_pandas())")
+            f"smoothed_sample reads in-memory rows, got {type(data).__name__}: convert it "
+            "first to a pandas DataFrame or a mapping of columns (e.g. .to_pandas(); a Polars "
+            "LazyFrame: .collect(); DuckDB: .df(); Spark: .toPandas())")
     epsilon = _check_epsilon(epsilon)
     size = _check_size(size, allow_none=False)
     delta_given = _check_delta(delta, epsilon)
