@@ -79,6 +79,7 @@ from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import DPModelsError, NotPrivateWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from .budget import split_epsilon
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
@@ -294,6 +295,33 @@ def _grid_frame(formula: str, domain: Domain) -> pd.DataFrame:
     return grid
 
 
+def _check_full_rank(X: np.ndarray, names) -> None:
+    """Refuse a design whose columns are linearly dependent over the whole
+    public domain (``I(0*x)``, ``x`` beside ``I(2*x)``, two intercepts): every
+    data set then gives a singular design, so no mechanism can estimate those
+    coefficients.  Read on the public grid (a dependence on the domain holds
+    on the grid), with columns scaled to a largest value of 1 and pivoted QR.
+    """
+    import scipy.linalg
+
+    scale = np.max(np.abs(X), axis=0)
+    zero = scale == 0
+    Z = X / np.where(zero, 1.0, scale)
+    _, R, piv = scipy.linalg.qr(Z, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R))
+    rank = int(np.sum(d > d.max(initial=0.0) * 1e-10)) if d.size else 0
+    dependent = sorted(set(piv[rank:].tolist()) | set(np.flatnonzero(zero).tolist()))
+    if dependent:
+        cols = [str(names[j]) for j in dependent]
+        raise DPModelsError(
+            f"the design column(s) {cols} are "
+            + ("zero" if all(zero[j] for j in dependent) else
+               "linear combinations of the other columns")
+            + " over the whole declared domain: every data set gives a singular design, so "
+            "their coefficients cannot be estimated; remove them from the formula (nothing "
+            "was read or spent)")
+
+
 def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], *,
                  response: bool = True) -> DesignSpace:
     """The public :class:`DesignSpace` of ``formula`` over ``domain``.
@@ -340,6 +368,7 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
         raise DPModelsError(
             "the formula gives non-finite design values inside the declared bounds (e.g. "
             "np.log(x) with a lower bound of 0): use bounds where every transform is finite")
+    _check_full_rank(X, X_dm.design_info.column_names)
     xmin, xmax = X.min(axis=0), X.max(axis=0)
     constant = xmin == xmax
     cols = np.column_stack([X[:, ~constant], y]) if response else X[:, ~constant]
@@ -884,9 +913,10 @@ def release_moments(
     n_public, n_source = pub.n, pub.n_source
     space = design_space(formula, domain, namespace)
     private = math.isfinite(epsilon)
-    eps_s = epsilon * SCALE_SHARE if private else math.inf
-    eps_r = epsilon * RADIUS_SHARE if private else math.inf
-    eps_m = epsilon - eps_s - eps_r if private else math.inf
+    if private:  # the parts' exact sum is at most epsilon (dpmodels.budget)
+        eps_s, eps_r, eps_m = split_epsilon(epsilon, [SCALE_SHARE, RADIUS_SHARE, None])
+    else:
+        eps_s = eps_r = eps_m = math.inf
     if private and (min(eps_s, eps_r, eps_m) < MIN_EPSILON or _unit_epsilon(
             eps_m, moments_sensitivity(1.0, space, np.ones(space.q),
                                        np.full(space.q, 1.0 / _LOCATION_BINS))[3] / 2.0)

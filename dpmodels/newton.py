@@ -50,6 +50,7 @@ import pandas as pd
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from .budget import exact_parts
 from .formula import caller_namespace
 from .moments import (
     RADIUS_SHARE,
@@ -283,7 +284,23 @@ def design_moments(H: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     return count, mean, H[1:, 1:] / count - np.outer(mean, mean)
 
 
+def check_binary_levels(axis) -> None:
+    """Refuse a binary response whose declared levels are numbers other than
+    0/1 (which one is the event?): a :class:`~dpmodels.errors.DomainError`
+    naming the variable, raised from the declaration alone (before any row
+    is read).  Non-numeric levels code their last declared level 1."""
+    levels = axis.levels
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating))
+                  and not isinstance(v, (bool, np.bool_)) for v in levels)
+    if numeric and set(levels) != {0, 1}:
+        raise DomainError(
+            f"the numeric response {axis.name!r} has declared levels {list(levels)}; "
+            "dp_logit needs 0/1 (1 = the event): recode it, or make it a string or "
+            "Categorical variable (its last declared level is then coded 1)")
+
+
 def _binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
+    check_binary_levels(axis)
     codes, missing, undeclared = axis.codes(values)
     if undeclared.any():
         from .histogram import undeclared_error
@@ -354,6 +371,7 @@ def release_newton(
                             "method='histogram' with epsilon=inf")
     eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
     eps_steps = [(epsilon - eps_s - eps_r) * share for share in STEP_SHARES]
+    eps_s, eps_r, *eps_steps = exact_parts(epsilon, [eps_s, eps_r, *eps_steps])
     check_split(epsilon, [eps_s, eps_r] + eps_steps)
     if accountant is not None:
         accountant.check(epsilon, f"Newton steps of {list(names)}")

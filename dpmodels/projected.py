@@ -38,12 +38,12 @@ import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import pandas as pd
 import patsy
 
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
+from .budget import exact_parts
 from .formula import formula_variables, user_stacklevel
 from .report import opening_rows, report_html, report_text
 from .models.base import _frame_namespace, _refuse_signed
@@ -247,9 +247,7 @@ def _split(epsilon: float, gamma: float) -> tuple[float, float]:
     if math.isinf(epsilon):
         return math.inf, math.inf
     eps_p = (1.0 - gamma) * epsilon
-    eps_h = epsilon - eps_p
-    while Fraction(eps_p) + Fraction(eps_h) > Fraction(epsilon):
-        eps_h = math.nextafter(eps_h, 0.0)
+    eps_p, eps_h = exact_parts(epsilon, [eps_p, epsilon - eps_p])
     return eps_p, eps_h
 
 

@@ -58,6 +58,7 @@ from scipy import stats
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError
 from .exact import discrete_laplace, discrete_laplace_variance
+from .budget import exact_parts
 from .formula import caller_namespace
 from .moments import (
     _NO_NA,
@@ -478,6 +479,12 @@ def release_quantile_steps(
     eps_lv = epsilon * LEVEL_SHARE if space.dummy.any() else 0.0
     eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv) / len(taus)
     eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
+    # every quantile's steps are a part of its own: the exact sum over all of them
+    fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv]
+                         + eps_steps * len(taus))
+    eps_s, eps_r, eps_ls, eps_res, eps_lv = fitted[:5]
+    eps_steps = [min(fitted[5 + t * len(eps_steps) + i] for t in range(len(taus)))
+                 for i in range(len(eps_steps))]
     check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv) + eps_steps,
                 f"over {len(taus)} quantile(s)")
     if accountant is not None:

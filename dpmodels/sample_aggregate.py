@@ -129,6 +129,7 @@ from scipy import optimize, special, stats
 from .accountant import Accountant
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from .budget import exact_parts
 from .formula import caller_namespace, user_stacklevel
 from .randomness import random_source
 
@@ -891,6 +892,10 @@ def release_sample_aggregate(
                 f"the response {response!r} has {nlev} declared level(s); "
                 + ("dp_logit needs exactly 2 (use dp_mnlogit for more)" if family == "logit"
                    else "dp_mnlogit needs at least 2"))
+        if family == "logit":
+            from .newton import check_binary_levels
+
+            check_binary_levels(domain.axis(response))
         space = design_space(formula, domain, namespace, response=False)
         if family == "mnlogit":
             ynames = tuple(domain.axis(response).levels)
@@ -923,6 +928,7 @@ def release_sample_aggregate(
     if private:
         eps_v = epsilon * SPREAD_SHARE
         eps_m = epsilon - eps_r - eps_v
+        eps_r, eps_v, eps_m = exact_parts(epsilon, [eps_r, eps_v, eps_m])  # dpmodels.budget
         if min(eps_m, eps_v) < MIN_EPSILON or unit_epsilon(eps_v, p) < MIN_EPSILON:
             raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
                                 f"{MIN_EPSILON:g})")

@@ -23,6 +23,7 @@ from statsmodels.tools.sm_exceptions import (
 from ..domain import Axis, Domain, _level_index
 from ..errors import DomainError, DPModelsError
 from ..formula import FormulaVariables, formula_variables
+from ..newton import check_binary_levels
 from scipy.special import expit
 
 from ..batched import batched_newton, outer_rows
@@ -248,12 +249,7 @@ class DPLogit(_DPChoiceModel):
                 f"the response {axis.name!r} has {len(levels)} declared levels "
                 f"({axis.describe()}); dp_logit needs exactly two: use dp_mnlogit for more"
             )
-        if _is_numeric(levels) and set(levels) != {0, 1}:
-            raise DomainError(
-                f"the numeric response {axis.name!r} has declared levels {list(levels)}; "
-                "dp_logit needs 0/1 (1 = the event): recode it, or make it a string or "
-                "Categorical variable (its last declared level is then coded 1)"
-            )
+        check_binary_levels(axis)
 
     def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
             separation: str = "warn", n_boot: int | None = None, random_state=None,
