@@ -272,19 +272,50 @@ def data_of(case):
 # flattening results; the truth
 # ---------------------------------------------------------------------------
 
+def _class_labels(res, k):
+    """The response levels of the k non-reference columns of a multinomial
+    result: dpmodels' ``response_coding`` (the kept levels, in order; a level
+    with no released cell is left out), statsmodels' ``_ynames_map``, else
+    positions 1..k."""
+    inner = getattr(res, "_results", res)
+    coding = getattr(inner, "response_coding", None)
+    if coding:
+        m = re.search(r"in the order \[(.*?)\]", coding)
+        if m:
+            kept = [x.strip().strip("'\"") for x in m.group(1).split(",")]
+            if len(kept) == k + 1:
+                return kept[1:]
+    ymap = getattr(getattr(res, "model", None), "_ynames_map", None)
+    if isinstance(ymap, dict) and len(ymap) == k + 1:
+        return [str(ymap[j]) for j in range(1, k + 1)]
+    return [str(j + 1) for j in range(k)]
+
+
 def flatten(res):
     """(names, est, lo, hi, p) of a fitted result; multinomial names are
-    ``'k:name'`` with k = 1..J-1 the position of the non-reference class."""
+    ``'level:name'`` with ``level`` the response level of the column (the
+    reference level has none)."""
     params, pv = res.params, res.pvalues
     ci = np.asarray(res.conf_int(0.05), float)
     if ci.ndim == 3:  # (classes, params, 2): dp_mnlogit's sample-aggregate results
         ci = ci.reshape(-1, 2)
     if isinstance(params, pd.DataFrame):
-        names = [f"{k + 1}:{nm}" for k in range(params.shape[1]) for nm in params.index]
+        labels = _class_labels(res, params.shape[1])
+        names = [f"{lab}:{nm}" for lab in labels for nm in params.index]
         return (names, np.asarray(params, float).T.ravel(), ci[:, 0], ci[:, 1],
                 np.asarray(pv, float).T.ravel())
     return (list(params.index), np.asarray(params, float), ci[:, 0], ci[:, 1],
             np.asarray(pv, float))
+
+
+def library_name(case, coef):
+    """How dpmodels' warnings call a coefficient: ``'name (party=1)'`` for the
+    multinomial ``'1:name'``, the name itself otherwise."""
+    spec = CASES[case]
+    if spec["family"] != "mnlogit":
+        return coef
+    level, name = coef.split(":", 1)
+    return f"{name} ({spec['formula'].split('~')[0].strip()}={level})"
 
 
 def statsmodels_fit(case, df):
@@ -574,7 +605,8 @@ def one_rep(task):
                        n=n, eps=eps, rep=rep, seed=seed, method=m, picked=r["picked"],
                        alias=bool(r.get("alias", False)), coef=coef, truth=tv,
                        error=r["error"], seconds=r["seconds"],
-                       release_warn=len(r["warnings"]) > 0, named=names_in(text, coef),
+                       release_warn=len(r["warnings"]) > 0,
+                       named=names_in(text, library_name(case, coef)),
                        np_est=npd.get(coef, (np.nan,) * 3)[0],
                        np_lo=npd.get(coef, (np.nan,) * 3)[1],
                        np_hi=npd.get(coef, (np.nan,) * 3)[2])
@@ -582,11 +614,11 @@ def one_rep(task):
                 if coef in r["names"]:
                     j = r["names"].index(coef)
                     row.update(est=r["est"][j], lo=r["lo"][j], hi=r["hi"][j], p=r["p"][j])
-                else:
-                    row["error"] = "absent"
+                else:  # the fit left it out (a response level with no released cell)
+                    row["error"] = "absent: left out of the fit"
             if row["named"] and not np.isfinite(row.get("hi", 0) - row.get("lo", 0)):
                 row["reason"] = next((" ".join(w.split()[:14]) for w in r["warnings"]
-                                      if names_in(w, coef)), "")
+                                      if names_in(w, library_name(case, coef))), "")
             rows.append(row)
     return rows
 

@@ -142,3 +142,24 @@ def test_peer_interval_is_valid_mechanism_output(bench):
         assert np.isfinite(lo).all() and (lo <= hi).all()
         widths.append(np.median(hi - lo))
     assert widths[1] < widths[0]
+
+
+def test_multinomial_columns_are_labelled_by_their_level(bench):
+    """A response level with no released cell is left out of dp_mnlogit's fit: the
+    remaining column is that of level 2, not the first non-reference level."""
+
+    class Res:
+        params = pd.DataFrame({0: [0.1, 0.2]}, index=["Intercept", "x"])
+        pvalues = pd.DataFrame({0: [0.5, 0.01]}, index=["Intercept", "x"])
+        response_coding = "party levels in the order ['0', '2']; base level '0'"
+
+        def conf_int(self, alpha):
+            return np.array([[-1.0, 1.0], [0.1, 0.3]])
+
+    names, est, lo, hi, p = bench.flatten(Res())
+    assert names == ["2:Intercept", "2:x"] and list(hi) == [1.0, 0.3]
+    Res.response_coding = "party levels in the order ['0', '1', '2']; base level '0'"
+    Res.params = pd.DataFrame({0: [0.1], 1: [0.2]}, index=["Intercept"])
+    Res.pvalues = Res.params
+    assert bench.flatten(Res())[0] == ["1:Intercept", "2:Intercept"]
+    assert bench.library_name("anes96_mnlogit", "2:age") == "age (party=2)"
