@@ -558,7 +558,12 @@ def auto_bins(n: int, epsilon: float, n_continuous: int, fixed_cells: int) -> in
             best = k
         return best
     power = 2.0 / (n_continuous + 2.0 * AUTO_BINS_R)
-    k = math.floor(AUTO_BINS_C * (n * epsilon / fixed_cells) ** power + 0.5)
+    # in logs: n * epsilon overflows for an epsilon near the largest float
+    log_k = math.log(AUTO_BINS_C) + power * (math.log(max(n, 1)) + math.log(epsilon)
+                                             - math.log(fixed_cells))
+    if log_k > math.log(top):
+        return int(top)
+    k = math.floor(math.exp(log_k) + 0.5)
     return int(min(max(k, AUTO_BINS_MIN), top))
 
 

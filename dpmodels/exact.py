@@ -52,8 +52,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mpmath.libmp import (from_float, from_int, from_man_exp, fzero, mpf_abs, mpf_cmp, mpf_floor,
-                          mpf_neg, mpf_shift, mpf_sub, to_float, to_int)
+from mpmath.libmp import (from_float, from_int, from_man_exp, fzero, mpf_abs, mpf_add, mpf_cmp,
+                          mpf_floor, mpf_mul, mpf_neg, mpf_shift, mpf_sub, to_float, to_int)
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_log, mpi_mul, mpi_sub
 
 from .randomness import RandomBits, random_source
@@ -146,6 +146,13 @@ def _log_no_cross(epsilon: float, k: int, wp: int) -> tuple:
     kk = from_int(k)
     qk = mpi_exp(mpi_mul((kk, kk), half_iv, wp), wp)
     p = mpi_div(qk, mpi_add(one, q, wp), wp)
+    if mpf_cmp(p[1], from_man_exp(1, -wp)) <= 0:
+        # p <= 2**-wp: 1 - p is 1 at this precision, and log(1 - p) would need
+        # about -log2(p) bits (a large epsilon: p = exp(-k epsilon / 2)).  Enclose it
+        # instead by -p - p**2 <= log(1 - p) <= -p (0 < p <= 1/2), exact at any size.
+        p_lo, p_hi = p
+        lo = mpf_neg(mpf_add(p_hi, mpf_mul(p_hi, p_hi, wp, "u"), wp, "u"))
+        return lo, mpf_neg(p_lo)
     return mpi_log(mpi_sub(one, p, wp), wp)
 
 

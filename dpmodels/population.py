@@ -148,7 +148,7 @@ class Deconvolution:
     """
 
     def __init__(self, domain: Domain, cell_ids: np.ndarray, counts: np.ndarray,
-                 epsilon: float, k: int):
+                 epsilon: float, k: int, n: int | None = None):
         m = int(domain.size)
         ids = np.arange(m, dtype=np.uint64)
         cell_ids = np.asarray(cell_ids, dtype=np.uint64)
@@ -161,7 +161,10 @@ class Deconvolution:
         hidden = ~released
         # candidate true counts of the cells whose posterior is computed
         # prior: geometric with mean lam, P(x) ~ (lam / (1 + lam))**x
-        xs = np.arange(0, DECONVOLVE_CAP + max(k, 0) + 40, dtype=float)
+        # (a true count is at most the public n: at a tiny epsilon the threshold k is
+        # far above it, and the candidates would not fit in memory)
+        top = DECONVOLVE_CAP + max(k, 0) + 40
+        xs = np.arange(0, top if n is None else min(top, int(n) + 1), dtype=float)
         log_lik_small = np.log(np.maximum(
             discrete_laplace_pmf(y[small][:, None] - xs[None, :], epsilon), 1e-300))
         log_lik_hidden = np.log(np.maximum(_discrete_laplace_cdf(k - 1 - xs, epsilon), 1e-300))
@@ -198,9 +201,10 @@ class Deconvolution:
 
 
 def deconvolved_counts(domain: Domain, cell_ids: np.ndarray, counts: np.ndarray,
-                       epsilon: float, k: int) -> Deconvolution | None:
+                       epsilon: float, k: int, n: int | None = None) -> Deconvolution | None:
     """The deconvolved population, or None when the domain is too large for
-    it (the caller falls back to the smooth tails)."""
+    it (the caller falls back to the smooth tails).  ``n`` (public) bounds
+    every cell's true count."""
     if int(domain.size) > DECONVOLVE_MAX_CELLS:
         return None
-    return Deconvolution(domain, cell_ids, counts, epsilon, k)
+    return Deconvolution(domain, cell_ids, counts, epsilon, k, n)

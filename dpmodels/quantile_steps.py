@@ -214,6 +214,12 @@ def gram_of(H: np.ndarray, var_h: float) -> np.ndarray:
     return _floored(H, 2.0 * math.sqrt(k) * math.sqrt(var_h)) / count
 
 
+#: Smallest noise variance an inverse-variance weight uses: at a large epsilon the
+#: discrete Laplace variance underflows to 0 (the noise is 0 with overwhelming
+#: probability), and 1/0 would stop the release after its charge.
+_MIN_VARIANCE = 1e-300
+
+
 @dataclass(frozen=True)
 class BandCount:
     """The rows within a quantile's band: every noisy count of them so far,
@@ -226,9 +232,11 @@ class BandCount:
 
     @classmethod
     def of(cls, rows, var) -> "BandCount":
-        return cls(1.0 / np.asarray(var, float), np.asarray(rows, float) / var)
+        var = np.maximum(np.asarray(var, float), _MIN_VARIANCE)
+        return cls(1.0 / var, np.asarray(rows, float) / var)
 
     def add(self, rows, var: float) -> "BandCount":
+        var = np.maximum(var, _MIN_VARIANCE)
         return BandCount(self.weight_sum + 1.0 / var, self.weighted + np.asarray(rows) / var)
 
     @property

@@ -189,7 +189,9 @@ def default_blocks(n: int, p: int, epsilon: float, family: str = "ols") -> int:
     11111
     """
     n, p = int(n), int(p)
-    eps_m = (1.0 - RANGE_SHARE - SPREAD_SHARE) * (epsilon if math.isfinite(epsilon) else 1e6)
+    # (an epsilon beyond 1e6 leaves the noise negligible: the blocks are as for 1e6, and
+    # no float below overflows near the largest epsilon)
+    eps_m = (1.0 - RANGE_SHARE - SPREAD_SHARE) * min(epsilon, 1e6)
     m = p + 1 + math.sqrt((p + 1) * n) * eps_m / (2.0 * math.sqrt(2.0) * p * RANGE_SDS)
     m = max(m, MIN_ROWS_PER_PARAMETER.get(family, 2) * p, p + 2)
     return max(2, int(n // math.ceil(m)))

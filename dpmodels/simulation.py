@@ -117,7 +117,8 @@ class ReleaseSimulator:
         deconvolved = None
         if self.population == "deconvolved" and k is not None and k > 0:
             deconvolved = deconvolved_counts(self.release.domain, self.release.cell_ids,
-                                             self.release.counts, float(rep.epsilon), k)
+                                             self.release.counts, float(rep.epsilon), k,
+                                             int(rep.n))
         if deconvolved is not None:
             keep = deconvolved.expected > 1e-3
             ids, mass = deconvolved.ids[keep], deconvolved.expected[keep]

@@ -335,7 +335,8 @@ def smoothed_delta(epsilon: float, size: int, m: int, n: int) -> Fraction:
     """
     if math.isinf(epsilon):
         return Fraction(0)
-    c = math.expm1(epsilon / size)
+    x = epsilon / size
+    c = math.expm1(x) if x < 700.0 else math.inf  # (exp overflows near 709: delta -> 0)
     target = m / (m + n * c) if c > 0 else 1.0
     a = min(_DELTA_DEN, max(1, math.ceil(target * _DELTA_DEN)))
     # the float target is within a few ulps: step down while the bound still holds,

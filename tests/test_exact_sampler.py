@@ -275,3 +275,27 @@ def test_fraction_check_of_the_documented_min_epsilon():
     """At MIN_EPSILON a draw of 2**62 has probability q**(2**62) < 1e-900."""
     log10_p = -float(Fraction(MIN_EPSILON) / 2 * 2**62) / math.log(10)
     assert log10_p < -900
+
+
+@pytest.mark.parametrize("epsilon, k", [(200.0, 1), (1e3, 3), (1e6, 1), (1e300, 2)])
+def test_no_cross_returns_and_encloses_at_a_large_epsilon(epsilon, k):
+    """issue 25, finding 6: at a large epsilon P(Z >= k) is below any working
+    precision, and the enclosure of log(1 - P(Z >= k)) doubled its precision
+    without end (the histogram release did not return above epsilon ~1e5).  It
+    now returns at once, and its interval holds the value (checked against
+    mpmath at 400 digits where that can resolve it)."""
+    import mpmath
+
+    from dpmodels.exact import LogRate
+
+    rate = LogRate.no_cross(epsilon, k)
+    assert rate.hi < 0
+    with mpmath.workdps(1000):  # (mpf of the raw interval, exactly)
+        lo, hi = (mpmath.mpf(v) for v in rate.enclose(80))
+        assert lo <= hi < 0 and (hi - lo) <= abs(hi) * mpmath.mpf(2) ** -80
+    if epsilon <= 1e3:
+        with mpmath.workdps(1000):
+            q = mpmath.exp(-mpmath.mpf(epsilon) / 2)
+            exact = mpmath.log(1 - q**k / (1 + q))
+            assert lo <= exact <= hi
+            assert mpmath.mpf(rate.lo) <= exact  # the float lower bound holds too
