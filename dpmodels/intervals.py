@@ -148,6 +148,9 @@ class DPInference:
     #: deconvolved and the smooth one, half of B each); empty for one population.
     #: The MSE is then the larger per coefficient (:attr:`mse`).
     parts: tuple = ()
+    #: Why the release carries no information about a flagged coefficient, in the
+    #: mechanism's own terms (the summary's warning); "" is the histogram's reason.
+    no_information_why: str = ""
 
     @property
     def se_description(self) -> str:
@@ -372,17 +375,31 @@ class DPInference:
             f"{self.se_description}, intervals are " + self.describe_interval()
             + "; z statistics and p-values use the same center and SE.",
         ]
-        none = np.flatnonzero(self._no_information())
+        flagged = (np.zeros(self.params.size, bool) if self.uninformative is None
+                   else np.asarray(self.uninformative, bool))
+        unmeasured = self._no_information() & ~flagged
+
+        def shown(idx):
+            out = [str(names[i]) if names is not None else str(i) for i in idx[:6]]
+            return ", ".join(out) + ("" if idx.size <= 6 else f" and {idx.size - 6} more")
+
+        none = np.flatnonzero(flagged)
         if none.size:
-            shown = [str(names[i]) if names is not None else str(i) for i in none[:6]]
-            more = "" if none.size <= 6 else f" and {none.size - 6} more"
             lines.append(
-                "WARNING: the release carries no information about " + ", ".join(shown) + more
-                + ": the noisy count behind them is not above what the threshold's spurious "
-                "cells alone put there, so their estimates are noise. Their standard errors "
-                "are infinite and their intervals unbounded (a declared level without rows, or "
-                "whose rows the threshold removed; use a larger epsilon, fewer bins or fewer "
-                "variables).")
+                "WARNING: the release carries no information about " + shown(none) + ": "
+                + (self.no_information_why or
+                   "the noisy count behind them is not above what the threshold's spurious "
+                   "cells alone put there, so their estimates are noise (a declared level "
+                   "without rows, or whose rows the threshold removed; use a larger epsilon, "
+                   "fewer bins or fewer variables)")
+                + ". Their standard errors are infinite and their intervals unbounded.")
+        lost = np.flatnonzero(unmeasured)
+        if lost.size:
+            lines.append(
+                "WARNING: the bootstrap could not measure the error of " + shown(lost)
+                + f" ({self.n_ok} of {self.n_boot} replicates fitted): their standard errors "
+                "are infinite and their intervals unbounded; use a larger epsilon or a "
+                "simpler model.")
         with np.errstate(divide="ignore", invalid="ignore"):
             shift = np.abs(self.bias) / self.se
         big = np.flatnonzero(np.isfinite(shift) & (shift > 1.0))

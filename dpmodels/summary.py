@@ -114,6 +114,12 @@ def inference_notes(results) -> list[str]:
         return inference.notes(names)
     privacy = getattr(results, "privacy", None)
     if privacy is not None and privacy.private:
+        from .report import MomentsReport
+
+        if isinstance(privacy, MomentsReport):  # moments, Newton and quantile steps
+            return ["Covariance type naive: standard errors treat the noisy statistics as "
+                    "exact; they do not include the privacy noise or the clipping of rows to "
+                    "the private radius (use cov_type='dp')."]
         return ["Covariance type naive: standard errors treat the noisy counts as data; they do "
                 "not include the privacy noise, thresholding or binning (use cov_type='dp')."]
     return []

@@ -232,13 +232,16 @@ class MomentsInference(DPInference):
 
     @classmethod
     def of(cls, params, reps, opts: dict, t0: float, uninformative: np.ndarray,
-           simulation: str) -> "MomentsInference":
-        """From the replicates (rows with a non-finite value count as failed)."""
+           simulation: str, why: str = "") -> "MomentsInference":
+        """From the replicates (rows with a non-finite value count as failed);
+        ``why`` says, in the mechanism's terms, why a flagged coefficient has
+        no information (the summary's warning)."""
         ok = np.all(np.isfinite(reps), axis=1)
         return cls(params=params, replicates=reps[ok], n_boot=int(opts["n_boot"]),
                    n_failed=int((~ok).sum()), interval=opts["interval"], simulation=simulation,
                    seeded=opts["random_state"] is not None, elapsed=time.perf_counter() - t0,
-                   target=params, uninformative=uninformative if uninformative.any() else None)
+                   target=params, uninformative=uninformative if uninformative.any() else None,
+                   no_information_why=why)
 
 
 class FormulaReleaseModel:
@@ -519,5 +522,9 @@ class DPMomentsOLS(FormulaReleaseModel):
         return MomentsInference.of(
             params, reps, opts, t0, self._uninformative(shrunk),
             "Gaussian population with the released mean and covariance, Wishart scatter, "
-            "the release's noise on every entry")
+            "the release's noise on every entry",
+            why="the noisy moments behind them (their rows' count, for a 0/1 column, or their "
+                "spread in the released second moments) are within the moments' noise, or the "
+                "eigenvalue floor of the noisy Gram matrix absorbs any change in them; use a "
+                "larger epsilon, fewer levels or fewer covariates")
 

@@ -241,5 +241,8 @@ class DPNewtonLogit(FormulaReleaseModel):
             params, rel.design_params(b), opts, t0, self._uninformative(),
             "the Newton steps replayed on a population of Gaussian covariates (the released "
             "mean and covariance) with logistic responses at the estimate: the score's "
-            "sampling error and each step's noise on the information and the score")
+            "sampling error and each step's noise on the information and the score",
+            why="the noisy information of the Newton steps (sum p(1-p) x x') on their columns "
+                "is within the steps' noise, so the steps cannot move them from 0; use a larger "
+                "epsilon, fewer levels or fewer covariates")
 

@@ -314,7 +314,10 @@ class DPNewtonQuantReg(FormulaReleaseModel):
             f"the least-squares step and the quantile steps (q={tau:g}) replayed on a "
             "population of Gaussian covariates (the released mean and covariance) with "
             "asymmetric-Laplace errors of the released density: the scores' sampling error "
-            "and each step's noise")
+            "and each step's noise",
+            why="the noisy count of rows with a 1 in their 0/1 column (or at the factor's base "
+                "level) is within the noise of the released level counts; use a larger epsilon "
+                "or fewer levels")
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{t:g}" for t in self.release.quantiles)
