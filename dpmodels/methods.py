@@ -292,6 +292,8 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"
     elif method != "auto":
         chosen = method
+    elif other == "newton" and _is_infinite(epsilon):
+        chosen = "histogram"  # the exact check: the Newton-type releases are private only
     elif _declares_unbounded(formula, data, bounds, levels, namespace or {}):
         chosen = "histogram"  # the other releases need finite bounds (dpmodels.unbounded)
     elif (hist_opts == ["bins"]
@@ -310,6 +312,13 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
+
+
+def _is_infinite(epsilon) -> bool:
+    try:
+        return math.isinf(float(epsilon)) and float(epsilon) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def public_rows(data, n=None) -> int | None:

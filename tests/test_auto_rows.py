@@ -62,3 +62,25 @@ def test_the_sparse_grid_warning_counts_rows_not_columns():
                                    bins=200, namespace={}, epsilon=1.0)
     assert chosen == "moments"
     assert not any(re.search(r"for 5 rows", str(w.message)) for w in rec)
+
+
+@pytest.mark.parametrize("factory, formula", [(dpm.dp_logit, "yb ~ x + z + y"),
+                                              (dpm.dp_quantreg, "y ~ x + z + g"),
+                                              (dpm.dp_ols, "y ~ x + z + yb")])
+def test_epsilon_inf_works_with_the_default_method(factory, formula):
+    """issue 26: the README's exact check (epsilon=inf) was refused by dp_logit's and
+    dp_quantreg's default, which picks the Newton-type releases (private only)."""
+    from dpmodels.errors import NotPrivateWarning
+
+    df = _frame(3_000)
+    levels = dict(LEVELS, g=["a", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseWarning)
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        finite = factory(formula.replace("+ g", "+ C(g)"), df, epsilon=1.0, bounds=BOUNDS,
+                         levels=levels, random_state=1)
+        exact = factory(formula.replace("+ g", "+ C(g)"), df, epsilon=float("inf"),
+                        bounds=BOUNDS, levels=levels)
+        res = exact.fit()
+    assert type(finite).__name__ in ("DPNewtonLogit", "DPNewtonQuantReg", "DPMomentsOLS")
+    assert not res.privacy.private and np.all(np.isfinite(res.params))
