@@ -668,7 +668,8 @@ def summarize(raw):
         cover = (lo <= truth) & (truth <= hi)
         # significant: p < 0.05 or (no p-value: the peer) the interval excludes 0
         sig = (p < 0.05) | (p.isna() & ((lo > 0) | (hi < 0)))
-        wrong = sig & (((truth > 0) & ((est < 0) | (hi < 0))) | ((truth < 0) & ((est > 0) | (lo > 0))))
+        wrong = sig & (((truth > 0) & ((est < 0) | (hi < 0)))
+                       | ((truth < 0) & ((est > 0) | (lo > 0))))
         npw = (ok["np_hi"] - ok["np_lo"]).astype(float)
         ratio = (width / npw).where(npw > 0)
         row = dict(case=case, n_mult=int(mult), n=int(g["n"].iloc[0]), eps=float(eps), method=m,
@@ -745,6 +746,34 @@ def peer_table(summary):
     return pd.DataFrame(out)
 
 
+def compact(summary):
+    """One line per (case, method), one column per (n, epsilon): the lowest
+    coverage / the highest sign-error rate over the coefficients (percent), the
+    replicates (and how many failed: refused or raised), and the verdict (ok:
+    every goal met; ~: missed within Monte Carlo error; FAIL: missed beyond it,
+    an unnamed infinite interval, or no fit)."""
+    cells = cell_summary(summary)
+    cols = sorted({(r["n_mult"], r["eps"]) for _, r in cells.iterrows()})
+    mark = {"pass": "ok", "pass (within MC)": "~", "fail": "FAIL"}
+    lines = ["| case | method | auto picks | " + " | ".join(f"n x{m}, eps {e:g}" for m, e in cols)
+             + " |", "|---" * (3 + len(cols)) + "|"]
+    for (case, m), s in cells.groupby(["case", "method"], sort=False):
+        by = {(r["n_mult"], r["eps"]): r for _, r in s.iterrows()}
+        ents = []
+        for c in cols:
+            r = by.get(c)
+            if r is None:
+                ents.append("not run")
+                continue
+            fails = f", {r['fail']} failed" if r["fail"] else ""
+            ents.append(f"{_pct(r['min_cover'])} / {_pct(r['max_sign'])} ({r['reps']}{fails}) "
+                        f"{mark[r['verdict']]}")
+        picked = s["picked"].iloc[0] if m == "auto" else ""
+        lines.append(f"| {case} | {m} | {picked.split('/')[-1] if picked else ''} | "
+                     + " | ".join(ents) + " |")
+    return "\n".join(lines)
+
+
 def _pct(x):
     return "-" if x is None or not np.isfinite(x) else f"{100 * x:.1f}"
 
@@ -759,7 +788,9 @@ def _w(x):
 
 def markdown(summary, detail=True):
     cells = cell_summary(summary)
-    parts = ["\n### Per cell (worst coefficient)\n",
+    parts = ["\n### Overview: min coverage / max sign error, % (replicates) verdict\n",
+             compact(summary),
+             "\n### Per cell (worst coefficient)\n",
              "| case | n | eps | method | auto picked | reps | coefs | max sign err | min cover | "
              "max inf | median width | fail | verdict | violations |", "|---" * 14 + "|"]
     for _, r in cells.iterrows():
