@@ -46,17 +46,16 @@ def opening_rows(report) -> list[tuple[str, str]]:
 
 def noisy_count_text(count: float) -> str:
     """A noisy count as a reader can take it: a negative one (noise larger
-    than the count) is shown as 0, with the noisy value beside it, never as a
-    negative number of rows.
+    than the count) is shown as 0, never as a negative number of rows (the
+    noisy value stays on the report's field).  The text has the same shape
+    whatever the noise, so neighbouring data sets publish the same words.
 
     Examples
     --------
     >>> noisy_count_text(1234.0), noisy_count_text(-30.0)
-    ('1,234', '0 (noisy count -30: no more rows than the noise)')
+    ('1,234', '0')
     """
-    if count < 0:
-        return f"0 (noisy count {count:,.0f}: no more rows than the noise)"
-    return f"{count:,.0f}"
+    return f"{max(count, 0.0):,.0f}"
 
 
 def _closing_rows(report) -> list[tuple[str, str]]:

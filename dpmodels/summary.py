@@ -113,6 +113,9 @@ def inference_notes(results) -> list[str]:
             names = [f"{x} (eq. {e})" for e in eqs for x in names]
         return inference.notes(names)
     privacy = getattr(results, "privacy", None)
+    if privacy is not None and not privacy.private:
+        return ["epsilon=inf (NOT private): no privacy noise; standard errors are statsmodels' "
+                "classical ones (the exact check)."]
     if privacy is not None and privacy.private:
         from .report import MomentsReport
 

@@ -72,22 +72,27 @@ class FreqWLS(WLS):
                 f"cov_type={cov_type!r} is not available for frequency-weighted cells; "
                 "use cov_type='nonrobust'"
             )
+        # solved in a well-conditioned basis Z (X = Z A): see _conditioning
+        Z, A_inv = _conditioning(np.asarray(self.exog, float))
         if self.signed:
-            xtwx = self.exog.T @ (self.weights[:, None] * self.exog)
-            xtwy = self.exog.T @ (self.weights * self.endog)
-            eig = np.linalg.eigvalsh(xtwx)
-            tol = eig.max() * max(xtwx.shape) * np.finfo(float).eps
+            ztwz = Z.T @ (self.weights[:, None] * Z)
+            ztwy = Z.T @ (self.weights * self.endog)
+            eig = np.linalg.eigvalsh(ztwz)
+            tol = eig.max() * max(ztwz.shape) * np.finfo(float).eps
             self.rank = int(np.sum(np.abs(eig) > tol))
-            self.normalized_cov_params = np.linalg.pinv(xtwx, hermitian=True)
-            self.wexog_singular_values = np.sqrt(np.sort(np.abs(eig))[::-1])
+            self.normalized_cov_params = A_inv @ np.linalg.pinv(ztwz, hermitian=True) @ A_inv.T
+            xtwx = self.exog.T @ (self.weights[:, None] * self.exog)
+            self.wexog_singular_values = np.sqrt(np.sort(np.abs(np.linalg.eigvalsh(xtwx)))[::-1])
             self.pinv_wexog = None
-            beta = self.normalized_cov_params @ xtwy
+            beta = A_inv @ (np.linalg.pinv(ztwz, hermitian=True) @ ztwy)
         else:
-            pinv_wexog, singular = pinv_extended(self.wexog)
+            pinv_wz, singular_z = pinv_extended(self.whiten(Z))
+            pinv_wexog = A_inv @ pinv_wz
             self.pinv_wexog = pinv_wexog
             self.normalized_cov_params = pinv_wexog @ pinv_wexog.T
-            self.wexog_singular_values = singular
-            self.rank = int(np.linalg.matrix_rank(np.diag(singular)))
+            # (the design's own singular values: statsmodels' condition number)
+            self.wexog_singular_values = np.linalg.svd(self.wexog, compute_uv=False)
+            self.rank = int(np.linalg.matrix_rank(np.diag(singular_z)))
             beta = pinv_wexog @ self.wendog
         self._df_model = float(self.rank - self.k_constant)
         self.df_resid = self.nobs - self.rank
@@ -96,6 +101,36 @@ class FreqWLS(WLS):
             cov_type=cov_type, cov_kwds=cov_kwds, use_t=use_t, **kwargs,
         )
         return FreqRegressionResultsWrapper(res)
+
+
+def _conditioning(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Z, A^-1)`` with ``X = Z A``: every non-constant column centred at
+    the middle of its range and divided by its half-range (when the design
+    has a constant column to absorb the centres; else only scaled), so that
+    least squares on ``Z`` is well conditioned whatever the units and
+    offsets of the covariates (a year near 2000 beside an income near 1e5;
+    NIST's Longley).  The coefficients on X are ``A^-1`` times those on Z,
+    exactly in exact arithmetic.  Everything here is read from the fitted
+    rows (released cells or points carrying released moments):
+    post-processing."""
+    k = X.shape[1]
+    if X.shape[0] == 0:
+        return X, np.eye(k)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    const = np.flatnonzero((lo == hi) & (lo != 0))
+    varying = lo != hi
+    half = np.where(varying, (hi - lo) / 2.0, 1.0)
+    centre = np.where(varying & (const.size > 0), (hi + lo) / 2.0, 0.0)
+    c0 = const[0] if const.size else None
+    Z = (X - centre) / half
+    A_inv = np.diag(1.0 / half)
+    if c0 is not None:
+        # X_j = Z_c0 * (centre_j / value_c0) + Z_j * half_j  (Z_c0 = value_c0)
+        Z[:, c0] = X[:, c0]
+        value = X[0, c0]
+        A_inv[c0, :] -= centre / half / value
+        A_inv[c0, c0] = 1.0
+    return Z, A_inv
 
 
 def _read_by_anova_of_models() -> bool:
