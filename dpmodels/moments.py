@@ -944,10 +944,21 @@ def release_moments(
     q = space.q
 
     if not private:
-        stats = passes.statistics(np.zeros(q), np.ones(q), math.inf)
+        # exact moments (NOT private), centred at the data's own means in a first pass:
+        # raw second moments of values far from the centre of wide bounds would lose
+        # the spread to rounding (NIST SmLs04: variation 1e-8 of the bounds' range)
+        first = passes.statistics(np.zeros(q), np.ones(q), math.inf)
+        n0, s0, _ = first.decode(first.vector)
+        offsets = np.where(space.dummy, 0.0, s0 / max(n0, 1.0))  # (0/1 columns as they are)
+        scales = np.ones(q)
+        stats = passes.statistics(offsets, scales, math.inf)
         count, sums, second = stats.decode(stats.vector)
+        # and scaled to unit variance (exactly, by rescaling the moments): wide bounds
+        # leave a column's spread tiny beside the others'
+        var = np.diag(second) / max(count, 1.0) - (sums / max(count, 1.0)) ** 2
+        scales = np.where(~space.dummy & (var > 0), np.sqrt(np.where(var > 0, var, 1.0)), 1.0)
+        sums, second = sums / scales, second / np.outer(scales, scales)
         radius, clipped, noise_var = math.inf, 0.0, (0.0, 0.0, 0.0)
-        offsets, scales = np.zeros(q), np.ones(q)
         mechanism, split = "none (exact moments)", ()
     else:
         # parts 1 and 2: a centre and a scale per coordinate (q_free histograms, one

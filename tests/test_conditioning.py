@@ -91,3 +91,28 @@ def test_weighted_least_squares_is_solved_on_a_conditioned_basis():
     ref = sm.OLS(y[rows], X[rows]).fit()
     assert np.allclose(res.params, ref.params, rtol=1e-6)
     assert np.allclose(res.bse, ref.bse, rtol=1e-6)
+
+
+def test_wide_bounds_at_epsilon_inf_keep_a_tiny_spread_and_never_a_silent_r2_of_one():
+    """A one-factor ANOVA in the style of NIST SmLs04 (values 1e6 + 0.4 +- 0.1, bounds
+    (0, 1e7)): at epsilon=inf the moments reproduce statsmodels (the spread is 1e-8 of
+    the bounds' range; raw second moments lost it); at epsilon 1 the release cannot
+    resolve it and says so, never R^2 = 1 with tiny residuals."""
+    groups = np.repeat(np.arange(1, 10), 21)
+    y = 1e6 + 0.4 + np.where(groups % 2 == 0, 0.1, 0.0) + np.tile([0.0, 0.1, -0.1], 63)
+    df = pd.DataFrame({"y": y, "g": groups})
+    ref = smf.ols("y ~ C(g)", df).fit()
+    kw = dict(bounds={"y": (0.0, 1e7)}, levels={"g": list(range(1, 10))}, method="moments")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = dpm.dp_ols("y ~ C(g)", df, epsilon=float("inf"), **kw).fit()
+    assert exact.rsquared == pytest.approx(ref.rsquared, rel=1e-6)
+    assert exact.scale == pytest.approx(ref.scale, rel=1e-6)
+    assert np.allclose(exact.params, ref.params, rtol=1e-7, atol=1e-7)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        noisy = dpm.dp_ols("y ~ C(g)", df, epsilon=1.0, random_state=1, **kw).fit(random_state=1)
+    named = any("no information" in str(w.message) and "C(g)[T.2]" in str(w.message)
+                for w in rec)
+    assert named or noisy.rsquared < 0.99
+    assert not (noisy.rsquared > 0.99 and not named)

@@ -110,6 +110,8 @@ def _scaled_cov(count, sums, second, floor):
     mu = sums / count[..., None]
     C = second / count[..., None, None] - mu[..., :, None] * mu[..., None, :]
     C = (C + np.swapaxes(C, -1, -2)) / 2.0
+    if np.all(np.asarray(floor) == 0):  # exact moments (epsilon=inf): nothing to floor, and
+        return mu, C                    # an eigendecomposition would only add rounding
     lam, V = np.linalg.eigh(C)
     lam = np.maximum(lam, floor)
     return mu, (V * lam[..., None, :]) @ np.swapaxes(V, -1, -2)
