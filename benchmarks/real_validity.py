@@ -687,7 +687,24 @@ def summarize(raw):
         row["cover"] = row["cover_k"] / k if k else np.nan
         row["inf"] = row["inf_k"] / k if k else np.nan
         out.append(row)
-    return pd.DataFrame(out)
+    return _ordered(pd.DataFrame(out))
+
+
+METHOD_ORDER = ("auto", "histogram", "moments", "newton", "sample-aggregate", PEER)
+
+
+def _ordered(summary):
+    """Rows in the order of CASES, n, epsilon, METHOD_ORDER (the coefficients'
+    own order kept)."""
+    if not len(summary):
+        return summary
+    cases = {c: i for i, c in enumerate(CASES)}
+    meths = {m: i for i, m in enumerate(METHOD_ORDER)}
+    key = pd.DataFrame({"c": summary["case"].map(cases).fillna(len(cases)),
+                        "m": summary["method"].map(meths).fillna(len(meths)),
+                        "i": np.arange(len(summary))})
+    idx = np.lexsort((key["i"], key["m"], summary["eps"], summary["n_mult"], key["c"]))
+    return summary.iloc[idx].reset_index(drop=True)
 
 
 def violations(r):
@@ -888,7 +905,7 @@ def main(argv=None):
     ap.add_argument("--from-csv", nargs="+", default=None, help="tabulate these CSVs only")
     args = ap.parse_args(argv)
     if args.from_csv:
-        raw = pd.concat([pd.read_csv(f) for f in args.from_csv], ignore_index=True)
+        raw = pd.concat([pd.read_csv(f, low_memory=False) for f in args.from_csv], ignore_index=True)
         if args.cases:
             raw = raw[raw["case"].isin(args.cases)]
         return report(raw, args.table, not args.brief)

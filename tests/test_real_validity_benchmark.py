@@ -136,9 +136,9 @@ def test_peer_interval_is_valid_mechanism_output(bench):
     data = bench.data_of("randhie_ols")
     widths = []
     for mult in (1, 10):
-        df = data.iloc[np.random.default_rng(0).integers(0, len(data), mult * 2000)]
+        df = data.iloc[np.random.default_rng(0).integers(0, len(data), mult * 1000)]
         names, est, lo, hi = bench.ssp_interval("randhie_ols", df, 3.0,
-                                                np.random.default_rng(1), n_boot=50)
+                                                np.random.default_rng(1), n_boot=30)
         assert np.isfinite(lo).all() and (lo <= hi).all()
         widths.append(np.median(hi - lo))
     assert widths[1] < widths[0]
