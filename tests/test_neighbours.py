@@ -270,20 +270,41 @@ def make_case(seed: int, kind: str, engine: str = "pandas") -> Case:
 _NUMBER = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
+#: What a fit publishes (left out of a comparison where either neighbour's release
+#: is degenerate: whether the noisy row count is above the parameter count is a
+#: function of the noise, like a noise-driven warning).
+FIT_KEYS = ("params.index", "summary", "warnings")
+
+
 def formula_release_metadata(build) -> dict:
     """Everything a one-formula release (Newton steps, quantile steps) and its
-    fit publish, numbers masked: ``build()`` returns ``(model, results)``."""
+    fit publish, numbers masked: ``build()`` returns ``(model, fit)``, ``fit()``
+    the results (a degenerate release's refusal is recorded as such)."""
+    from dpmodels.errors import DPModelsError
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model, res = build()
-        text = res.summary().as_text()
+        model, fit = build()
+        try:
+            res = fit()
+            text, names = res.summary().as_text(), list(res.params.index)
+        except DPModelsError as exc:
+            if "degenerate" not in str(exc):
+                raise
+            text, names = "degenerate", None
     report = asdict(model.release.report)
     for noisy in ("radius", "clipped_rows", "noisy_rows", "split"):
         report.pop(noisy)
-    return {"params.index": list(res.params.index), "report": report,
+    return {"params.index": names, "report": report,
             "split": tuple((mask(lab), e) for lab, e in model.release.report.split),
             "summary": mask(text),
             "warnings": sorted((w.category.__name__, mask(str(w.message))) for w in caught)}
+
+
+def formula_release_diff(a: dict, b: dict) -> dict:
+    """The published differences of two neighbours' ``formula_release_metadata``."""
+    keys = [k for k in a if not (k in FIT_KEYS and "degenerate" in (a["summary"], b["summary"]))]
+    return {key: (a[key], b[key]) for key in keys if a[key] != b[key]}
 
 
 def mask(text: str) -> str:

@@ -242,6 +242,19 @@ def _points(space: DesignSpace, count: float, mu_v: np.ndarray, C_v: np.ndarray,
     return X, pts[:, -1], np.full(2 * q, count / (2 * q))
 
 
+def check_noisy_rows(count: float, n_params: int) -> None:
+    """Refuse to fit a degenerate release: a noisy row count not above the
+    number of parameters (the noise swamped the count: a summary would show
+    ``No. Observations: 1`` and negative residual degrees of freedom).
+    Post-processing: the release stays valid and its report public."""
+    if not count > n_params + 1:
+        raise DPModelsError(
+            f"the release is degenerate: its noisy number of rows ({count:.3g}) is not larger "
+            f"than the number of parameters + 1 ({n_params + 1}), so the noise swamped it and "
+            "no coefficient can be estimated; use a larger epsilon, more data or fewer "
+            "covariates")
+
+
 def warn_uninformative(names, flags: np.ndarray, shrunk: np.ndarray | None = None) -> None:
     """The ReleaseWarning naming the coefficients the release says nothing about
     (``shrunk``: those the noise floor absorbs, named apart)."""
@@ -374,10 +387,7 @@ class DPMomentsOLS(FormulaReleaseModel):
             opts["n_boot"] = MOMENTS_N_BOOT
         mom = self.release
         space = mom.space
-        if not mom.count > space.constant.size + 1:
-            raise DPModelsError(
-                f"the noisy number of rows ({mom.count:.3g}) is not larger than the number "
-                "of parameters: use a larger epsilon or more data")
+        check_noisy_rows(mom.count, space.constant.size)
         floor = noise_floor(mom)
         mu_v, C_v = _scaled_cov(mom.count, mom.sums, mom.second, floor)
         X, y, w = _points(space, mom.count, mu_v, C_v, mom.centre, mom.half)

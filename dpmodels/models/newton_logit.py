@@ -49,6 +49,7 @@ from .moments_ols import (
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
     MomentsInference,
+    check_noisy_rows,
     warn_uninformative,
 )
 
@@ -179,9 +180,11 @@ class DPNewtonLogit(FormulaReleaseModel):
         space = rel.space
         params = rel.design_params(rel.beta)
         count = rel.moments[0]
+        check_noisy_rows(count, space.constant.size)
         X = representative_design(rel)
         q = X.shape[0] // 2
-        y = 1.0 / (1.0 + np.exp(-(X @ params)))
+        with np.errstate(over="ignore"):  # exp(-eta) -> inf: y -> 0, as it should
+            y = 1.0 / (1.0 + np.exp(-(X @ params)))
         exog = pd.DataFrame(X, columns=list(space.exog_names))
         model = FreqLogit(pd.Series(y, name=space.endog_name), exog,
                           weights=np.full(2 * q, count / (2 * q)))

@@ -60,6 +60,7 @@ from .moments_ols import (
     MOMENTS_N_BOOT,
     FormulaReleaseModel,
     MomentsInference,
+    check_noisy_rows,
     warn_uninformative,
 )
 from .newton_logit import NEWTON_SIM_ROWS, gaussian_design, representative_design
@@ -192,6 +193,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         space = rel.space
         params = rel.design_params(rel.beta[i])
         count = rel.moments[0]
+        check_noisy_rows(count, space.constant.size)
         X = representative_design(rel)
         m = X.shape[0] // 2
         fitted = X @ params

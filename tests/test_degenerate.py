@@ -1,0 +1,45 @@
+"""Degenerate releases are reported as such (issue 26): a noisy row count not
+above the parameter count is never fitted into a summary that looks normal
+(anes96, Newton logit at epsilon 1 printed 'No. Observations: 1',
+'Df Residuals: -17'), and numpy's overflow warnings do not reach the user."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+import dpmodels as dpm
+from dpmodels.errors import DPModelsError
+from dpmodels.models.moments_ols import check_noisy_rows
+
+#: from the ANES 1996 codebook: 7-point scales, age of adults, 24 income brackets
+BOUNDS = {"logpopul": (-2.31, 9.0), "age": (18, 100), "income": (1, 24), "educ": (1, 7),
+          "TVnews": (0, 7), "selfLR": (1, 7), "ClinLR": (1, 7), "DoleLR": (1, 7)}
+FORMULA = "vote ~ logpopul + TVnews + selfLR + ClinLR + DoleLR + age + educ + income"
+
+
+def test_check_noisy_rows():
+    check_noisy_rows(11.0, 9)
+    for bad in (10.0, 1.0, -5.0):
+        with pytest.raises(DPModelsError, match="degenerate"):
+            check_noisy_rows(bad, 9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_newton_logit_fit_is_never_degenerate_looking(seed):
+    data = sm.datasets.anes96.load_pandas().data
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        model = dpm.dp_logit(FORMULA, data, epsilon=1.0, bounds=BOUNDS,
+                             levels={"vote": [0, 1]}, method="newton", random_state=seed)
+        try:
+            res = model.fit(n_boot=100, random_state=seed)
+        except DPModelsError as exc:
+            assert "degenerate" in str(exc)
+            return
+    assert res.nobs > len(res.params) + 1 and res.df_resid > 0
+    assert not np.isnan(np.asarray(res.bse)).any()
+    assert not [w for w in rec if issubclass(w.category, RuntimeWarning)]
