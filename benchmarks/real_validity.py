@@ -841,9 +841,27 @@ def markdown(summary, detail=True):
     return "\n".join(parts)
 
 
+def timing(raw):
+    """Mean seconds per replicate of each (case, method, n) (release and default
+    fit; rows reusing auto's fit left out) and the core-hours of 100 replicates
+    at three epsilons."""
+    raw = raw[~raw["alias"].astype(bool)].drop_duplicates(["case", "n_mult", "eps", "rep",
+                                                          "method"])
+    t = raw.groupby(["case", "method", "n_mult"], sort=False)["seconds"].agg(["mean", "size"])
+    lines = ["| case | method | n x | seconds per replicate | replicates timed |",
+             "|---|---|---|---|---|"]
+    total = 0.0
+    for (case, m, mult), r in t.iterrows():
+        lines.append(f"| {case} | {m} | {mult} | {r['mean']:.2f} | {int(r['size'])} |")
+        total += r["mean"] * 300
+    lines.append(f"\n100 replicates x 3 epsilons of every timed row: {total / 3600:.1f} "
+                 "core-hours")
+    return "\n".join(lines)
+
+
 def report(raw, table_path=None, detail=True):
     summary = summarize(raw)
-    text = markdown(summary, detail)
+    text = markdown(summary, detail) + "\n\n### Seconds per replicate\n\n" + timing(raw)
     print(text)
     if table_path:
         with open(table_path, "w") as fh:
