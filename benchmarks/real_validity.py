@@ -744,18 +744,25 @@ def cell_summary(summary):
     return pd.DataFrame(out)
 
 
+#: a method counts as valid in a cell (for the narrowest-valid comparison) only
+#: with at least this many replicates: five replicates miss no goal beyond MC error
+MIN_REPS_VALID = 20
+
+
 def peer_table(summary):
     """OLS cells: each method's median width relative to the narrowest interval
-    (median width ratio) among those that meet the goals in the cell."""
+    (median width ratio) among those that meet the goals in the cell (at most a
+    miss within Monte Carlo error, at least MIN_REPS_VALID replicates)."""
     cells = cell_summary(summary)
     ols = cells[cells["case"].map(lambda c: CASES[c]["family"] == "ols")]
     out = []
     for (case, mult, eps), s in ols.groupby(["case", "n_mult", "eps"], sort=False):
-        valid = s[s["verdict"].str.startswith("pass") & np.isfinite(s["median_width"])]
+        valid = s[s["verdict"].str.startswith("pass") & np.isfinite(s["median_width"])
+                  & (s["reps"] >= MIN_REPS_VALID)]
         best = valid.loc[valid["median_width"].idxmin()] if len(valid) else None
         for _, r in s.iterrows():
             out.append(dict(case=case, n_mult=int(mult), eps=float(eps), method=r["method"],
-                            verdict=r["verdict"], median_width=r["median_width"],
+                            verdict=r["verdict"], reps=r["reps"], median_width=r["median_width"],
                             min_cover=r["min_cover"],
                             narrowest=best["method"] if best is not None else "-",
                             vs_narrowest=(r["median_width"] / best["median_width"]
@@ -820,11 +827,12 @@ def markdown(summary, detail=True):
     peers = peer_table(summary)
     if len(peers):
         parts += ["\n### OLS: width against the narrowest valid interval\n",
-                  "| case | n x | eps | method | verdict | min cover | median width | "
-                  "narrowest valid | x narrowest |", "|---" * 9 + "|"]
+                  "| case | n x | eps | method | reps | verdict | min cover | median width | "
+                  "narrowest valid | x narrowest |", "|---" * 10 + "|"]
         for _, r in peers.iterrows():
             parts.append(f"| {r['case']} | {r['n_mult']} | {r['eps']:g} | {r['method']} | "
-                         f"{r['verdict']} | {_pct(r['min_cover'])} | {_w(r['median_width'])} | "
+                         f"{r['reps']} | {r['verdict']} | {_pct(r['min_cover'])} | "
+                         f"{_w(r['median_width'])} | "
                          f"{r['narrowest']} | {_w(r['vs_narrowest'])} |")
     if detail:
         head = ("| n | eps | method | coef | truth | reps | fail | sign err | cover | inf | "
