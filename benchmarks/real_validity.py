@@ -925,7 +925,7 @@ def main(argv=None):
                     help="one small case per family, n x1, eps 1, 5 replicates")
     ap.add_argument("--estimate", action="store_true",
                     help="time one replicate per (case, method, n) and estimate the grid")
-    ap.add_argument("--out", default=os.path.join(RESULTS, "real_validity.csv"))
+    ap.add_argument("--out", default=os.path.join(RESULTS, "real_validity_rows.csv"))
     ap.add_argument("--table", default=None, help="also write the markdown tables here")
     ap.add_argument("--brief", action="store_true", help="cell tables only, no per-coefficient")
     ap.add_argument("--from-csv", nargs="+", default=None, help="tabulate these CSVs only")
