@@ -53,7 +53,7 @@ How to run (from the repository root)
     python benchmarks/real_validity.py --quick            # one small case per family, few reps
     python benchmarks/real_validity.py --estimate         # seconds per replicate, run-time estimate
     python benchmarks/real_validity.py --n-mult 1 --reps 100 --jobs 2
-    python benchmarks/real_validity.py --from-csv benchmarks/results/real_validity.csv
+    python benchmarks/real_validity.py --from-csv benchmarks/results/real_validity_rows.csv.gz
 
 Rows are appended to ``--out`` as each replicate finishes, so a run that is
 stopped keeps what it did; ``--first-rep`` adds replicates to cells already
