@@ -81,3 +81,23 @@ def test_mnlogit_sample_aggregate_with_string_levels(frame):
                              levels={"ys": ["lo", "mid", "hi"]}, method="sample-aggregate",
                              param_bounds=(-10, 10), random_state=1).fit()
     assert np.all(np.isfinite(np.asarray(res.params)))
+
+
+def test_mnlogit_sample_aggregate_conf_int_is_statsmodels_shaped(frame):
+    """issue 26 (found by the real-data benchmark): dp_mnlogit's sample-and-aggregate
+    conf_int was a 3-D array; it is the histogram route's (and statsmodels') frame:
+    rows (response level, coefficient), columns lower / upper."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kw = dict(epsilon=1.0, bounds=BOUNDS, levels={"yc": [0, 1, 2]}, random_state=1)
+        sa = dpm.dp_mnlogit("yc ~ x", frame, method="sample-aggregate",
+                            param_bounds=(-10, 10), **kw).fit()
+        hist = dpm.dp_mnlogit("yc ~ x", frame, **kw).fit(n_boot=20)
+    ci, ref = sa.conf_int(), hist.conf_int()
+    assert isinstance(ci, pd.DataFrame)
+    assert list(ci.columns) == list(ref.columns) and list(ci.index) == list(ref.index)
+    assert ci.index.names == ref.index.names
+    assert np.all(ci["lower"] <= ci["upper"])
+    # the interval of each coefficient is centred on its estimate (params: exog x equation)
+    centre = (ci["lower"] + ci["upper"]).to_numpy() / 2
+    assert np.allclose(centre, np.asarray(sa.params, float).T.ravel())

@@ -172,8 +172,11 @@ class SampleAggregateResults:
         lo, hi = rel.params - hw, rel.params + hw
         if rel.family != "mnlogit":
             return pd.DataFrame({0: lo, 1: hi}, index=list(rel.exog_names))
-        K, J1 = len(rel.exog_names), len(rel.ynames) - 1
-        return np.stack([lo.reshape(J1, K), hi.reshape(J1, K)], axis=-1)
+        # as statsmodels' (and the histogram route's) MNLogit: rows (response level,
+        # coefficient), columns lower / upper
+        index = pd.MultiIndex.from_product([[str(v) for v in rel.ynames[1:]], list(rel.exog_names)],
+                                           names=[rel.endog_name, None])
+        return pd.DataFrame({"lower": lo, "upper": hi}, index=index)
 
     # ---- prediction -----------------------------------------------------------------
     def predict(self, exog=None):
