@@ -80,11 +80,12 @@ class FreqWLS(WLS):
             eig = np.linalg.eigvalsh(ztwz)
             tol = eig.max() * max(ztwz.shape) * np.finfo(float).eps
             self.rank = int(np.sum(np.abs(eig) > tol))
-            self.normalized_cov_params = A_inv @ np.linalg.pinv(ztwz, hermitian=True) @ A_inv.T
+            inv_z = np.linalg.pinv(ztwz, hermitian=True)
+            self.normalized_cov_params = A_inv @ inv_z @ A_inv.T
             xtwx = self.exog.T @ (self.weights[:, None] * self.exog)
             self.wexog_singular_values = np.sqrt(np.sort(np.abs(np.linalg.eigvalsh(xtwx)))[::-1])
             self.pinv_wexog = None
-            beta = A_inv @ (np.linalg.pinv(ztwz, hermitian=True) @ ztwy)
+            beta = A_inv @ (inv_z @ ztwy)
         else:
             pinv_wz, singular_z = pinv_extended(self.whiten(Z))
             pinv_wexog = A_inv @ pinv_wz

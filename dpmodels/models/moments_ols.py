@@ -169,8 +169,8 @@ def ols_from_scaled(moments: PrivateMoments, mu_v, C_v) -> np.ndarray | None:
     Cxx, Cxy = C_v[..., :-1, :-1], C_v[..., :-1, -1]
     if mu_v.ndim == 1:
         b_v = np.linalg.lstsq(Cxx, Cxy, rcond=None)[0]
-    else:
-        b_v = np.linalg.solve(Cxx, Cxy[..., None])[..., 0]
+    else:  # (a pseudo-inverse, as ols_from_moments: a singular replicate does not raise)
+        b_v = (np.linalg.pinv(Cxx, hermitian=True) @ Cxy[..., None])[..., 0]
     half, centre = moments.half, moments.centre
     slopes = b_v * half[-1] / half[:-1]
     mean = centre + half * mu_v
