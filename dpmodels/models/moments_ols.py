@@ -62,6 +62,7 @@ from ..moments import DesignSpace, PrivateMoments, release_moments
 from ..randomness import make_rng
 from .base import dp_options
 from .linear import FreqWLS
+from .shrinkage import SHRINK_MIN, SHRINK_REPS, keep_shares, signed_shift
 
 __all__ = ["DPMomentsOLS", "ols_from_moments", "noise_floor"]
 
@@ -82,12 +83,6 @@ FLOOR_BIAS_WEIGHT = 1.0
 #: the largest factor it is scaled up by (DPMomentsOLS._clip_shift).
 CLIP_SIM_ROWS = 20_000
 CLIP_SCALE_MAX = 10.0
-#: A coefficient the estimator keeps less than this share of (the derivative of
-#: its expected estimate in its true value, DPMomentsOLS._shrinkage) is one the
-#: release carries no information about: the noise floor absorbs the rest.
-SHRINK_MIN = 0.1
-#: Replicates of the shrinkage's finite differences (common random numbers).
-SHRINK_REPS = 200
 #: The shrinkage is measured only where the floor may bind on the covariates:
 #: the released covariates' covariance has an eigenvalue below this many floors
 #: (above it the floor moves the slopes by about a floor over that eigenvalue,
@@ -515,15 +510,7 @@ class DPMomentsOLS(FormulaReleaseModel):
             reps = estimate(mom, count, sums, _as_released(space, sums, second) + E, floor)
             return np.where(np.isfinite(reps), reps, np.nan)
 
-        reps = replicates(params)
-        base, sd = np.nanmean(reps, axis=0), np.nanstd(reps, axis=0)
-        keep = np.ones(params.size)
-        for c in nc:  # a step of one replicate SD: the floor is a kink, not a slope
-            step = sd[c] if sd[c] > 1e-9 * (abs(params[c]) + 1.0) else abs(params[c]) + 1.0
-            theta = np.array(params, float)
-            theta[c] += step
-            keep[c] = (np.nanmean(replicates(theta)[:, c]) - base[c]) / step
-        return keep
+        return keep_shares(replicates, params, nc)
 
     def _shrinkage_shift(self, params: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """What the floor took from the estimate, as a shift: each slope's
@@ -564,12 +551,12 @@ class DPMomentsOLS(FormulaReleaseModel):
         # from the floored estimate) cannot see: carry it as uncertainty, |shift| wider
         shift = FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) + self._clip_shift(
             mu_v, C_v, rng)
-        reps = reps + shift * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
+        reps = signed_shift(reps, shift, rng)
         keep = self._shrinkage(params, floor, rng)
         shrunk = None if keep is None else ~(keep >= SHRINK_MIN)
         if keep is not None:
             lost = self._shrinkage_shift(params, keep)
-            reps = reps + lost * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
+            reps = signed_shift(reps, lost, rng)
         return MomentsInference.of(
             params, reps, opts, t0, self._uninformative(shrunk),
             "Gaussian population with the released mean and covariance, Wishart scatter, "

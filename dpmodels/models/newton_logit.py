@@ -52,12 +52,15 @@ from .moments_ols import (
     check_noisy_rows,
     warn_uninformative,
 )
+from .shrinkage import SHRINK_MIN, calibrate, paired
 
 __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
 
 
-#: Covariate rows of the bootstrap population (DPNewtonLogit._bootstrap).
+#: Covariate rows of the bootstrap population (DPNewtonLogit._replay).
 NEWTON_SIM_ROWS = 2000
+#: Adjustments of the cuts that keep a factor's dummies exclusive (gaussian_design).
+EXCLUSIVE_ITERATIONS = 8
 
 
 def _root(cov: np.ndarray) -> np.ndarray:
@@ -80,19 +83,61 @@ def representative_design(rel) -> np.ndarray:
     return X
 
 
-def gaussian_design(moments: tuple, dummy: np.ndarray, rows: int, rng) -> np.ndarray:
+def gaussian_design(moments: tuple, dummy: np.ndarray, rows: int, rng,
+                    exclusive: tuple = ()) -> np.ndarray:
     """A bootstrap population's design rows ``(1, v)``: v Gaussian with the
     released mean and covariance (``moments = (count, mean, cov)``), each 0/1
     column cut at its mean's quantile (a Gaussian copula keeps its correlation
-    with the others)."""
+    with the others).  The dummies of one factor (``exclusive``: groups of
+    coordinates a row has at most one of) stay exclusive: a row takes the
+    level whose latent value is furthest beyond its cut, or none (the base
+    level), with the cuts moved until each level keeps its released share."""
     _, mean, cov = moments
     L = _root(cov)
     Xs = mean + rng.standard_normal((rows, mean.size)) @ L.T
+    share = np.clip(mean, 1e-6, 1 - 1e-6)
+    Z = (Xs - mean) / np.sqrt(np.maximum(np.diag(cov), 1e-12))
+    grouped = {j for g in exclusive for j in g}
     for j in np.flatnonzero(dummy):
-        sd = math.sqrt(max(cov[j, j], 1e-12))
-        m = min(max(mean[j], 1e-6), 1 - 1e-6)
-        Xs[:, j] = (Xs[:, j] - mean[j]) / sd > stats.norm.ppf(1.0 - m)
+        if j not in grouped:
+            Xs[:, j] = Z[:, j] > stats.norm.ppf(1.0 - share[j])
+    for g in exclusive:
+        g = list(g)
+        p = share[g] * min(1.0, (1 - 1e-6) / max(float(share[g].sum()), 1e-12))
+        cut = stats.norm.ppf(1.0 - p)
+        for _ in range(EXCLUSIVE_ITERATIONS):
+            over = Z[:, g] - cut
+            pick = np.argmax(over, axis=1)
+            taken = over[np.arange(rows), pick] > 0
+            got = np.array([np.mean(taken & (pick == i)) for i in range(len(g))])
+            cut = cut + (stats.norm.ppf(1.0 - p)
+                         - stats.norm.ppf(1.0 - np.clip(got, 0.5 / rows, 1 - 0.5 / rows)))
+        Xs[:, g] = 0.0
+        Xs[np.flatnonzero(taken), np.array(g)[pick[taken]]] = 1.0
     return np.column_stack([np.ones(rows), Xs])
+
+
+def clipped_like(X: np.ndarray, fraction: float) -> np.ndarray:
+    """The population's rows ``(1, v)`` as the release sees them: the largest
+    ``fraction`` (the release's noisy clipped share, at most 1/2) shrunk in
+    L1 onto the norm that leaves that share beyond it, as the release shrinks
+    rows into its ball.  Responses stay those of the unclipped rows, so the
+    replicates carry the clipping's pull on the estimate."""
+    fraction = min(max(float(fraction), 0.0), 0.5)
+    if fraction <= 0.0:
+        return X
+    norm = np.abs(X[:, 1:]).sum(axis=1)
+    radius = float(np.quantile(norm, 1.0 - fraction))
+    out = X.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[:, 1:] *= np.where(norm > radius, radius / norm, 1.0)[:, None]
+    return out
+
+
+def sym_laplace(rng, var: float, shape) -> np.ndarray:
+    """Symmetric matrices of Laplace noise of variance ``var`` per entry."""
+    E = np.triu(rng.laplace(0.0, math.sqrt(var / 2.0), shape))
+    return E + np.swapaxes(np.triu(E, 1), -1, -2)
 
 
 class NewtonLogitResults(FreqLogitResults):
@@ -178,9 +223,10 @@ class DPNewtonLogit(FormulaReleaseModel):
             opts["n_boot"] = MOMENTS_N_BOOT
         rel = self.release
         space = rel.space
-        params = rel.design_params(rel.beta)
         count = rel.moments[0]
         check_noisy_rows(count, space.constant.size)
+        t0 = time.perf_counter()
+        params, reps, flags = self._calibrated(opts)
         X = representative_design(rel)
         q = X.shape[0] // 2
         with np.errstate(over="ignore"):  # exp(-eta) -> inf: y -> 0, as it should
@@ -200,52 +246,73 @@ class DPNewtonLogit(FormulaReleaseModel):
         inner.privacy, inner.release = rel.report, rel
         res = BinaryResultsWrapper(inner)
         if kind == "dp":
-            attach_dp_inference(res, self._bootstrap(np.asarray(params), opts))
+            attach_dp_inference(res, MomentsInference.of(
+                params, reps, opts, t0, self._uninformative(flags),
+                "the Newton steps replayed on populations of Gaussian covariates (the "
+                "released mean and covariance, clipped as the release clipped) with logistic "
+                "responses: the score's sampling error and each step's noise; the estimate "
+                "is the coefficient whose replayed steps end, on average, at the release's "
+                "(the pull of the noise towards 0 undone), and the replicates are mapped "
+                "through the same correction",
+                why="the noisy information of the Newton steps (sum p(1-p) x x') on their "
+                    "columns is within the steps' noise, or the noise keeps the steps so short "
+                    "that undoing their pull multiplies the error more than "
+                    f"{1 / SHRINK_MIN:.0f}-fold, so the release cannot locate them; use a "
+                    "larger epsilon, fewer levels or fewer covariates"))
         return res
 
-    def _uninformative(self) -> np.ndarray:
+    def _uninformative(self, shrunk: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
+        """Columns whose noisy information is within INFO_SDS noise SDs of
+        nothing, or (``shrunk``, design order) whose change the steps keep less
+        than SHRINK_MIN of."""
         rel, space = self.release, self.release.space
         sd_h = math.sqrt(rel.noise_var[0])
         diag = np.diag(rel.information)[1:]
         flags = np.zeros(space.constant.size, bool)
         flags[np.flatnonzero(~space.constant)] = diag < INFO_SDS * sd_h
-        warn_uninformative(space.exog_names, flags)
+        absorbed = np.zeros_like(flags) if shrunk is None else np.asarray(shrunk, bool)
+        flags = flags | absorbed
+        if warn:
+            warn_uninformative(space.exog_names, flags, flags & absorbed)
         return flags
 
-    def _bootstrap(self, params: np.ndarray, opts: dict) -> MomentsInference:
-        """Replay the whole iteration on the bootstrap population: covariates
-        Gaussian with the released mean and covariance (NEWTON_SIM_ROWS of
-        them), responses logistic at the estimate; every replicate runs the
-        steps from 0 with the score's sampling error (one draw shared by the
-        steps: it is the same sample) and fresh noise of each step's law on
-        the information and the score.  An iteration that the noise kept from
-        converging shows in the replicates' spread and bias."""
-        t0 = time.perf_counter()
+    def _replay(self, b_pop: np.ndarray, seed: int, B: int) -> np.ndarray:
+        """The release replayed B times on the bootstrap population whose true
+        scaled coefficients are ``b_pop``: the design coefficients of every
+        replicate's last step.  ``seed`` fixes every draw, so worlds that differ
+        only in ``b_pop`` share their random numbers."""
         rel = self.release
-        B = int(opts["n_boot"])
-        rng = make_rng(opts["random_state"])
+        rng = make_rng(seed)
         k = rel.beta.size
         count = rel.moments[0]
-        Xt = gaussian_design(rel.moments, rel.space.dummy, NEWTON_SIM_ROWS, rng)
+        Xu = gaussian_design(rel.moments, rel.space.dummy, NEWTON_SIM_ROWS, rng,
+                             rel.space.exclusive)
+        # responses from the unclipped rows; the steps see them clipped as the
+        # release clipped its own (its noisy clipped share)
+        Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))
         per_row = count / NEWTON_SIM_ROWS
-        p_pop = 1.0 / (1.0 + np.exp(-(Xt @ rel.beta)))
+        with np.errstate(over="ignore"):
+            p_pop = 1.0 / (1.0 + np.exp(-(Xu @ b_pop)))
         fisher = per_row * (Xt.T * (p_pop * (1.0 - p_pop))) @ Xt
-        xi = rng.standard_normal((B, k)) @ np.linalg.cholesky(_floored(fisher, 1e-9)).T
+        xi = paired(lambda n: rng.standard_normal((n, k)), B) @ np.linalg.cholesky(
+            _floored(fisher, 1e-9)).T
+        target = per_row * (p_pop @ Xt)
         b = np.zeros((B, k))
         for var_h, var_s in rel.step_noise:
-            P = 1.0 / (1.0 + np.exp(-(b @ Xt.T)))
-            H = per_row * np.einsum("bm,mi,mj->bij", P * (1.0 - P), Xt, Xt, optimize=True)
-            score = per_row * ((p_pop - P) @ Xt) + xi
-            E = np.triu(rng.laplace(0.0, math.sqrt(var_h / 2.0), (B, k, k)))
-            H = H + E + np.swapaxes(np.triu(E, 1), -1, -2)
-            score = score + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k))
+            with np.errstate(over="ignore"):
+                P = 1.0 / (1.0 + np.exp(-(b @ Xt.T)))
+            H = per_row * ((Xt.T[None] * (P * (1.0 - P))[:, None, :]) @ Xt)
+            H = H + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)
+            score = (target - per_row * (P @ Xt) + xi
+                     + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
             b = newton_update(b, H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
-        return MomentsInference.of(
-            params, rel.design_params(b), opts, t0, self._uninformative(),
-            "the Newton steps replayed on a population of Gaussian covariates (the released "
-            "mean and covariance) with logistic responses at the estimate: the score's "
-            "sampling error and each step's noise on the information and the score",
-            why="the noisy information of the Newton steps (sum p(1-p) x x') on their columns "
-                "is within the steps' noise, so the steps cannot move them from 0; use a larger "
-                "epsilon, fewer levels or fewer covariates")
+        reps = rel.design_params(b)
+        return np.where(np.all(np.isfinite(reps), axis=1, keepdims=True), reps, np.nan)
 
+    def _calibrated(self, opts: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The estimate with the steps' pull undone, its replicates and the
+        coefficients the release cannot locate (:func:`~dpmodels.models.shrinkage.calibrate`
+        on :meth:`_replay`)."""
+        rel = self.release
+        return calibrate(self._replay, rel.design_params, rel.beta, int(opts["n_boot"]),
+                         make_rng(opts["random_state"]), self._uninformative(warn=False))

@@ -63,7 +63,14 @@ from .moments_ols import (
     check_noisy_rows,
     warn_uninformative,
 )
-from .newton_logit import NEWTON_SIM_ROWS, gaussian_design, representative_design
+from .newton_logit import (
+    NEWTON_SIM_ROWS,
+    clipped_like,
+    gaussian_design,
+    representative_design,
+    sym_laplace,
+)
+from .shrinkage import SHRINK_MIN, calibrate, paired
 from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 
 __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
@@ -99,29 +106,6 @@ def _ald_draw(rng, tau: float, sigma: float, size: int) -> np.ndarray:
     above = rng.random(size) >= tau
     e = rng.standard_exponential(size)
     return np.where(above, sigma * e / tau, -sigma * e / (1.0 - tau))
-
-
-def _clipped_like(X: np.ndarray, fraction: float) -> np.ndarray:
-    """The population's rows ``(1, v)`` as the release sees them: the largest
-    ``fraction`` (the release's noisy clipped share, at most 1/2) shrunk in
-    L1 onto the norm that leaves that share beyond it, as the release shrinks
-    rows into its ball.  Responses stay those of the unclipped rows, so the
-    replicates carry the clipping's pull on the estimate."""
-    fraction = min(max(float(fraction), 0.0), 0.5)
-    if fraction <= 0.0:
-        return X
-    norm = np.abs(X[:, 1:]).sum(axis=1)
-    radius = float(np.quantile(norm, 1.0 - fraction))
-    out = X.copy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out[:, 1:] *= np.where(norm > radius, radius / norm, 1.0)[:, None]
-    return out
-
-
-def _sym_laplace(rng, var: float, shape) -> np.ndarray:
-    """Symmetric matrices of Laplace noise of variance ``var`` per entry."""
-    E = np.triu(rng.laplace(0.0, math.sqrt(var / 2.0), shape))
-    return E + np.swapaxes(np.triu(E, 1), -1, -2)
 
 
 class DPNewtonQuantReg(FormulaReleaseModel):
@@ -191,9 +175,13 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         i = 0 if q is None else rel.index(q)
         tau = rel.quantiles[i]
         space = rel.space
-        params = rel.design_params(rel.beta[i])
         count = rel.moments[0]
         check_noisy_rows(count, space.constant.size)
+        t0 = time.perf_counter()
+        params, reps, flags = calibrate(
+            lambda beta, seed, n: self._replay(i, beta, seed, n), rel.design_params,
+            rel.beta[i], int(opts["n_boot"]), make_rng(opts["random_state"]),
+            self._uninformative(warn=False))
         X = representative_design(rel)
         m = X.shape[0] // 2
         fitted = X @ params
@@ -214,7 +202,19 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         res.privacy, res.release = rel.report, rel
         wrapped = FreqQuantRegResultsWrapper(res)
         if kind == "dp":
-            attach_dp_inference(wrapped, self._bootstrap(i, np.asarray(params), opts))
+            attach_dp_inference(wrapped, MomentsInference.of(
+                params, reps, opts, t0, self._uninformative(flags),
+                f"the least-squares step and the quantile steps (q={tau:g}) replayed on "
+                "populations of Gaussian covariates (the released mean and covariance) with "
+                "asymmetric-Laplace errors of the released density: the scores' sampling error "
+                "and each step's noise; the estimate is the coefficient whose replayed steps "
+                "end, on average, at the release's (the noise's pull undone), and the "
+                "replicates are mapped through the same correction",
+                why="the noisy count of rows with a 1 in their 0/1 column (or at the factor's "
+                    "base level) is within the noise of the released level counts, or the noise "
+                    "keeps the quantile steps so short that undoing their pull multiplies the "
+                    f"error more than {1 / SHRINK_MIN:.0f}-fold; use a larger epsilon or fewer "
+                    "levels or covariates"))
         return wrapped
 
     def fit_many(self, qs=None, **kwargs) -> dict:
@@ -236,7 +236,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         J = self._jacobian()
         return J @ C @ J.T
 
-    def _uninformative(self) -> np.ndarray:
+    def _uninformative(self, pulled: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
         """0/1 columns the release says nothing about: too few rows with a 1,
         or with a 0 (for a factor's dummies: too few rows at its base level),
         within INFO_SDS noise SDs of the released level counts.  Continuous
@@ -263,22 +263,25 @@ class DPNewtonQuantReg(FormulaReleaseModel):
             coords = np.flatnonzero(~space.constant)
             for j, b in bad.items():
                 flags[coords[j]] = b
-        warn_uninformative(space.exog_names, flags)
+        absorbed = np.zeros_like(flags) if pulled is None else np.asarray(pulled, bool)
+        flags = flags | absorbed
+        if warn:
+            warn_uninformative(space.exog_names, flags, flags & absorbed)
         return flags
 
-    def _bootstrap(self, i: int, params: np.ndarray, opts: dict) -> MomentsInference:
-        """Replay the release on the bootstrap population (see the module
-        notes): B replicates, vectorized."""
-        t0 = time.perf_counter()
+    def _replay(self, i: int, beta: np.ndarray, seed: int, B: int) -> np.ndarray:
+        """The release replayed B times on the bootstrap population (see the
+        module notes) whose plane, in the release's scaled coordinates, is
+        ``beta``: the design coefficients of every replicate's last step.
+        ``seed`` fixes every draw (common random numbers across worlds)."""
         rel = self.release
-        B = int(opts["n_boot"])
-        rng = make_rng(opts["random_state"])
-        tau, h, beta = rel.quantiles[i], float(rel.bandwidth[i]), rel.beta[i]
+        rng = make_rng(seed)
+        tau, h = rel.quantiles[i], float(rel.bandwidth[i])
         k = beta.size
         count = rel.moments[0]
         M = NEWTON_SIM_ROWS
-        Xu = gaussian_design(rel.moments, rel.space.dummy, M, rng)
-        Xt = _clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))
+        Xu = gaussian_design(rel.moments, rel.space.dummy, M, rng, rel.space.exclusive)
+        Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))
         per_row = count / M
         sigma = tau * (1.0 - tau) / max(float(rel.density[i]), 1e-12)
         # responses from the unclipped rows; the release sees the clipped ones
@@ -289,10 +292,11 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         ls_pop = np.linalg.lstsq(Xt, y, rcond=None)[0]
         meat = per_row * (Xt.T * (y - Xt @ ls_pop) ** 2) @ Xt
         var_h, var_s = rel.ls_noise
-        H = gram_pop + _sym_laplace(rng, var_h, (B, k, k))
-        score = (per_row * Xt.T @ y + rng.multivariate_normal(np.zeros(k), meat, B,
-                                                               method="eigh")
-                 + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k)))
+        H = gram_pop + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)
+        score = (per_row * Xt.T @ y
+                 + paired(lambda n: rng.multivariate_normal(np.zeros(k), meat, n,
+                                                            method="eigh"), B)
+                 + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
         b = newton_update(np.zeros((B, k)), H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
         gram = gram_of(H, var_h)
         # the start: the residuals' quantile at the least-squares fit; the band's first count
@@ -301,25 +305,20 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         d = b @ Xt.T - plane
         band0 = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
         prior = float(rel.band_prior_var[i])
-        state = BandCount.of(band0 + rng.normal(0.0, math.sqrt(prior), B), prior)
-        xi = rng.multivariate_normal(np.zeros(k), tau * (1.0 - tau) * gram_pop, B,
-                                     method="eigh")
+        state = BandCount.of(
+            band0 + paired(lambda n: rng.normal(0.0, math.sqrt(prior), n), B), prior)
+        xi = paired(lambda n: rng.multivariate_normal(
+            np.zeros(k), tau * (1.0 - tau) * gram_pop, n, method="eigh"), B)
         for var_c, var_s in rel.steps[i]:
             d = b @ Xt.T - plane
             band = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
-            state = state.add(band + rng.laplace(0.0, math.sqrt(var_c / 2.0), B), var_c)
+            state = state.add(
+                band + paired(lambda n: rng.laplace(0.0, math.sqrt(var_c / 2.0), n), B), var_c)
             score = (per_row * (tau - _ald_cdf(d, tau, sigma)) @ Xt + xi
-                     + rng.laplace(0.0, math.sqrt(var_s / 2.0), (B, k)))
+                     + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
             b = quantile_update(b, gram, state.rows, h, score)
-        return MomentsInference.of(
-            params, rel.design_params(b), opts, t0, self._uninformative(),
-            f"the least-squares step and the quantile steps (q={tau:g}) replayed on a "
-            "population of Gaussian covariates (the released mean and covariance) with "
-            "asymmetric-Laplace errors of the released density: the scores' sampling error "
-            "and each step's noise",
-            why="the noisy count of rows with a 1 in their 0/1 column (or at the factor's base "
-                "level) is within the noise of the released level counts; use a larger epsilon "
-                "or fewer levels")
+        reps = rel.design_params(b)
+        return np.where(np.all(np.isfinite(reps), axis=1, keepdims=True), reps, np.nan)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{t:g}" for t in self.release.quantiles)

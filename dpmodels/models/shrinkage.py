@@ -1,0 +1,214 @@
+"""How much of a change in each true coefficient a private estimator keeps.
+
+A release whose noise swamps some direction of the design (an eigenvalue
+floor, a Newton step the noise keeps short) pulls the estimate towards its
+start along that direction.  A parametric bootstrap built on the pulled
+estimate cannot see how much was lost: its worlds are already pulled.  The
+*keep* of coefficient c is the derivative of the estimator's expected value
+in the true value of c, measured by finite differences between bootstrap
+worlds that differ only in c, under common random numbers (each world replays
+the same draws).  A keep of 1 is an unbiased estimator; a keep below
+:data:`SHRINK_MIN` means the release says (almost) nothing about c: any change
+in c barely moves the estimate, and c is reported without information
+(infinite interval, a warning naming it).  Between the two, what was lost,
+``b (1 / keep - 1)``, is carried as a shift of unknown sign.
+
+Post-processing only: the worlds are built from the release and public
+inputs.  Used by the moments OLS, the noisy-Newton logit and the quantile
+steps (their bootstraps replay the whole release, so ``replay`` below is
+theirs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+__all__ = ["SHRINK_MIN", "SHRINK_REPS", "calibrate", "keep_shares", "paired", "signed_shift"]
+
+#: A coefficient the estimator keeps less than this share of (the derivative of
+#: its expected estimate in its true value) is one the release carries no
+#: information about: the noise absorbs the rest.
+SHRINK_MIN = 0.1
+#: Replicates of the finite differences (common random numbers).
+SHRINK_REPS = 200
+#: Newton steps of calibrate's m(theta) = b.
+CALIBRATION_STEPS = 2
+#: calibrate moves the estimate only if some coefficient's pull exceeds this
+#: many Monte Carlo standard errors of the worlds' mean (otherwise it would
+#: add the worlds' own error to an estimate the noise did not pull).
+PULL_Z = 3.0
+
+
+def keep_shares(replay: Callable[[np.ndarray], np.ndarray], params: np.ndarray,
+                coords: Iterable[int], base: np.ndarray | None = None) -> np.ndarray:
+    """The keep of each coefficient in ``coords`` (1 elsewhere).
+
+    Parameters
+    ----------
+    replay : callable
+        ``replay(theta)`` returns the replicate estimates ``(B, k)`` (design
+        coordinates, NaN rows for failed replicates) of the world whose true
+        coefficients are ``theta``; every call must use the same random draws.
+    params : ndarray, (k,)
+        The estimate: the world every difference starts from.
+    coords : iterable of int
+        The coefficients to measure.
+    base : ndarray, optional
+        ``replay(params)``, when the caller has it.
+
+    Returns
+    -------
+    ndarray, (k,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.random.default_rng(0).normal(size=(200, 2))
+    >>> keep = keep_shares(lambda t: 0.5 * t + 0.1 * z, np.array([1.0, 2.0]), [0, 1])
+    >>> [round(float(v), 6) for v in keep]
+    [0.5, 0.5]
+    """
+    params = np.asarray(params, float)
+    base = replay(params) if base is None else base
+    centre, sd = np.nanmean(base, axis=0), np.nanstd(base, axis=0)
+    keep = np.ones(params.size)
+    for c in coords:
+        # a step of one replicate SD: the noise's pull is a kink, not a slope
+        step = sd[c] if sd[c] > 1e-9 * (abs(params[c]) + 1.0) else abs(params[c]) + 1.0
+        theta = np.array(params)
+        theta[c] += step
+        keep[c] = (np.nanmean(replay(theta)[:, c]) - centre[c]) / step
+    return keep
+
+
+def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
+              design_params: Callable[[np.ndarray], np.ndarray], beta: np.ndarray, B: int,
+              rng, known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Undo the pull of an iterative release on its estimate, by indirect
+    inference on its replay.
+
+    ``m(theta)``, the mean of the replayed release in the world whose design
+    coefficients are theta, is measured with common random numbers; its
+    Jacobian K at the release's estimate b by finite differences (one
+    replicate SD per coefficient: every coefficient, so that a pull along a
+    direction shared by several, a factor's dummies and the intercept, shows
+    as such).  Where the pull ``b - m(b)`` exceeds the worlds' Monte Carlo
+    error (PULL_Z), the estimate solves ``m(theta) = b`` (CALIBRATION_STEPS
+    Newton steps with K from b); the replicates of the world at that estimate are
+    mapped to it by ``K^-1``.  A coefficient whose replicate error that map
+    multiplies more than ``1 / SHRINK_MIN``-fold (K nearly singular along it:
+    the release's estimate barely moves with it) is one the release cannot
+    locate: the worst is held at b and flagged, and the rest re-examined
+    without it, until every remaining gain is below that bound.
+
+    Parameters
+    ----------
+    replay : callable
+        ``replay(beta_pop, seed, n)``: n replicate estimates (design
+        coordinates; NaN rows for failures) of the release replayed in the
+        world whose coefficients, in the release's own coordinates, are
+        ``beta_pop``; the same seed must give the same draws.
+    design_params : callable
+        The release's (affine) map from its coordinates to the design's.
+    beta : ndarray
+        The release's estimate in its own coordinates.
+    B : int
+        Replicates of the returned bootstrap.
+    rng : numpy Generator
+        Seeds the returned replicates (the worlds of the estimate are seeded
+        by the release itself: one release, one estimate).
+    known : ndarray of bool, optional
+        Coefficients already known to carry no information (a level with no
+        rows): held at b in every world and left out of K, whose inverse
+        they would otherwise blow up.
+
+    Returns
+    -------
+    params, replicates, flags : ndarray
+        The calibrated estimate (b where flagged), ``(B, k)`` replicates of
+        it, and the coefficients flagged here (not ``known``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def replay(beta, seed, n):  # an estimator that keeps half of the truth
+    ...     z = np.random.default_rng(seed).normal(size=(n, 2))
+    ...     return 0.5 * beta + 0.01 * z
+    >>> est, reps, flags = calibrate(replay, lambda b: b, np.array([1.0, 2.0]), 500,
+    ...                              np.random.default_rng(0))
+    >>> [round(float(v), 2) for v in est], flags.tolist()
+    ([2.0, 4.0], [False, False])
+    """
+    beta = np.asarray(beta, float)
+    b = design_params(beta)
+    # the worlds' draws are a function of the release alone, so the estimate is too
+    # (every fit of one release gives the same params); the returned replicates use rng
+    s_world = int.from_bytes(hashlib.sha256(np.ascontiguousarray(beta).tobytes()).digest()[:8],
+                             "little") >> 1
+    s_reps = int(rng.integers(0, 2**63 - 1))
+    D = (design_params(np.eye(beta.size)) - design_params(np.zeros(beta.size))).T
+
+    def world(theta, seed, n):
+        return replay(beta + np.linalg.solve(D, theta - b), seed, n)
+
+    base = world(b, s_world, SHRINK_REPS)
+    m0, sd = np.nanmean(base, axis=0), np.nanstd(base, axis=0)
+    free = np.ones(b.size, bool) if known is None else ~np.asarray(known, bool)
+    K = np.eye(b.size)
+    for c in np.flatnonzero(free):
+        step = sd[c] if sd[c] > 1e-9 * (abs(b[c]) + 1.0) else abs(b[c]) + 1.0
+        theta = np.array(b)
+        theta[c] += step
+        K[:, c] = (np.nanmean(world(theta, s_world, SHRINK_REPS), axis=0) - m0) / step
+    K = np.where(np.isfinite(K), K, 0.0)
+    # peel, one at a time, the coefficient whose error K^-1 multiplies most while
+    # that gain exceeds 1 / SHRINK_MIN: it is held at b, so that a direction the
+    # release cannot locate does not spill into the others through the inverse
+    flags = np.zeros(b.size, bool)
+    centred = base - m0
+    while True:
+        idx = np.flatnonzero(free & ~flags)
+        Kinv = np.linalg.pinv(K[np.ix_(idx, idx)]) if idx.size else np.zeros((0, 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.nanstd(centred[:, idx] @ Kinv.T, axis=0) / sd[idx]
+        gain = np.where(np.isfinite(gain), gain, np.inf)
+        if not idx.size or gain.max() <= 1.0 / SHRINK_MIN:
+            break
+        flags[idx[np.argmax(gain)]] = True
+    theta, m = np.array(b), m0
+    # no pull beyond the Monte Carlo error of the worlds' means: b stands as it is
+    mc = sd / np.sqrt(max(int(np.sum(np.all(np.isfinite(base), axis=1))), 1))
+    pulled = idx.size and np.any(np.abs(b - m0)[idx] > PULL_Z * mc[idx])
+    for _ in range(CALIBRATION_STEPS if pulled else 0):
+        theta[idx] = theta[idx] + Kinv @ (b - m)[idx]
+        m = np.nanmean(world(theta, s_world, SHRINK_REPS), axis=0)
+    reps = world(theta, s_reps, B)
+    mapped = np.array(reps)
+    mapped[:, idx] = theta[idx] + (reps[:, idx] - np.nanmean(reps[:, idx], axis=0)) @ Kinv.T
+    flags |= free & ~np.isfinite(theta)
+    return np.where(flags, b, theta), np.where(flags, b, mapped), flags
+
+
+def signed_shift(reps: np.ndarray, shift: np.ndarray, rng) -> np.ndarray:
+    """The replicates moved by ``shift`` with a random sign each: a bias of
+    unknown sign carried as spread about the estimate."""
+    return reps + shift * rng.choice([-1.0, 1.0], size=(reps.shape[0], 1))
+
+
+def paired(draw: Callable[[int], np.ndarray], B: int) -> np.ndarray:
+    """B replicate draws of a law symmetric about 0, in antithetic pairs
+    (``x`` and ``-x``): the replicates' mean then carries no first-order
+    Monte Carlo error, so a replay's mean differs from the estimate only by
+    the estimator's own pull (``draw(n)`` gives n draws along axis 0).
+
+    Examples
+    --------
+    >>> x = paired(lambda n: np.random.default_rng(0).normal(size=(n, 2)), 5)
+    >>> x.shape, bool(np.allclose(x[:2], -x[3:5]))
+    ((5, 2), True)
+    """
+    x = draw((B + 1) // 2)
+    return np.concatenate([x, -x])[:B]
