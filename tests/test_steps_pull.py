@@ -1,0 +1,137 @@
+"""The Newton-type releases' pull towards their start, on real data (issue 26).
+
+The noisy-Newton logit and the quantile steps stop after a few steps whose
+information the noise can swamp; their estimate is then pulled towards the
+start, and a bootstrap built on the pulled estimate reported it with narrow,
+confidently wrong intervals (benchmarks/real_validity.py on fair: coverage
+0% and significant wrong signs in up to 53% of releases at epsilon 3; engel:
+coverage 10-82%).  ``models/shrinkage.calibrate`` undoes the pull by indirect
+inference on the replayed release and reports the coefficients it cannot
+locate without information.
+
+The truth here is the non-private fit of the same formula on the same rows,
+so each release's only randomness is the privacy noise; the goals are the
+benchmark's (coverage 90%, wrong-sign significance 2.5%) and the bounds the
+99.9% binomial quantiles of (release, coefficient) pairs under them.  An
+infinite interval covers and is never significant.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from scipy import stats
+
+import dpmodels as dpm
+from dpmodels.models.shrinkage import calibrate
+
+FAIR_FORMULA = ("affair ~ C(rate_marriage) + C(religious) + age + np.log(yrs_married) + children"
+                " + educ + C(occupation) + age:children")
+# the codebook's midpoints and scales (as benchmarks/real_validity.py's CASES)
+FAIR_BOUNDS = {"age": (17.5, 42.0), "yrs_married": (0.5, 23.0), "children": (0.0, 5.5),
+               "educ": (9.0, 20.0)}
+FAIR_LEVELS = {"affair": [0, 1], "rate_marriage": [1, 2, 3, 4, 5], "religious": [1, 2, 3, 4],
+               "occupation": [1, 2, 3, 4, 5, 6]}
+ENGEL_FORMULA = "np.log(foodexp) ~ np.log(income)"
+ENGEL_BOUNDS = {"income": (100.0, 10000.0), "foodexp": (100.0, 10000.0)}
+
+
+def _fair() -> pd.DataFrame:
+    from statsmodels.datasets import fair
+
+    df = fair.load_pandas().data
+    out = df[["age", "yrs_married", "children", "educ"]].astype(float).copy()
+    out["affair"] = (df["affairs"] > 0).astype(np.int64)
+    for v in ("rate_marriage", "religious", "occupation"):
+        out[v] = df[v].astype(np.int64)
+    return out
+
+
+def _scores(fits, truth: np.ndarray) -> tuple[int, int, int]:
+    """(pairs, pairs not covering the truth, pairs significant with the wrong sign)."""
+    missed = wrong = pairs = 0
+    for res in fits:
+        ci = np.asarray(res.conf_int(), float)
+        lo, hi = ci[:, 0], ci[:, 1]
+        pairs += truth.size
+        missed += int(np.sum(~((lo <= truth) & (truth <= hi))))
+        wrong += int(np.sum(((lo > 0) & (truth < 0)) | ((hi < 0) & (truth > 0))))
+    return pairs, missed, wrong
+
+
+def _bound(pairs: int, rate: float) -> int:
+    return int(stats.binom.ppf(0.999, pairs, rate))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "not reached (issue 26): the calibration's Gaussian-copula worlds do not reproduce the "
+    "Newton logit's pull on fair's design; measured 31 of 108 pairs missing (bound 21)"))
+def test_the_newton_logit_is_not_confidently_wrong_on_fair():
+    """Six releases of the fair logit (18 coefficients, n = 6,366) at epsilon
+    3.  The goal is not met yet: 31 of the 108 pairs miss (the bound is 21),
+    against 39 with the coefficient-by-coefficient variant; a strict xfail, so
+    that reaching it shows."""
+    df = _fair()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        truth = smf.logit(FAIR_FORMULA, df).fit(disp=0).params.to_numpy()
+        fits = [dpm.dp_logit(FAIR_FORMULA, df, epsilon=3.0, bounds=FAIR_BOUNDS,
+                             levels=FAIR_LEVELS, method="newton", random_state=s)
+                .fit(random_state=s, n_boot=300) for s in range(6)]
+    pairs, missed, wrong = _scores(fits, truth)
+    assert missed <= _bound(pairs, 0.10), (missed, pairs)
+    assert wrong <= _bound(pairs, 0.025), (wrong, pairs)
+
+
+def test_the_quantile_steps_cover_on_engel():
+    """Twenty releases of Engel's curve (n = 235) at epsilon 1; before the
+    calibration their intervals held the non-private median regression in
+    43% of releases."""
+    from statsmodels.datasets import engel
+
+    df = engel.load_pandas().data.astype(float)
+    truth = smf.quantreg(ENGEL_FORMULA, df).fit(q=0.5).params.to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [dpm.dp_quantreg(ENGEL_FORMULA, df, epsilon=1.0, bounds=ENGEL_BOUNDS,
+                                method="newton", random_state=s).fit(random_state=s, n_boot=300)
+                for s in range(20)]
+    pairs, missed, wrong = _scores(fits, truth)
+    assert missed <= _bound(pairs, 0.10), (missed, pairs)
+    assert wrong <= _bound(pairs, 0.025), (wrong, pairs)
+
+
+def test_calibrate_undoes_a_pull_and_flags_what_it_cannot_locate():
+    """A replay that keeps half of each coefficient and only a 1/50 share of
+    the third (mixed into the first): the first two are restored, the third
+    is flagged and keeps the estimate; one release gives one estimate."""
+    def replay(beta, seed, n):
+        z = np.random.default_rng(seed).normal(size=(n, 3))
+        mean = np.array([0.5 * beta[0] + 0.01 * beta[2], 0.5 * beta[1], 0.02 * beta[2]])
+        return mean + 0.01 * z
+
+    b = np.array([1.0, 2.0, 0.3])
+    est, reps, flags = calibrate(replay, lambda v: v, b, 400, np.random.default_rng(0))
+    assert flags.tolist() == [False, False, True]
+    assert est[2] == b[2]
+    np.testing.assert_allclose(est[:2], [2.0, 4.0], atol=0.05)
+    np.testing.assert_allclose(reps[:, :2].std(axis=0), [0.02, 0.02], rtol=0.2)
+    again = calibrate(replay, lambda v: v, b, 400, np.random.default_rng(1))[0]
+    np.testing.assert_array_equal(again, est)
+
+
+def test_the_bootstrap_design_keeps_a_factors_dummies_exclusive():
+    from dpmodels.models.newton_logit import gaussian_design
+
+    mean = np.array([0.1, 0.3, 0.2, 0.0])
+    cov = np.diag([0.09, 0.21, 0.16, 1.0])
+    X = gaussian_design((100.0, mean, cov), np.array([1, 1, 1, 0], bool), 20_000,
+                        np.random.default_rng(0), ((0, 1, 2),))
+    assert X[:, 1:4].sum(axis=1).max() == 1.0
+    # each level's share within 3 binomial sds of the released one
+    sd = np.sqrt(mean[:3] * (1 - mean[:3]) / 20_000)
+    assert np.all(np.abs(X[:, 1:4].mean(axis=0) - mean[:3]) < 3 * sd + 1e-3)
