@@ -151,6 +151,9 @@ class DPInference:
     #: Why the release carries no information about a flagged coefficient, in the
     #: mechanism's own terms (the summary's warning); "" is the histogram's reason.
     no_information_why: str = ""
+    #: Why the bootstrap could not measure the error of the coefficients in
+    #: :attr:`unmeasured`, in the mechanism's own terms; "" for the generic reason.
+    unmeasured_why: str = ""
 
     @property
     def se_description(self) -> str:
@@ -296,6 +299,31 @@ class DPInference:
         return none | np.isnan(d) | ~np.isfinite(np.asarray(self.params, float))
 
     @property
+    def unmeasured(self) -> np.ndarray:
+        """Coefficients with an infinite standard error that the release did not
+        flag (:attr:`uninformative`): the bootstrap could not measure their error."""
+        flagged = (np.zeros(self.params.size, bool) if self.uninformative is None
+                   else np.asarray(self.uninformative, bool))
+        return (self._no_information() | ~np.isfinite(self.se)) & ~flagged
+
+    def unmeasured_message(self, names: Sequence[str] | None = None,
+                           limit: int | None = None) -> str:
+        """The sentence naming the :attr:`unmeasured` coefficients (the first
+        ``limit``, or all) and why (:attr:`unmeasured_why`); "" for none.  The
+        summary's warning, and the text of the models' warning."""
+        idx = np.flatnonzero(self.unmeasured)
+        if not idx.size:
+            return ""
+        cut = idx if limit is None else idx[:limit]
+        shown = ", ".join(str(names[i]) if names is not None else str(i) for i in cut)
+        if cut.size < idx.size:
+            shown += f" and {idx.size - cut.size} more"
+        why = self.unmeasured_why or (f"{self.n_ok} of {self.n_boot} replicates fitted; use a "
+                                      "larger epsilon or a simpler model")
+        return (f"the bootstrap could not measure the error of {shown} ({why}): their standard "
+                "errors are infinite and their intervals unbounded (z = 0, p = 1)")
+
+    @property
     def tvalues(self) -> np.ndarray:
         """z statistics for H0: coefficient = 0, consistent with the default interval
         (0 for a coefficient the release carries no information about)."""
@@ -377,7 +405,6 @@ class DPInference:
         ]
         flagged = (np.zeros(self.params.size, bool) if self.uninformative is None
                    else np.asarray(self.uninformative, bool))
-        unmeasured = self._no_information() & ~flagged
 
         def shown(idx):
             out = [str(names[i]) if names is not None else str(i) for i in idx[:6]]
@@ -393,13 +420,9 @@ class DPInference:
                    "without rows, or whose rows the threshold removed; use a larger epsilon, "
                    "fewer bins or fewer variables)")
                 + ". Their standard errors are infinite and their intervals unbounded.")
-        lost = np.flatnonzero(unmeasured)
-        if lost.size:
-            lines.append(
-                "WARNING: the bootstrap could not measure the error of " + shown(lost)
-                + f" ({self.n_ok} of {self.n_boot} replicates fitted): their standard errors "
-                "are infinite and their intervals unbounded; use a larger epsilon or a "
-                "simpler model.")
+        lost = self.unmeasured_message(names, limit=6)
+        if lost:
+            lines.append("WARNING: " + lost + ".")
         with np.errstate(divide="ignore", invalid="ignore"):
             shift = np.abs(self.bias) / self.se
         big = np.flatnonzero(np.isfinite(shift) & (shift > 1.0))

@@ -9,6 +9,7 @@ the logit of the data set in which each cell appears ``count`` times.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import warnings
 
 import numpy as np
@@ -21,8 +22,9 @@ from statsmodels.tools.sm_exceptions import (
 )
 
 from ..domain import Axis, Domain, _level_index
-from ..errors import DomainError, DPModelsError
-from ..formula import FormulaVariables, formula_variables
+from ..dp_results import attach_dp_inference
+from ..errors import DomainError, DPModelsError, ReleaseWarning
+from ..formula import FormulaVariables, formula_variables, user_stacklevel
 from ..newton import check_binary_levels
 from scipy.special import expit
 
@@ -229,6 +231,43 @@ class _DPChoiceModel(DPModel):
         res._results.separation = found
         return res
 
+    def _name_unmeasured(self, res, inference, param_names: list[str]) -> None:
+        """One warning naming every coefficient whose error the bootstrap could
+        not measure (infinite SE, unbounded interval, p = 1) and why, in the
+        histogram's terms; the summary's note says the same
+        (:attr:`DPInference.unmeasured_why <dpmodels.intervals.DPInference.unmeasured_why>`).
+        A :class:`SeparationWarning` when the released cells are separated (the
+        usual cause at small epsilon), else a :class:`ReleaseWarning`.  The
+        coefficients the release itself flags were named by their own warning."""
+        lost = inference.unmeasured
+        if not lost.any() or len(param_names) != lost.size:
+            return
+        found = getattr(res._results, "separation", None) or ()
+        params = np.asarray(inference.params, dtype=float)
+        diverged = [nm for nm, v, u in zip(param_names, params, lost) if u and not np.isfinite(v)]
+        why = []
+        if found:
+            why.append("the released cells are (quasi-)separated, so the maximum likelihood "
+                       "estimate diverges along a direction involving " + ", ".join(found))
+        if diverged:
+            why.append("their estimates are not finite (the fit on the released cells broke "
+                       "down)" if len(diverged) == int(lost.sum())
+                       else f"the estimate of {', '.join(diverged)} is not finite")
+        if (lost & np.isfinite(params)).any() or not diverged:
+            refits = (f"{inference.n_ok} of {inference.n_boot} replicate releases could be "
+                      "refitted")
+            why.append(f"the bootstrap's refits of the replicate releases diverge as well "
+                       f"({refits}), so the likelihood cannot bound these coefficients" if found
+                       else f"{refits}; the others' released cells are separated or "
+                       "rank-deficient, or their refits do not converge")
+        why = "; ".join(why) + ("; use a larger epsilon, fewer bins, a lower threshold, or "
+                                "merge levels / drop terms")
+        inference = dataclasses.replace(inference, unmeasured_why=why)
+        attach_dp_inference(res, inference)
+        warnings.warn(inference.unmeasured_message(param_names),
+                      SeparationWarning if found else ReleaseWarning,
+                      stacklevel=user_stacklevel())
+
 
 class DPLogit(_DPChoiceModel):
     """Differentially private logistic regression: maximum likelihood on
@@ -283,7 +322,9 @@ class DPLogit(_DPChoiceModel):
             :class:`~dpmodels.models.discrete.SeparationWarning` naming the
             parameters that diverge and fits anyway; "raise" raises a
             :class:`~dpmodels.models.discrete.SeparationError`; "ignore"
-            skips the check.
+            skips the check.  Under cov_type "dp", every coefficient whose
+            error the bootstrap then cannot measure (infinite standard error,
+            unbounded interval) is named, with the reason, by one more warning.
         **kwargs
             Passed to ``FreqLogit.fit`` (``disp`` defaults to False).
 
@@ -324,8 +365,9 @@ class DPLogit(_DPChoiceModel):
             res._results.response_coding = (
                 f"{self.response} = 1 for {order[1]!r}, 0 for {order[0]!r}")
         if kind == "dp":
-            self._dp_inference(res, refit_logit, np.asarray(res.params), opts,
-                               label="DP Logit bootstrap")
+            inference = self._dp_inference(res, refit_logit, np.asarray(res.params), opts,
+                                           label="DP Logit bootstrap")
+            self._name_unmeasured(res, inference, list(model.exog_names))
         return res
 
 

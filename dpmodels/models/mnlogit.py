@@ -238,9 +238,11 @@ class DPMNLogit(_DPChoiceModel):
             res = DPMNLogitResultsWrapper(res._results)
         if kind == "dp":
             classes = np.unique(np.asarray(model.data.orig_endog, dtype=float))
-            self._dp_inference(res, partial(refit_mnlogit, n_classes=int(model.J)),
-                               np.asarray(res.params).ravel(order="F"), opts,
-                               label="DP MNLogit bootstrap", classes=classes)
+            inference = self._dp_inference(
+                res, partial(refit_mnlogit, n_classes=int(model.J)),
+                np.asarray(res.params).ravel(order="F"), opts, label="DP MNLogit bootstrap",
+                classes=classes)
+            self._name_unmeasured(res, inference, param_names)
         return res
 
 
