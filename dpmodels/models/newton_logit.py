@@ -263,13 +263,19 @@ class DPNewtonLogit(FormulaReleaseModel):
 
     def _uninformative(self, shrunk: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
         """Columns whose noisy information is within INFO_SDS noise SDs of
-        nothing, or (``shrunk``, design order) whose change the steps keep less
-        than SHRINK_MIN of."""
+        nothing (and then the intercept, if one is a continuous column), or
+        (``shrunk``, design order) those calibrate cannot locate."""
         rel, space = self.release, self.release.space
         sd_h = math.sqrt(rel.noise_var[0])
         diag = np.diag(rel.information)[1:]
         flags = np.zeros(space.constant.size, bool)
-        flags[np.flatnonzero(~space.constant)] = diag < INFO_SDS * sd_h
+        weak = diag < INFO_SDS * sd_h
+        flags[np.flatnonzero(~space.constant)] = weak
+        # the intercept is b_0 minus the slopes times the columns' centres: a slope
+        # the release cannot locate leaves it unknown too (a 0/1 column flagged here
+        # has next to no rows, its centre is 0: as the moments OLS's rule)
+        if np.any(weak & ~space.dummy):
+            flags[space.constant] = True
         absorbed = np.zeros_like(flags) if shrunk is None else np.asarray(shrunk, bool)
         flags = flags | absorbed
         if warn:
