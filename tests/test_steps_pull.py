@@ -18,37 +18,29 @@ infinite interval covers and is never significant.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import pytest
 import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpmodels as dpm
 from dpmodels.models.shrinkage import calibrate
 
-FAIR_FORMULA = ("affair ~ C(rate_marriage) + C(religious) + age + np.log(yrs_married) + children"
-                " + educ + C(occupation) + age:children")
-# the codebook's midpoints and scales (as benchmarks/real_validity.py's CASES)
-FAIR_BOUNDS = {"age": (17.5, 42.0), "yrs_married": (0.5, 23.0), "children": (0.0, 5.5),
-               "educ": (9.0, 20.0)}
-FAIR_LEVELS = {"affair": [0, 1], "rate_marriage": [1, 2, 3, 4, 5], "religious": [1, 2, 3, 4],
-               "occupation": [1, 2, 3, 4, 5, 6]}
-ENGEL_FORMULA = "np.log(foodexp) ~ np.log(income)"
-ENGEL_BOUNDS = {"income": (100.0, 10000.0), "foodexp": (100.0, 10000.0)}
+def _benchmark_cases() -> dict:
+    """The real-data cases of benchmarks/real_validity.py (formula, codebook
+    bounds and levels, loader): the test holds the benchmark's own analyses."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "real_validity.py"
+    spec = importlib.util.spec_from_file_location("real_validity_cases", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.CASES
 
 
-def _fair() -> pd.DataFrame:
-    from statsmodels.datasets import fair
-
-    df = fair.load_pandas().data
-    out = df[["age", "yrs_married", "children", "educ"]].astype(float).copy()
-    out["affair"] = (df["affairs"] > 0).astype(np.int64)
-    for v in ("rate_marriage", "religious", "occupation"):
-        out[v] = df[v].astype(np.int64)
-    return out
+CASES = _benchmark_cases()
+FAIR, ENGEL = CASES["fair_logit"], CASES["engel_quantreg"]
 
 
 def _scores(fits, truth: np.ndarray) -> tuple[int, int, int]:
@@ -74,12 +66,12 @@ def test_the_newton_logit_is_not_confidently_wrong_on_fair():
     pull left 31 missing (the Gaussian worlds do not reproduce fair's pull);
     with PULL_TRUSTED these releases, pulled 5-7 replicate SDs by their own
     replay, report every coefficient without information."""
-    df = _fair()
+    df = FAIR["loader"]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        truth = smf.logit(FAIR_FORMULA, df).fit(disp=0).params.to_numpy()
-        fits = [dpm.dp_logit(FAIR_FORMULA, df, epsilon=3.0, bounds=FAIR_BOUNDS,
-                             levels=FAIR_LEVELS, method="newton", random_state=s)
+        truth = smf.logit(FAIR["formula"], df).fit(disp=0).params.to_numpy()
+        fits = [dpm.dp_logit(FAIR["formula"], df, epsilon=3.0, bounds=FAIR["bounds"],
+                             levels=FAIR["levels"], method="newton", random_state=s)
                 .fit(random_state=s, n_boot=300) for s in range(6)]
     pairs, missed, wrong = _scores(fits, truth)
     assert missed <= _bound(pairs, 0.10), (missed, pairs)
@@ -90,13 +82,11 @@ def test_the_quantile_steps_cover_on_engel():
     """Twenty releases of Engel's curve (n = 235) at epsilon 1; before the
     calibration 24 of these 40 pairs missed the non-private median
     regression (library at 17e4760)."""
-    from statsmodels.datasets import engel
-
-    df = engel.load_pandas().data.astype(float)
-    truth = smf.quantreg(ENGEL_FORMULA, df).fit(q=0.5).params.to_numpy()
+    df = ENGEL["loader"]()
+    truth = smf.quantreg(ENGEL["formula"], df).fit(q=0.5).params.to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = [dpm.dp_quantreg(ENGEL_FORMULA, df, epsilon=1.0, bounds=ENGEL_BOUNDS,
+        fits = [dpm.dp_quantreg(ENGEL["formula"], df, epsilon=1.0, bounds=ENGEL["bounds"],
                                 method="newton", random_state=s).fit(random_state=s, n_boot=300)
                 for s in range(20)]
     pairs, missed, wrong = _scores(fits, truth)

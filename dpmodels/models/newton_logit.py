@@ -1,11 +1,13 @@
 """dp_logit by noisy Newton steps (:mod:`dpmodels.newton`): the estimate, a
 statsmodels ``Logit`` results object, and the parametric bootstrap of the
-last step for its standard errors.
+whole iteration for its standard errors.
 
 Results
 -------
 The estimate is the release's last Newton iterate mapped to the design's
-columns.  It is handed to statsmodels as the maximum-likelihood fit of
+columns, with the steps' pull towards their start undone
+(:func:`~dpmodels.models.shrinkage.calibrate`, below; the same under every
+``cov_type``).  It is handed to statsmodels as the maximum-likelihood fit of
 ``2q`` weighted points that carry the released mean and covariance of the
 design (from the first step's information) with responses
 ``p = 1/(1 + exp(-x'b))`` at the estimate: their score is 0 there, so
@@ -16,15 +18,21 @@ log-likelihood is not released: ``llf``, ``llnull``, ``prsquared`` and
 
 Standard errors (cov_type "dp")
 -------------------------------
-A parametric bootstrap of the whole iteration: on a population of Gaussian
-covariates (the released mean and covariance) with logistic responses at
-the estimate, every replicate runs the Newton steps from 0 with the score's
-sampling error and each step's noise; the replicates' mean squared deviation
-from the estimate is the covariance
+A parametric bootstrap of the whole iteration (:meth:`DPNewtonLogit._replay`):
+on a population of Gaussian covariates (the released mean and covariance,
+a factor's dummies exclusive, rows clipped as the release clipped its own)
+with logistic responses, every replicate runs the Newton steps from 0 with
+the score's sampling error and each step's noise.  Where the noise keeps the
+steps short, the iterate is pulled towards 0 by more than a bootstrap built
+on it can see: ``calibrate`` measures the pull on worlds that differ in
+each coefficient, undoes it (up to PULL_TRUSTED replicate SDs; beyond, the
+release is reported without information), maps the replicates through the
+same correction and flags the coefficients it cannot locate.  The replicates'
+mean squared deviation from the estimate is the covariance
 (:class:`~dpmodels.models.moments_ols.MomentsInference`: one centre for every
-test).  (Re-simulating only the last step under-covered at small n epsilon,
-where the first steps have not converged: 59-63% at n = 2,000, epsilon <= 1,
-in benchmarks/validity.py's logit4.)
+test).  (Re-simulating only the last step under-covered at small n epsilon:
+59-63% at n = 2,000, epsilon <= 1, in benchmarks/validity.py's logit4; without
+the calibration, fair's logit in benchmarks/real_validity.py covered 0-52%.)
 """
 
 from __future__ import annotations
@@ -194,7 +202,8 @@ class DPNewtonLogit(FormulaReleaseModel):
         Parameters
         ----------
         cov_type : {"dp", "naive"}
-            "dp" (default): parametric bootstrap of the last Newton step.
+            "dp" (default): parametric bootstrap of the whole iteration, with
+            the steps' pull undone (see the module notes).
             "naive": the inverse information of the representative points
             (ignores the privacy noise).
         n_boot : int, optional
@@ -312,8 +321,7 @@ class DPNewtonLogit(FormulaReleaseModel):
             score = (target - per_row * (P @ Xt) + xi
                      + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
             b = newton_update(b, H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
-        reps = rel.design_params(b)
-        return np.where(np.all(np.isfinite(reps), axis=1, keepdims=True), reps, np.nan)
+        return rel.design_params(b)
 
     def _calibrated(self, opts: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The estimate with the steps' pull undone, its replicates and the

@@ -5,7 +5,9 @@ results, and a parametric bootstrap that replays the whole iteration.
 Results
 -------
 The estimate is the release's last iterate for the quantile, mapped to the
-design's columns and the response's units.  It is handed to statsmodels as
+design's columns and the response's units, with the steps' pull undone
+(:func:`~dpmodels.models.shrinkage.calibrate` on the replay below; the same
+under every ``cov_type``).  It is handed to statsmodels as
 the results of a frequency-weighted QuantReg on ``4q`` points that carry
 the released mean and covariance of the design, each with a response above
 and one below the fitted plane (weights ``1 - tau`` and ``tau``: the check
@@ -30,7 +32,11 @@ replicates carry the clipping's pull on the slopes; the replicates' mean
 squared deviation from the estimate is the covariance (one centre for every
 test, :class:`~dpmodels.models.moments_ols.MomentsInference`).  The errors'
 law is homoscedastic: under strong heteroscedasticity the sampling part is
-that of the iid covariance, as statsmodels' ``vcov="iid"``.
+that of the iid covariance, as statsmodels' ``vcov="iid"``.  Where the noise
+keeps the steps short, ``calibrate`` undoes their pull (up to PULL_TRUSTED
+replicate SDs), maps the replicates through the same correction and flags
+the coefficients it cannot locate; a factor's dummies stay exclusive in the
+population.
 """
 
 from __future__ import annotations
@@ -317,8 +323,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
             score = (per_row * (tau - _ald_cdf(d, tau, sigma)) @ Xt + xi
                      + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
             b = quantile_update(b, gram, state.rows, h, score)
-        reps = rel.design_params(b)
-        return np.where(np.all(np.isfinite(reps), axis=1, keepdims=True), reps, np.nan)
+        return rel.design_params(b)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{t:g}" for t in self.release.quantiles)

@@ -78,15 +78,23 @@ def keep_shares(replay: Callable[[np.ndarray], np.ndarray], params: np.ndarray,
     """
     params = np.asarray(params, float)
     base = replay(params) if base is None else base
+    return np.diag(_jacobian(replay, params, coords, base))
+
+
+def _jacobian(replay: Callable[[np.ndarray], np.ndarray], params: np.ndarray,
+              coords: Iterable[int], base: np.ndarray) -> np.ndarray:
+    """The derivative of the replay's mean in the coefficients ``coords``
+    (the identity's columns elsewhere), by finite differences of one
+    replicate SD from ``params`` (``base = replay(params)``)."""
     centre, sd = np.nanmean(base, axis=0), np.nanstd(base, axis=0)
-    keep = np.ones(params.size)
+    K = np.eye(params.size)
     for c in coords:
         # a step of one replicate SD: the noise's pull is a kink, not a slope
         step = sd[c] if sd[c] > 1e-9 * (abs(params[c]) + 1.0) else abs(params[c]) + 1.0
         theta = np.array(params)
         theta[c] += step
-        keep[c] = (np.nanmean(replay(theta)[:, c]) - centre[c]) / step
-    return keep
+        K[:, c] = (np.nanmean(replay(theta), axis=0) - centre) / step
+    return K
 
 
 def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
@@ -119,7 +127,7 @@ def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
     ----------
     replay : callable
         ``replay(beta_pop, seed, n)``: n replicate estimates (design
-        coordinates; NaN rows for failures) of the release replayed in the
+        coordinates; a row with a non-finite value is a failure) of the release replayed in the
         world whose coefficients, in the release's own coordinates, are
         ``beta_pop``; the same seed must give the same draws.
     design_params : callable
@@ -165,20 +173,16 @@ def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
     s_reps = int(rng.integers(0, 2**63 - 1))
     D = (design_params(np.eye(beta.size)) - design_params(np.zeros(beta.size))).T
 
-    def world(theta, seed, n):
-        return replay(beta + np.linalg.solve(D, theta - b), seed, n)
+    def world(theta, seed, n):  # a replicate with a non-finite coefficient failed
+        reps = replay(beta + np.linalg.solve(D, theta - b), seed, n)
+        return np.where(np.all(np.isfinite(reps), axis=1, keepdims=True), reps, np.nan)
 
     base = world(b, s_world, SHRINK_REPS)
     m0, sd = np.nanmean(base, axis=0), np.nanstd(base, axis=0)
     free = np.ones(b.size, bool) if known is None else ~np.asarray(known, bool)
-    K = np.eye(b.size)
-    for c in np.flatnonzero(free):
-        step = sd[c] if sd[c] > 1e-9 * (abs(b[c]) + 1.0) else abs(b[c]) + 1.0
-        theta = np.array(b)
-        theta[c] += step
-        K[:, c] = (np.nanmean(world(theta, s_world, SHRINK_REPS), axis=0) - m0) / step
-    K = np.where(np.isfinite(K), K, 0.0)
     idx = np.flatnonzero(free)
+    K = _jacobian(lambda theta: world(theta, s_world, SHRINK_REPS), b, idx, base)
+    K = np.where(np.isfinite(K), K, 0.0)
     Kinv = np.linalg.pinv(K[np.ix_(idx, idx)]) if idx.size else np.zeros((0, 0))
     # a coefficient whose error K^-1 multiplies more than 1 / SHRINK_MIN-fold is
     # one the release cannot locate; the inverse is taken over every coefficient
@@ -197,7 +201,7 @@ def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
     theta, m = np.array(b), m0
     # no pull beyond the Monte Carlo error of the worlds' means: b stands as it is
     mc = sd / np.sqrt(max(int(np.sum(np.all(np.isfinite(base), axis=1))), 1))
-    pulled = idx.size and np.any(np.abs(b - m0)[idx] > PULL_Z * mc[idx])
+    pulled = idx.size and np.any(np.abs(b - m0)[idx] > PULL_Z * mc[idx]) and not flags[idx].all()
     for _ in range(CALIBRATION_STEPS if pulled else 0):
         theta[idx] = theta[idx] + Kinv @ (b - m)[idx]
         m = np.nanmean(world(theta, s_world, SHRINK_REPS), axis=0)
