@@ -5,9 +5,13 @@ errors, tests and intervals (:class:`DPInferenceResultsMixin`), attached by
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
+from collections.abc import Sequence
 
-from .errors import DPModelsError
+import numpy as np
+import pandas as pd
+
+from .errors import DPModelsError, ReleaseWarning
 from .intervals import DPInference
 
 __all__ = ["DPInferenceResultsMixin", "attach_dp_inference"]
@@ -178,13 +182,23 @@ class DPInferenceResultsMixin:
         return ci
 
 
-def attach_dp_inference(res, inference: DPInference) -> None:
+def attach_dp_inference(res, inference: DPInference, *, warn: bool = True,
+                        names: Sequence[str] | None = None) -> None:
     """Make ``inference`` the covariance of the results ``res`` (a dpmodels
     results class with :class:`DPInferenceResultsMixin`, or its wrapper).
 
     The results own it from then on: their ``bse``, ``cov_params``,
     ``tvalues``, ``pvalues`` and ``conf_int`` read it (no statsmodels cache
-    is touched: those members are the mixin's, not cached values)."""
+    is touched: those members are the mixin's, not cached values).
+
+    Every mechanism's results pass through here, so here is where a
+    coefficient whose error the bootstrap could not measure (infinite SE,
+    unbounded interval, p = 1; :attr:`DPInference.unmeasured`) is named in a
+    :class:`~dpmodels.errors.ReleaseWarning` with the reason
+    (:meth:`DPInference.unmeasured_message`), unless ``warn`` is False (a
+    model that names them itself, in its own words).  ``names``: the
+    coefficients' names, flattened as ``inference.params`` (default: the
+    results' parameter names)."""
     inner = getattr(res, "_results", res)
     if not isinstance(inner, DPInferenceResultsMixin):
         raise TypeError(f"{type(inner).__name__} cannot carry a dp covariance: its class "
@@ -194,3 +208,22 @@ def attach_dp_inference(res, inference: DPInference) -> None:
     inner.cov_kwds = {"n_boot": inference.n_boot, "interval": inference.interval,
                       "description": "parametric bootstrap of the release"}
     inner.use_t = False
+    if warn and inference.unmeasured.any():
+        from .formula import user_stacklevel
+
+        if names is None:
+            names = _param_names(inner, inference.params.size)
+        warnings.warn(inference.unmeasured_message(names), ReleaseWarning,
+                      stacklevel=user_stacklevel())
+
+
+def _param_names(inner, k: int) -> list[str] | None:
+    """The results' parameter names, flattened as a DPInference's params
+    (equation by equation for a multinomial logit), or None."""
+    names = getattr(getattr(inner, "model", None), "exog_names", None)
+    if names is None or not len(names):
+        return None
+    if len(names) == k:
+        return [str(v) for v in names]
+    eqs, rest = divmod(k, len(names))
+    return None if rest else [f"{v} (equation {e + 1})" for e in range(eqs) for v in names]

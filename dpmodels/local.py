@@ -849,7 +849,7 @@ class _LocalFit:
             self.release.local, design, refit, np.asarray(start, dtype=float),
             n_boot=opts["n_boot"], random_state=opts["random_state"],
             interval=opts["interval"], label=label + " (local)", n_refit=opts["n_refit"])
-        attach_dp_inference(res, inference)
+        attach_dp_inference(res, inference, warn=not self.names_unmeasured)
         return inference
 
 

@@ -110,8 +110,12 @@ def test_mnlogit_separated_release_names_every_infinite_interval(anes96, seed):
 
 
 def test_mnlogit_finite_release_has_no_unmeasured_warning(anes96):
-    res, caught = _fit(dpm.dp_mnlogit, MN_FORMULA, _resample(anes96, 1), epsilon=0.3,
-                       bounds=MN_BOUNDS, levels=MN_LEVELS, random_state=1, fit_seed=1001)
+    # resample 2: not separated, 16 of 200 refits fail (resample 1, used before,
+    # has 103 of 200 failed: the bootstrap measures nothing there, see
+    # tests/test_unmeasured_everywhere.py)
+    res, caught = _fit(dpm.dp_mnlogit, MN_FORMULA, _resample(anes96, 2), epsilon=0.3,
+                       bounds=MN_BOUNDS, levels=MN_LEVELS, random_state=2, fit_seed=1002)
+    assert 0 < res._results.dp_inference.n_failed <= 100
     _, width, se = _mn_flat(res)
     assert np.all(np.isfinite(width)) and np.all(np.isfinite(se))
     assert not any(str(w.message).startswith(UNMEASURED) for w in caught)

@@ -257,6 +257,10 @@ class DPModel:
     #: quantile regression is not convex with negative weights): signed releases
     #: (``threshold=None``) are then refused before anything is released.
     _allows_signed = True
+    #: True for models that name the coefficients whose error the bootstrap could
+    #: not measure in their own words (the choice models: separation); the
+    #: others get :func:`~dpmodels.dp_results.attach_dp_inference`'s warning.
+    names_unmeasured = False
 
     def __init__(
         self,
@@ -432,7 +436,8 @@ class DPModel:
             random_state=opts["random_state"], interval=opts["interval"], label=label,
             binning=binning, population=opts["population"], n_refit=opts["n_refit"],
             uninformative=self._uninformative(res, build, start.size))
-        attach_dp_inference(res, inference)
+        # a model that names the unmeasured coefficients in its own words warns itself
+        attach_dp_inference(res, inference, warn=not self.names_unmeasured)
         return inference
 
     def _uninformative(self, res, build, n_params: int) -> np.ndarray | None:

@@ -103,6 +103,7 @@ class _DPChoiceModel(DPModel):
     signed releases are refused (the likelihood needs non-negative weights)."""
 
     _allows_signed = False
+    names_unmeasured = True
     _name = "DP choice model"
     _func = "dp_model"
     response: str
@@ -263,7 +264,7 @@ class _DPChoiceModel(DPModel):
         why = "; ".join(why) + ("; use a larger epsilon, fewer bins, a lower threshold, or "
                                 "merge levels / drop terms")
         inference = dataclasses.replace(inference, unmeasured_why=why)
-        attach_dp_inference(res, inference)
+        attach_dp_inference(res, inference, warn=False)
         warnings.warn(inference.unmeasured_message(param_names),
                       SeparationWarning if found else ReleaseWarning,
                       stacklevel=user_stacklevel())
