@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import statsmodels.formula.api as smf
 from scipy import stats
 
@@ -128,3 +129,44 @@ def test_the_bootstrap_design_keeps_a_factors_dummies_exclusive():
     # each level's share within 3 binomial sds of the released one
     sd = np.sqrt(mean[:3] * (1 - mean[:3]) / 20_000)
     assert np.all(np.abs(X[:, 1:4].mean(axis=0) - mean[:3]) < 3 * sd + 1e-3)
+
+
+def _count_replays(model):
+    """Record the replicate count of every replay the model's fit asks for (the
+    model's own method, wrapped on this instance only)."""
+    sizes, replay = [], model._replay
+
+    def counted(*args):
+        sizes.append(args[-1])
+        return replay(*args)
+
+    model._replay = counted
+    return sizes
+
+
+def test_a_naive_fit_gives_the_dp_estimate_without_the_bootstrap():
+    """One release, one estimate: the calibrated params are the same under
+    cov_type "naive" and "dp"; the naive fit replays the calibration's worlds
+    (SHRINK_REPS each) but never the n_boot bootstrap replicates, which only
+    the dp covariance reads (before, every naive fit replayed them too)."""
+    from dpmodels.models.shrinkage import SHRINK_REPS
+
+    rng = np.random.default_rng(4)
+    n = 4000
+    x = rng.uniform(-1, 1, n)
+    df = pd.DataFrame({"x": x, "y": (rng.random(n) < 1 / (1 + np.exp(-(0.3 + x)))).astype(int),
+                       "z": 1 + x + rng.laplace(0, 0.5, n)})
+    logit = dpm.dp_logit("y ~ x", df, epsilon=1.0, bounds={"x": (-1, 1)},
+                         levels={"y": [0, 1]}, method="newton", random_state=0)
+    quant = dpm.dp_quantreg("z ~ x", df.clip(-4, 6), epsilon=1.0, method="newton",
+                            bounds={"x": (-1, 1), "z": (-4, 6)}, random_state=0)
+    for model in (logit, quant):
+        sizes = _count_replays(model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            naive = model.fit(cov_type="naive")
+            assert sizes and set(sizes) == {SHRINK_REPS}
+            del sizes[:]
+            dp = model.fit(n_boot=300, random_state=1)
+        assert 300 in sizes
+        np.testing.assert_array_equal(np.asarray(naive.params), np.asarray(dp.params))

@@ -235,7 +235,7 @@ class DPNewtonLogit(FormulaReleaseModel):
         count = rel.moments[0]
         check_noisy_rows(count, space.constant.size)
         t0 = time.perf_counter()
-        params, reps, flags = self._calibrated(opts)
+        params, reps, flags = self._calibrated(opts, replicates=kind == "dp")
         X = representative_design(rel)
         q = X.shape[0] // 2
         with np.errstate(over="ignore"):  # exp(-eta) -> inf: y -> 0, as it should
@@ -323,10 +323,12 @@ class DPNewtonLogit(FormulaReleaseModel):
             b = newton_update(b, H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
         return rel.design_params(b)
 
-    def _calibrated(self, opts: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The estimate with the steps' pull undone, its replicates and the
-        coefficients the release cannot locate (:func:`~dpmodels.models.shrinkage.calibrate`
-        on :meth:`_replay`)."""
+    def _calibrated(self, opts: dict, replicates: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The estimate with the steps' pull undone, its replicates (none
+        unless ``replicates``) and the coefficients the release cannot locate
+        (:func:`~dpmodels.models.shrinkage.calibrate` on :meth:`_replay`)."""
         rel = self.release
-        return calibrate(self._replay, rel.design_params, rel.beta, int(opts["n_boot"]),
+        B = int(opts["n_boot"]) if replicates else 0
+        return calibrate(self._replay, rel.design_params, rel.beta, B,
                          make_rng(opts["random_state"]), self._uninformative(warn=False))

@@ -186,8 +186,8 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         t0 = time.perf_counter()
         params, reps, flags = calibrate(
             lambda beta, seed, n: self._replay(i, beta, seed, n), rel.design_params,
-            rel.beta[i], int(opts["n_boot"]), make_rng(opts["random_state"]),
-            self._uninformative(warn=False))
+            rel.beta[i], int(opts["n_boot"]) if kind == "dp" else 0,  # naive: the estimate only
+            make_rng(opts["random_state"]), self._uninformative(warn=False))
         X = representative_design(rel)
         m = X.shape[0] // 2
         fitted = X @ params

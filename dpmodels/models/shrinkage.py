@@ -135,7 +135,8 @@ def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
     beta : ndarray
         The release's estimate in its own coordinates.
     B : int
-        Replicates of the returned bootstrap.
+        Replicates of the returned bootstrap (0: the estimate only, as a fit
+        without the dp covariance needs; the estimate does not depend on B).
     rng : numpy Generator
         Seeds the returned replicates (the worlds of the estimate are seeded
         by the release itself: one release, one estimate).
@@ -205,10 +206,12 @@ def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
     for _ in range(CALIBRATION_STEPS if pulled else 0):
         theta[idx] = theta[idx] + Kinv @ (b - m)[idx]
         m = np.nanmean(world(theta, s_world, SHRINK_REPS), axis=0)
+    flags |= free & ~np.isfinite(theta)
+    if B == 0:  # the estimate only (cov_type "naive"): no replicates to replay
+        return np.where(flags, b, theta), np.empty((0, b.size)), flags
     reps = world(theta, s_reps, B)
     mapped = np.array(reps)
     mapped[:, idx] = theta[idx] + (reps[:, idx] - np.nanmean(reps[:, idx], axis=0)) @ Kinv.T
-    flags |= free & ~np.isfinite(theta)
     return np.where(flags, b, theta), np.where(flags, b, mapped), flags
 
 
