@@ -23,7 +23,7 @@ import patsy.builtins
 from .errors import UnknownVariableError
 
 __all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "formula_namespace",
-           "user_stacklevel"]
+           "user_stacklevel", "PicklableNamespace"]
 
 
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
@@ -78,6 +78,43 @@ def formula_namespace(formula: str, namespace: Mapping[str, object]) -> dict:
     """
     names = set(_IDENTIFIER.findall(formula))
     return {k: v for k, v in namespace.items() if k in names}
+
+
+class _ModuleRef:
+    """A module in a pickled namespace, by its import name."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def load(self):
+        import importlib
+
+        return importlib.import_module(self.name)
+
+
+class PicklableNamespace(dict):
+    """A formula's evaluation namespace that pickles: its modules (``np`` of
+    ``np.log(x)``) travel by import name; functions and classes by reference,
+    as pickle takes them.  A value pickle cannot take (a lambda, a function
+    defined inside another) raises pickle's own error naming it.
+
+    Examples
+    --------
+    >>> import pickle, numpy as np
+    >>> ns = pickle.loads(pickle.dumps(PicklableNamespace({"np": np})))
+    >>> ns["np"] is np
+    True
+    """
+
+    def __reduce__(self):
+        state = {k: _ModuleRef(v.__name__) if isinstance(v, type(sys)) else v
+                 for k, v in self.items()}
+        return (_restored_namespace, (state,))
+
+
+def _restored_namespace(state: dict) -> PicklableNamespace:
+    return PicklableNamespace({k: v.load() if isinstance(v, _ModuleRef) else v
+                               for k, v in state.items()})
 
 
 def user_stacklevel() -> int:

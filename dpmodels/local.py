@@ -870,6 +870,16 @@ def _model_class(family: str):
     return _MODELS[family]
 
 
+def __getattr__(name: str):
+    """The models on a local release (``LocalOLS``, ``LocalLogit``, ...) by
+    name, as pickle looks a class up: they are built on first use."""
+    _model_class("ols")
+    for cls in _MODELS.values():
+        if cls.__name__ == name:
+            return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Keywords of a dp_* call that make a release from raw data: refused with a local release.
 _RELEASE_ARGUMENTS = ("bounds", "levels", "n", "accountant")
 

@@ -296,6 +296,9 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"  # the exact check: the Newton-type releases are private only
     elif _declares_unbounded(formula, data, bounds, levels, namespace or {}):
         chosen = "histogram"  # the other releases need finite bounds (dpmodels.unbounded)
+    elif _stateful(formula):
+        chosen = "histogram"  # the others build the design on a public grid, where a
+        # center()/standardize()/spline would memorize the grid, not the data
     elif (hist_opts == ["bins"]
           and (source_for(data) is None or source_for(data).engine == "dask")
           and _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace or {},
@@ -312,6 +315,21 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
+
+
+def _stateful(formula) -> bool:
+    """The formula uses a stateful patsy transform (:data:`dpmodels.moments._STATEFUL`)."""
+    import patsy
+
+    from .moments import _STATEFUL
+
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+    except Exception:  # an invalid formula: the release's own checks say what is wrong
+        return False
+    codes = [f.code.replace(" ", "") for t in desc.lhs_termlist + desc.rhs_termlist
+             for f in t.factors]
+    return any(f"{s}(" in c for s in _STATEFUL for c in codes)
 
 
 def _is_infinite(epsilon) -> bool:

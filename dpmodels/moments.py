@@ -80,7 +80,8 @@ from .engines import source_for
 from .errors import DPModelsError, NotPrivateWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import split_epsilon
-from .formula import caller_namespace, formula_variables, user_stacklevel
+from .formula import (PicklableNamespace, caller_namespace, formula_namespace, formula_variables,
+                      user_stacklevel)
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
 from .report import MomentsReport
@@ -193,6 +194,25 @@ class DesignSpace:
     half: np.ndarray
     exclusive: tuple = ()
     infos: tuple = field(repr=False, default=())
+    #: The formula's functions and modules (not the data's columns): what
+    #: rebuilds ``infos`` when the space is unpickled (patsy's designs cannot
+    #: be pickled, pydata/patsy#26).
+    namespace: Mapping | None = field(repr=False, default=None)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["infos"] = None if not self.infos else ("rebuild", self.infos[0] is not None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        infos = state["infos"]
+        if isinstance(infos, tuple) and infos and infos[0] == "rebuild":
+            again = design_space(state["formula"], state["domain"], state["namespace"] or {},
+                                 response=infos[1])
+            state = dict(state, infos=again.infos)
+        elif infos is None:
+            state = dict(state, infos=())
+        self.__dict__.update(state)
 
     @property
     def q(self) -> int:
@@ -406,7 +426,9 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
                     else formula.split("~", 1)[0].strip()),
         constant=constant, constant_values=np.where(constant, xmin, np.nan),
         lo=lo, hi=hi, centre=centre, half=half,
-        infos=(y_dm.design_info if response else None, X_dm.design_info))
+        infos=(y_dm.design_info if response else None, X_dm.design_info),
+        namespace=PicklableNamespace({k: v for k, v in formula_namespace(formula, namespace).items()
+                                      if k not in domain.names}))
 
 
 class ScaledRows:

@@ -84,3 +84,22 @@ def test_epsilon_inf_works_with_the_default_method(factory, formula):
         res = exact.fit()
     assert type(finite).__name__ in ("DPNewtonLogit", "DPNewtonQuantReg", "DPMomentsOLS")
     assert not res.privacy.private and np.all(np.isfinite(res.params))
+
+
+@pytest.mark.parametrize("factory, formula", [(dpm.dp_ols, "y ~ standardize(x) + z"),
+                                              (dpm.dp_logit, "yb ~ center(x) + z"),
+                                              (dpm.dp_quantreg, "y ~ scale(x) + z")])
+def test_auto_takes_the_histogram_for_a_stateful_transform(factory, formula):
+    """The default on a formula with center()/standardize()/scale() picked the
+    moments or Newton-type release, which refuses it (its design is built on a
+    public grid, where the transform would memorize the grid): the default
+    call raised "use method='histogram'".  Auto now takes the histogram, which
+    memorizes the transform on the released cells weighted by their counts."""
+    df = _frame(N)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseWarning)
+        model = factory(formula, df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, random_state=3)
+        res = model.fit(cov_type="naive")
+    assert type(model).__name__.startswith("DP") and model.release.report.epsilon == 1.0
+    assert hasattr(model, "cells")  # the histogram route
+    assert np.all(np.isfinite(np.asarray(res.params)))

@@ -14,7 +14,8 @@ import patsy
 
 from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
-from ..formula import caller_namespace, formula_namespace, formula_variables, user_stacklevel
+from ..formula import (PicklableNamespace, caller_namespace, formula_namespace,
+                       formula_variables, user_stacklevel)
 from ..information import column_information
 from ..binning import BinningDiagnostic
 from ..bootstrap import (
@@ -24,6 +25,7 @@ from ..bootstrap import (
     parametric_bootstrap,
 )
 from ..dp_results import attach_dp_inference
+from .pickling import formula_recipe, keep_design
 from ..intervals import DEFAULT_INTERVAL, DPInference, resolve_cov_type
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 from ..representatives import (
@@ -332,18 +334,24 @@ class DPModel:
         self.count_column = self.release.count_column
         # center/standardize/scale in the formula memorize on the cells weighted by their
         # counts (every design is built on frames with the rows of self.cells)
-        self.namespace = weighted_namespace(namespace, self.weights)
+        # (a name that is also one of the formula's columns is the column, as patsy reads
+        # it: a global of that name, perhaps the raw values, is not kept, nor pickled)
+        self.namespace = PicklableNamespace(weighted_namespace(
+            {k: v for k, v in namespace.items() if k not in fv.names}, self.weights))
 
     def _formula_model(self, cls, data: pd.DataFrame, **kwargs):
-        """``cls.from_formula(self.formula, data, eval_env=self.namespace, **kwargs)``;
+        """``cls.from_formula(self.formula, data, eval_env=self.namespace, **kwargs)``,
+        picklable (:func:`~dpmodels.models.pickling.keep_design`);
         a dpmodels error raised while patsy evaluates the formula (e.g. by a weighted
         ``standardize``) is re-raised as itself, not wrapped in a ``PatsyError``."""
         try:
-            return cls.from_formula(self.formula, data=data, eval_env=self.namespace, **kwargs)
+            model = cls.from_formula(self.formula, data=data, eval_env=self.namespace, **kwargs)
         except patsy.PatsyError as exc:
             if isinstance(exc.__cause__, DPModelsError):
                 raise exc.__cause__ from None
             raise
+        keep_design(model, formula_recipe(self.formula, data, self.namespace))  # pickles
+        return model
 
     def _check_domain(self, domain, formula_vars) -> None:
         """Hook for subclasses: refuse a formula whose variables' public

@@ -62,6 +62,7 @@ from ..moments import DesignSpace, PrivateMoments, release_moments
 from ..randomness import make_rng
 from .base import dp_options
 from .linear import FreqWLS
+from .pickling import SpaceRecipe, keep_design
 from .shrinkage import SHRINK_MIN, SHRINK_REPS, keep_shares, signed_shift
 
 __all__ = ["DPMomentsOLS", "ols_from_moments", "noise_floor"]
@@ -392,6 +393,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         model.nobs = float(mom.count)  # the weights sum to it up to rounding
         model.formula = self.formula
         model.data.model_spec = space.infos[1]
+        keep_design(model, SpaceRecipe(space))  # pickles: the space rebuilds its design
         res = model.fit()
         res._results.privacy = mom.report
         res._results.release = mom

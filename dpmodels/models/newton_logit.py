@@ -60,6 +60,7 @@ from .moments_ols import (
     check_noisy_rows,
     warn_uninformative,
 )
+from .pickling import SpaceRecipe, keep_design
 from .shrinkage import SHRINK_MIN, calibrate, paired
 
 __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
@@ -245,6 +246,7 @@ class DPNewtonLogit(FormulaReleaseModel):
                           weights=np.full(2 * q, count / (2 * q)))
         model.formula = self.formula
         model.data.model_spec = space.infos[1]
+        keep_design(model, SpaceRecipe(space))  # pickles: the space rebuilds its design
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:

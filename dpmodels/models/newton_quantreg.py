@@ -76,6 +76,7 @@ from .newton_logit import (
     representative_design,
     sym_laplace,
 )
+from .pickling import SpaceRecipe, keep_design
 from .shrinkage import SHRINK_MIN, calibrate, paired
 from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 
@@ -199,6 +200,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
                              pd.DataFrame(X2, columns=list(space.exog_names)), weights=w2)
         model.formula = self.formula
         model.data.model_spec = space.infos[1]
+        keep_design(model, SpaceRecipe(space))  # pickles: the space rebuilds its design
         res = NewtonQuantRegResults(model, np.asarray(params),
                                     normalized_cov_params=self._naive_cov(i))
         res.q, res.iterations, res.history = tau, len(rel.steps[i]), None
