@@ -207,15 +207,21 @@ def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, case):
         if case == "default-range":
             assert too_few and "public default" in rel.report.range_source
             assert (rel.lo == -sa.RANGE_LIMIT).all() and (rel.hi == sa.RANGE_LIMIT).all()
-    # the mean and the spread: discrete Laplace of scale 2/eps on p sums of L1 sensitivity p G
-    assert [s for _, s in calls] == [p, p]
-    for (e, _), part in zip(calls, parts[-2:]):
-        assert e * p * sa.GRID_UNITS / 2 <= part
-        assert math.isclose(e * p * sa.GRID_UNITS / 2, part, rel_tol=1e-9)
+    # the mean (with the number of failed blocks: p + 1 sums of L1 sensitivity (p + 1) G)
+    # and the spread (p sums, p G): discrete Laplace of scale 2/eps
+    assert [s for _, s in calls] == [p + 1, p]
+    for (e, size), part in zip(calls, parts[-2:]):
+        assert e * size * sa.GRID_UNITS / 2 <= part
+        assert math.isclose(e * size * sa.GRID_UNITS / 2, part, rel_tol=1e-9)
+    assert f"L1 sensitivity {p + 1} x 2**16" in rel.report.split[-2][0]
     assert f"L1 sensitivity {p} x 2**16" in rel.report.split[-1][0]
-    # the released noise scale is the one drawn
-    assert np.allclose(rel.noise_scale, (rel.hi - rel.lo) / (rel.blocks * sa.GRID_UNITS)
-                       * 2 / calls[-2][0])
+    # the released noise scale is the one drawn (scaled up by the failed share's
+    # correction when the noisy share is above 0)
+    drawn = (rel.hi - rel.lo) / (rel.blocks * sa.GRID_UNITS) * 2 / calls[-2][0]
+    if rel.failed_share == 0:
+        assert np.allclose(rel.noise_scale, drawn)
+    else:
+        assert np.all(rel.noise_scale >= drawn / (1 - rel.failed_share))
 
 
 def test_range_needs_enough_blocks_and_keeps_its_share_small():

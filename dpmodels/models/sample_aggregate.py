@@ -209,6 +209,15 @@ class SampleAggregateResults:
         notes = [f"Sample-and-aggregate over {rel.report.blocks:,} blocks: standard errors "
                  "combine the blocks' spread (a private upper estimate) and the known "
                  "Laplace noise; intervals use their exact sum law."]
+        if rel.no_information:
+            notes.append(f"WARNING: about {rel.failed_share:.0%} of the blocks could not be "
+                         "fitted: the release carries no information about any coefficient "
+                         "(infinite standard errors, unbounded intervals). Use fewer, larger "
+                         "blocks.")
+        elif rel.failed_share > 0:
+            notes.append(f"About {rel.failed_share:.0%} of the blocks could not be fitted: the "
+                         "estimate is the fitted blocks' mean (the failed ones' share, released "
+                         "with the mean, taken out) and its errors are scaled to them.")
         if rel.family != "ols":
             notes.append("Not counted: the clamping bias (a range that cuts the blocks' "
                          "estimates unevenly) and the blocks' own small-sample bias.")
