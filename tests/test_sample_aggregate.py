@@ -348,12 +348,20 @@ def _mean_release(eps_m, factor=1.0):
         key = id(data)
         if key not in cache:
             W, ok = _block_matrix(data)
-            cache[key] = sa.clamped_sums(W, ok, np.array([-1.0, -1.0]), np.array([1.0, 1.0]))[1]
+            sums = sa.clamped_sums(W, ok, np.array([-1.0, -1.0]), np.array([1.0, 1.0]))[1]
+            # the release's p + 1 sums: the two coordinates and the failed blocks (units G)
+            cache[key] = np.concatenate([sums, [int((~ok).sum()) * sa.GRID_UNITS]])
         exact = cache[key]
-        noisy = exact + discrete_laplace(seed, factor * sa.unit_epsilon(eps_m, 2), 2)
-        return np.arange(2, dtype=np.uint64), noisy
+        noisy = exact + discrete_laplace(seed, factor * sa.unit_epsilon(eps_m, 3), 3)
+        return np.arange(3, dtype=np.uint64), noisy
 
     return fn
+
+
+def _with_failures(a, b, okD, okDp):
+    """The exact sums of D and D' with the failed blocks' count (units G) appended."""
+    return (np.concatenate([a, [int((~okD).sum()) * sa.GRID_UNITS]]),
+            np.concatenate([b, [int((~okDp).sum()) * sa.GRID_UNITS]]))
 
 
 def _events(a, b):
@@ -373,30 +381,36 @@ def _events(a, b):
 def test_audit_of_the_mean_never_exceeds_its_epsilon(audit_case):
     D, Dp, WD, okD, WDp, okDp, a, b = audit_case
     eps_m = AUDIT_EPS * (1 - sa.SPREAD_SHARE)
-    events = _events(a, b)
-    result = privacy_audit(_mean_release(eps_m), D, Dp, [0, 1], events, R=AUDIT_R,
+    events = _events(*_with_failures(a, b, okD, okDp))
+    result = privacy_audit(_mean_release(eps_m), D, Dp, [0, 1, 2], events, R=AUDIT_R,
                            seed_base=7_000_000, family_alpha=1e-3)
     print("\n" + format_audit("sample-aggregate mean", result, eps_m))
     assert result.max_lower_bound <= eps_m, result.best()
-    # single sums: loss exactly eps_unit G / 2 = eps_m / 2 (each coordinate is half of p G)
-    q = math.exp(-sa.unit_epsilon(eps_m, 2) / 2)
-    loss = sa.unit_epsilon(eps_m, 2) * sa.GRID_UNITS / 2
-    assert loss == pytest.approx(eps_m / 2)
+    # single sums: loss exactly eps_unit G / 2 = eps_m / 3 (each coordinate is a third of
+    # the (p + 1) G the release charges: p = 2 coordinates and the failed blocks' count)
+    q = math.exp(-sa.unit_epsilon(eps_m, 3) / 2)
+    loss = sa.unit_epsilon(eps_m, 3) * sa.GRID_UNITS / 2
+    assert loss == pytest.approx(eps_m / 3)
     z = stats.norm.isf(1e-3 / len(result.bounds))
     for bnd in result.bounds:
         if bnd.event.startswith("sum") and (bnd.direction == "D'/D") == bnd.event.endswith("far"):
             margin = tightness_margin(1 / (1 + q), math.exp(-loss) / (1 + q), AUDIT_R,
                                       result.alpha_each, z)
             assert loss - margin <= bnd.lower_bound <= loss, bnd
-    # both coordinates far: close to the whole eps_m
+    # both coordinates far: the 2 G of the (p + 1) G charged (this pair's block fits on
+    # both sides, so its failure count does not move), a loss of 2 eps_m / 3, reached
+    # within the audit's margin for that event (two independent coordinates)
     best = max(bd.lower_bound for bd in result.bounds if bd.event == "both far")
-    assert best > 0.6 * eps_m
+    p_num, p_den = (1 / (1 + q)) ** 2, (math.exp(-loss) / (1 + q)) ** 2
+    margin = tightness_margin(p_num, p_den, AUDIT_R, result.alpha_each, z)
+    assert 2 * loss - margin <= best <= 2 * loss
 
 
 def test_audit_flags_a_mechanism_with_four_times_the_epsilon(audit_case):
     D, Dp, WD, okD, WDp, okDp, a, b = audit_case
     eps_m = AUDIT_EPS * (1 - sa.SPREAD_SHARE)
-    result = privacy_audit(_mean_release(eps_m, factor=4.0), D, Dp, [0, 1], _events(a, b),
+    result = privacy_audit(_mean_release(eps_m, factor=4.0), D, Dp, [0, 1, 2],
+                           _events(*_with_failures(a, b, okD, okDp)),
                            R=AUDIT_R, seed_base=8_000_000, family_alpha=1e-3)
     assert result.max_lower_bound > eps_m, result.best()
 
