@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,10 @@ __all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "formula
 
 
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
+#: Usual import names of modules a formula calls (np.log(x)): a missing one is
+#: a missing import, not a missing column.
+_MODULE_ALIASES = {"np": "numpy", "numpy": "numpy", "pd": "pandas", "math": "math",
+                   "sp": "scipy", "scipy": "scipy"}
 
 
 #: Monotone transforms a variable can be binned on the scale of: numpy function -> scale.
@@ -270,11 +275,21 @@ def formula_variables(
         u for u in dict.fromkeys(visitor.unresolved)
         if u not in namespace and u not in _PATSY_NAMES and not hasattr(builtins, u)
     ]
+    modules = [u for u in unknown if u in _MODULE_ALIASES]
+    if modules:
+        u = modules[0]
+        raise UnknownVariableError(
+            f"the formula uses {u!r} (as in {u}.log(x)), but {u!r} is not defined where the "
+            f"formula is evaluated: add `import {_MODULE_ALIASES[u]} as {u}` to the module "
+            "that calls dpmodels")
     if unknown:
         shown = ", ".join(sorted(cols)[:20])
+        close = [c for u in unknown for c in difflib.get_close_matches(u, sorted(cols), n=1)]
         raise UnknownVariableError(
             f"the formula uses {', '.join(map(repr, unknown))}, which is not a column of the "
-            f"data (columns: {shown}); check the spelling or add the column"
+            f"data (columns: {shown}); "
+            + (f"did you mean {', '.join(map(repr, close))}?" if close else
+               "check the spelling or add the column")
         )
     if not visitor.found:
         raise UnknownVariableError(f"the formula {formula!r} reads no column of the data")

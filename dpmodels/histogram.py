@@ -92,20 +92,31 @@ class CellCounts:
     counts: np.ndarray  # int64, > 0
 
 
+def _shown_values(values) -> list[str]:
+    """Distinct values as the user wrote them: 4.0, 'a' (not np.float64(4.0))."""
+    out = []
+    for v in values:
+        v = v.item() if isinstance(v, np.generic) else v
+        if repr(v) not in out:
+            out.append(repr(v))
+    return out
+
+
 def _undeclared_error(axis, values, bad):
     # Say which value is undeclared: the caller's own data, shown to the caller
     # in an error raised before anything is released.
     example = np.asarray(values, dtype=object)[np.flatnonzero(bad)[:3]]
     return UndeclaredLevelError(
         f"{axis.name!r} takes values outside its declared levels "
-        f"(e.g. {', '.join(map(repr, example.tolist()))}); add them to levels[{axis.name!r}] "
+        f"(e.g. {', '.join(_shown_values(example.tolist()))}); add them to levels[{axis.name!r}] "
         "or recode/drop those rows before the release"
     )
 
 
 def undeclared_error(name: str, examples=None) -> UndeclaredLevelError:
     """The error raised when variable ``name`` holds an undeclared level."""
-    shown = f" (e.g. {', '.join(map(repr, list(examples)[:3]))})" if examples is not None and len(examples) else ""
+    shown = (f" (e.g. {', '.join(_shown_values(list(examples)[:3]))})"
+             if examples is not None and len(examples) else "")
     return UndeclaredLevelError(
         f"{name!r} takes values outside its declared levels{shown}; add them to "
         f"levels[{name!r}] or recode/drop those rows before the release"

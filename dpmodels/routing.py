@@ -13,6 +13,8 @@ rule 4) and import nothing heavy.
 
 from __future__ import annotations
 
+import difflib
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,6 +127,9 @@ def route(call: Call):
 
 #: Keyword options of the default releases (the histogram's, and ``missing``).
 DEFAULT_OPTIONS = ("missing", "threshold_A", "max_spurious_cells", "representatives")
+#: The dp_* functions' own arguments (for "did you mean" in the error message).
+COMMON_ARGUMENTS = ("formula", "data", "epsilon", "bounds", "levels", "bins", "threshold", "n",
+                    "random_state", "accountant", "method", "q")
 #: Where the options of the routes belong, for the error message.
 _OPTION_HOMES = {
     "blocks": "method='sample-aggregate'", "param_bounds": "method='sample-aggregate'",
@@ -153,7 +158,11 @@ def check_options(family: str, options: dict) -> None:
     from .errors import DPModelsError
 
     hints = [f"{k} applies to {_OPTION_HOMES[k]}" for k in unknown if k in _OPTION_HOMES]
+    names = sorted(set(COMMON_ARGUMENTS) | set(DEFAULT_OPTIONS) | set(_OPTION_HOMES))
+    close = [f"did you mean {m[0]!r}" + ("" if len(unknown) == 1 else f" for {k!r}") + "?"
+             for k in unknown if k not in _OPTION_HOMES
+             for m in [difflib.get_close_matches(k, names, n=1)] if m]
     known = ", ".join(DEFAULT_OPTIONS)
     raise DPModelsError(
         f"dp_{family} takes no option {', '.join(unknown)} here ("
-        + ("; ".join(hints) if hints else f"its options are {known}") + ")")
+        + ("; ".join(hints + close) if hints or close else f"its options are {known}") + ")")
