@@ -315,6 +315,31 @@ def _grid_frame(formula: str, domain: Domain) -> pd.DataFrame:
     return grid
 
 
+def check_finite_design(formula: str, domain: Domain, namespace: Mapping[str, object]) -> None:
+    """Refuse, from the public domain alone (before anything is released), a
+    formula whose transforms are undefined (NaN) somewhere on the domain:
+    patsy's NaN rows would later be dropped from the fit without a word
+    (``np.log(x)`` of a variable whose bounds, or whose Unbounded cells, reach
+    below 0).  Read on the public grid of :func:`_grid_frame` (the ends of
+    every continuous variable included; an infinite value at a bound itself,
+    ``np.log(x)`` at 0, is left to the release: its cells are inside)."""
+    grid = _grid_frame(formula, domain)
+    env = patsy.EvalEnvironment([dict(namespace)])
+    try:
+        with np.errstate(all="ignore"):
+            patsy.dmatrices(formula, grid, eval_env=env, NA_action="raise")
+    except patsy.PatsyError as exc:
+        if "missing values" not in str(exc):
+            return  # not this check's business: the release's own checks say what is wrong
+        term = exc.origin.relevant_code() if getattr(exc, "origin", None) else "a term"
+        raise DPModelsError(
+            f"{term} is undefined (NaN) on part of the declared domain (e.g. the log of a "
+            "value below 0, which the bounds allow; an Unbounded variable's cells reach far "
+            "beyond the data): declare bounds on which every transform is defined (np.log(x) "
+            "needs a lower bound of 0 or more), or transform the variable before the "
+            "release") from None
+
+
 def _check_full_rank(X: np.ndarray, names) -> None:
     """Refuse a design whose columns are linearly dependent over the whole
     public domain (``I(0*x)``, ``x`` beside ``I(2*x)``, two intercepts): every

@@ -539,10 +539,11 @@ def smoothed_sample(
         of continuous variables.
     bounds, levels :
         The public domain, as for :func:`dpmodels.release`.
-    bins : int or dict
-        Equal-width bins per continuous variable (required when there is
-        one; Theorems 6-7 take ``m`` of order ``n**(r/(6+r))`` (KS) or
-        ``n**(r/(2r+3))`` (L2) cells).
+    bins : int or dict, optional
+        Equal-width bins per continuous variable.  Default: Theorem 6's
+        KS-optimal order, ``n**(r/(6+r))`` cells over the r continuous
+        variables, i.e. ``round(n**(1/(6+r)))`` bins each (public n and r;
+        Theorem 7 takes ``n**(r/(2r+3))`` cells for the L2 distance).
     delta : float, optional
         Weight of the uniform component; by default the smallest value with
         ``size * log(1 + (1 - delta) m / (n delta)) <= epsilon``
@@ -616,11 +617,12 @@ def smoothed_sample(
                           bins=1 if bins is None else bins, n=max(n_public, 2),
                           epsilon=epsilon, data_columns=cols)
     if bins is None and _n_continuous(domain):
-        cont = [a.name for a in domain.axes if a.kind == "continuous"]
-        raise DomainError(
-            f"bins is required for the continuous variable(s) {cont}: Wasserman & Zhou take "
-            f"about n**(r/(6+r)) cells for the KS distance (r = {len(cont)} continuous "
-            f"variables, n = {n_public}: {n_public ** (len(cont) / (6 + len(cont))):.3g} cells)")
+        # Theorem 6 (KS): about n**(r/(6+r)) cells over the r continuous variables, so
+        # n**(1/(6+r)) bins each (public n and r only)
+        r = _n_continuous(domain)
+        per_axis = max(1, round(max(n_public, 2) ** (1.0 / (6 + r))))
+        domain = build_domain(names, dtypes, bounds=bounds, levels=levels, bins=per_axis,
+                              n=max(n_public, 2), epsilon=epsilon, data_columns=cols)
     m = domain.size
     private = math.isfinite(epsilon)
     if delta_given is None:

@@ -50,3 +50,24 @@ def test_undeclared_levels_are_shown_as_written_once_each(frame):
     assert "np.float64" not in msg
     shown = msg.split("(e.g. ", 1)[1].split(")", 1)[0].split(", ")
     assert len(shown) == len(set(shown)) and set(shown) <= {"4.0", "5.0"}
+
+
+def test_a_transform_undefined_on_the_domain_is_refused_before_the_release():
+    """np.log(popul + 0.1) of an Unbounded variable: its cells reach below -0.1.
+    Before: statsmodels dropped those cells from the fit silently, then the
+    bootstrap raised patsy's bare "factor contains missing values" after the
+    budget was spent.  Now a DPModelsError names the term, before any charge."""
+    from dpmodels.errors import DPModelsError
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"popul": rng.lognormal(3, 1, 2000), "x": rng.uniform(0, 10, 2000)})
+    df["y"] = df.x + rng.normal(0, 1, 2000)
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(DPModelsError, match=r"np\.log\(popul \+ 0\.1\) is undefined"):
+        dpm.dp_ols("y ~ np.log(popul + 0.1) + x", df, epsilon=1.0, accountant=acct,
+                   bounds={"popul": dpm.Unbounded(50, 50), "y": (-5, 15), "x": (0, 10)})
+    assert acct.spent == 0
+    # a log whose argument is defined on the whole declared domain is served as before
+    res = dpm.dp_ols("y ~ np.log(popul + 0.1) + x", df, epsilon=1.0, random_state=0,
+                     bounds={"popul": (0, 500), "y": (-5, 15), "x": (0, 10)}).fit(n_boot=50)
+    assert np.all(np.isfinite(np.asarray(res.params)))

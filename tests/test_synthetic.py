@@ -254,7 +254,6 @@ OK = dict(columns=["x", "g"], epsilon=1.0, size=10, bounds={"x": (0, 1)},
 
 
 @pytest.mark.parametrize("change,error,match", [
-    (dict(bins=None), DomainError, "bins is required"),
     (dict(size=0), DPModelsError, "size"),
     (dict(size=2.5), DPModelsError, "size"),
     (dict(size=True), DPModelsError, "size"),
@@ -275,6 +274,18 @@ def test_refusals_before_budget_and_randomness(change, error, match):
     with pytest.raises(error, match=match):
         dpm.smoothed_sample(DF, **{**OK, **change}, accountant=acct, random_state=bits)
     assert acct.spent == 0 and bits.drawn == 0
+
+
+def test_default_bins_follow_theorem_6():
+    """Without bins= the KS-optimal order n**(r/(6+r)) cells is used, round(n**(1/(6+r)))
+    bins per continuous variable (before: the number was computed, printed in an
+    error, and the call refused)."""
+    syn = dpm.smoothed_sample(DF, **{**OK, "bins": None}, random_state=0)
+    per_axis = round(len(DF) ** (1 / 7))  # r = 1 continuous variable
+    assert per_axis == 2
+    x = syn.frame["x"].to_numpy()
+    assert syn.report.domain_cells == per_axis * 2  # x bins times g levels
+    assert np.all((0 <= x) & (x <= 1))
 
 
 def test_accountant_charged_once_and_refuses_over_budget():

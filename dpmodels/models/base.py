@@ -25,6 +25,7 @@ from ..bootstrap import (
     parametric_bootstrap,
 )
 from ..dp_results import attach_dp_inference
+from ..moments import check_finite_design
 from .pickling import formula_recipe, keep_design
 from ..intervals import DEFAULT_INTERVAL, DPInference, resolve_cov_type
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
@@ -320,8 +321,10 @@ class DPModel:
                 threshold=threshold, threshold_A=threshold_A, n=n, random_state=random_state,
                 accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
                 namespace=namespace,
-                domain_check=lambda domain: self._check_domain(
-                    domain, formula_variables(formula, domain.names, namespace)),
+                domain_check=lambda domain: (
+                    self._check_domain(domain, formula_variables(formula, domain.names,
+                                                                 namespace)),
+                    check_finite_design(formula, domain, namespace)),
             )
             fv = formula_variables(formula, self.release.domain.names, namespace)
             self.budget_spent = self.release.report.epsilon
@@ -350,8 +353,28 @@ class DPModel:
             if isinstance(exc.__cause__, DPModelsError):
                 raise exc.__cause__ from None
             raise
+        if np.shape(model.endog)[0] != len(data):  # statsmodels dropped cells with NaN
+            raise self._undefined_transform(data)
         keep_design(model, formula_recipe(self.formula, data, self.namespace))  # pickles
         return model
+
+    def _undefined_transform(self, data: pd.DataFrame) -> DPModelsError:
+        """The error for a formula whose transform is not finite on some released
+        cells (statsmodels would drop them from the fit without a word), naming
+        the term."""
+        term = "a term of the formula"
+        try:
+            patsy.dmatrices(self.formula, data, eval_env=patsy.EvalEnvironment([self.namespace]),
+                            NA_action="raise")
+        except patsy.PatsyError as exc:
+            if getattr(exc, "origin", None) is not None:
+                term = exc.origin.relevant_code()
+        return DPModelsError(
+            f"{term} is not finite on some of the released cells (e.g. the log of a value at "
+            "or below 0 that the declared domain allows: an Unbounded variable's cells reach "
+            "far beyond the data): declare bounds on which every transform is finite "
+            "(np.log(x) needs a lower bound above 0), or transform the variable before the "
+            "release")
 
     def _check_domain(self, domain, formula_vars) -> None:
         """Hook for subclasses: refuse a formula whose variables' public
