@@ -880,12 +880,12 @@ def cmd_fit(args) -> int:
     if args.q is not None and args.model != "quantreg":
         raise CLIError("--q applies to the quantreg model only: leave it out")
     _writable(args.out)
-    if args.model == "mnlogit" and args.method not in ("auto", "histogram"):
-        raise CLIError("mnlogit is fitted on the histogram release only: use --method auto "
-                       "or histogram")
+    if args.model == "mnlogit" and args.method not in ("auto", "histogram", "sample-aggregate"):
+        raise CLIError("mnlogit is fitted on the histogram or the sample-and-aggregate release: "
+                       "use --method auto, histogram or sample-aggregate")
     fn = {"ols": dp_ols, "logit": dp_logit, "quantreg": dp_quantreg, "mnlogit": dp_mnlogit}[
         args.model]
-    kw = {} if args.model == "mnlogit" else {"method": args.method}
+    kw = {"method": args.method}
     fit_kw = {"random_state": args.seed}
     if args.model == "quantreg":
         q = 0.5 if args.q is None else args.q
@@ -1056,7 +1056,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="quantile of quantreg (default 0.5)")
     p_fit.add_argument("--method", default="auto", metavar="METHOD",
                        help="release the fit is made on: auto (default), histogram, moments "
-                            "(ols) or newton (logit, quantreg)")
+                            "(ols), newton (logit, quantreg) or sample-aggregate (every "
+                            "model)")
     p_fit.add_argument("--format", choices=FORMATS, default="text",
                        help="output format (default: text)")
     p_fit.add_argument("--out", metavar="FILE", help="write here (default: standard output)")

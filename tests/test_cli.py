@@ -447,3 +447,30 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_spend(files, tmp
     assert ("does not exist" if where == "missing folder" else "is a folder") in err
     assert ledger.read_text() == before  # nothing spent, nothing recorded
     assert ".rel.json." not in err  # no temporary file named
+
+
+def test_fit_takes_sample_aggregate_for_every_model(tmp_path):
+    """issue 29: ``dpmodels fit --help`` did not list sample-aggregate, and the
+    command refused it for mnlogit though dp_mnlogit takes it; the JSON is the
+    Python call's."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.uniform(0, 1, 4000)})
+    df["y"] = 1 + 2 * df.x + rng.normal(0, 0.1, 4000)
+    df["k"] = rng.integers(0, 3, 4000)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "s.toml").write_text("[variables.x]\nbounds = [0, 1]\n[variables.y]\n"
+                                     "bounds = [-1, 4]\n[variables.k]\nlevels = [0, 1, 2]\n")
+    helptext = cli("fit", "--help", cwd=tmp_path).stdout
+    assert "sample-aggregate" in "".join(helptext.split())  # argparse wraps at the hyphen
+    proc = cli("fit", "mnlogit", "k ~ x", "--data", "d.csv", "--schema", "s.toml", "--epsilon", 1,
+               "--seed", 1, "--method", "sample-aggregate", "--format", "json", "--out", "m.json",
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "m.json").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpmodels.dp_mnlogit("k ~ x", df, epsilon=1.0, bounds={"x": (0, 1)},
+                                  levels={"k": [0, 1, 2]}, method="sample-aggregate",
+                                  random_state=1).fit()
+    got = pd.DataFrame(doc["params"]).to_numpy(float)
+    np.testing.assert_allclose(got, np.asarray(res.params, float))
