@@ -92,6 +92,7 @@ def test_version_subprocess():
 # ---- schema, fit, release, ledger: through ``python -m dpmodels`` on real files --------------
 
 import json  # noqa: E402
+import warnings  # noqa: E402
 import tomllib  # noqa: E402
 
 import numpy as np  # noqa: E402
