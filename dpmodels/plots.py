@@ -164,6 +164,24 @@ def _finite_span(*arrays) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
+#: Most equations side by side in a multinomial logit's figure (more: a grid).
+MAX_PANELS_PER_ROW = 3
+
+
+def _readable_x(ax) -> None:
+    """At most five x ticks (fewer on a narrow panel: one per 0.9 inch), on
+    round steps, large or tiny values in scientific notation with the power
+    shown once (tick labels such as "-150000-100000-50000" ran together)."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
+    width = ax.get_position().width * ax.figure.get_size_inches()[0]  # inches
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=int(np.clip(width / 0.9, 2, 5)),
+                                           steps=[1, 2, 5, 10]))
+    fmt = ScalarFormatter(useMathText=True)
+    fmt.set_powerlimits((-3, 4))
+    ax.xaxis.set_major_formatter(fmt)
+
+
 def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
             naive: np.ndarray | None, nonprivate: np.ndarray | None) -> None:
     """Draw one forest panel on ``ax``."""
@@ -225,10 +243,12 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
     ax.set_yticks(y)
     ax.set_yticklabels(list(names))
     ax.set_ylim(k - 0.5, -0.5)  # first coefficient at the top
+    _readable_x(ax)
     ax.set_xlabel("estimate")
     ax.grid(axis="x", alpha=0.3)
+    wide = ax.get_position().width * ax.figure.get_size_inches()[0] > 3.5  # inches
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
-              ncol=2, frameon=False)
+              ncol=2 if wide else 1, frameon=False)
 
 
 def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
@@ -302,10 +322,14 @@ def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
     title = _coef_title(inner, alpha, dp_active)
     K = len(names)
     if equations and ax is None:
-        fig, axes = plt.subplots(1, len(equations), sharey=True,
-                                 figsize=(4.2 * len(equations), 0.55 * K + 1.8),
+        cols = min(len(equations), MAX_PANELS_PER_ROW)
+        rows = -(-len(equations) // cols)
+        fig, axes = plt.subplots(rows, cols, sharey=True,
+                                 figsize=(4.2 * cols, (0.55 * K + 2.2) * rows),
                                  squeeze=False)
-        for j, (eq, a) in enumerate(zip(equations, axes[0])):
+        for a in axes.ravel()[len(equations):]:
+            a.remove()  # the grid's empty places
+        for j, (eq, a) in enumerate(zip(equations, axes.ravel())):
             part = slice(j * K, (j + 1) * K)
             _forest(a, names, est[part], None if dp is None else dp[part],
                     None if nv is None else nv[part], None if npv is None else npv[part])

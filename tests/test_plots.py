@@ -436,3 +436,57 @@ def test_release_plot_without_a_threshold(tmp_path):
     assert "signed counts (no threshold)" in ax.get_title()
     assert not [ln for ln in ax.lines if ln.get_gid() in ("threshold", "spurious")]
     assert sum(p.get_height() for p in ax.patches) == signed.report.noisy_total
+
+
+def _tick_boxes_overlap(fig, ax) -> bool:
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
+def test_large_coefficients_get_readable_x_ticks(tmp_path):
+    """issue 29: a median regression in dollars drew "-150000-100000-50000" (tick
+    labels running together); now at most five ticks, in scientific notation
+    with the power shown once, whose rendered labels do not overlap."""
+    df = data()
+    df["y"] = -1e5 * df["y"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpm.dp_quantreg("y ~ x + C(g)", df, epsilon=1.0, method="histogram",
+                              bounds={"x": BOUNDS["x"],
+                                      "y": tuple(sorted(-1e5 * v for v in BOUNDS["y"]))},
+                              levels={"g": ["a", "b"]}, random_state=0).fit(n_boot=30,
+                                                                           random_state=0)
+    _, ax = plt.subplots(figsize=(3.2, 3.0))  # a panel of a report's figure
+    fig = res.plot_coefficients(ax=ax)
+    saved_png(fig, tmp_path, "quantreg-dollars")
+    assert len([t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]) <= 6
+    assert not _tick_boxes_overlap(fig, ax)
+
+
+def test_a_five_class_multinomial_figure_is_a_grid(tmp_path):
+    """issue 29: five equations were five panels in one 2100 x 345 row; now at most
+    MAX_PANELS_PER_ROW per row, every panel titled, no empty panel left."""
+    from dpmodels.plots import MAX_PANELS_PER_ROW
+
+    rng = np.random.default_rng(3)
+    n = 6000
+    x = rng.uniform(0, 10, n)
+    eta = np.column_stack([np.zeros(n)] + [0.1 * j * (x - 5) for j in range(1, 6)])
+    prob = np.exp(eta) / np.exp(eta).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(6, p=p) for p in prob])
+    df = pd.DataFrame({"x": x, "y": y})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpm.dp_mnlogit("y ~ x", df, epsilon=2.0, bounds={"x": (0, 10)},
+                             levels={"y": list(range(6))}, random_state=0).fit(n_boot=20,
+                                                                                random_state=0)
+    fig = res.plot_coefficients()
+    saved_png(fig, tmp_path, "mnlogit-grid")
+    assert len(fig.axes) == 5
+    rows = {round(a.get_position().y0, 3) for a in fig.axes}
+    assert len(rows) == 2 and MAX_PANELS_PER_ROW == 3
+    w, h = fig.get_size_inches()
+    assert w / h < 3  # not a strip
+    assert all(a.get_title().startswith("equation: ") for a in fig.axes)
