@@ -58,8 +58,45 @@ class DPSummary(Summary):
         return latex
 
 
-def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[str] | None = None) -> DPSummary:
-    """Return ``smry`` as a :class:`DPSummary` with the privacy table and notes appended."""
+#: The header's name of each release a results object is fitted on (its ``source``).
+_SOURCES = {"cells": "histogram", "moments": "noisy moments", "newton": "Newton steps"}
+#: The header's name of each dpmodels statsmodels model.
+_FAMILIES = {"FreqWLS": "OLS", "FreqLogit": "Logit", "FreqMNLogit": "MNLogit",
+             "FreqQuantReg": "QuantReg"}
+
+
+def dp_header(smry: Summary, results) -> None:
+    """Make the top table of a dp fit's statsmodels summary say which private
+    model it is and show the public n and the noisy total apart: "Model: DP
+    OLS (noisy moments)" (not the helper class, "FreqWLS"), "No. Observations:"
+    the public n, and "Noisy total:" (in place of the clock's "Time:") the
+    noisy number of rows the fit weighs (statsmodels' nobs, which its degrees
+    of freedom use)."""
+    report = getattr(results, "privacy", None)
+    if report is None or not smry.tables:
+        return
+    family = _FAMILIES.get(type(results.model).__name__, type(results.model).__name__)
+    source = _SOURCES.get(getattr(results, "source", "cells"), "histogram")
+    if family == "QuantReg" and source == "Newton steps":
+        source = "quantile steps"
+    values = {"Model:": f"DP {family} ({source})", "No. Observations:": f"{int(report.n):,}"}
+    for row in smry.tables[0]:
+        cells = list(row)
+        for i, cell in enumerate(cells[:-1]):
+            key = str(cell.data).strip()
+            if key in values:
+                cells[i + 1].data = values[key]
+            elif key == "Time:":
+                cell.data = "Noisy total:"
+                cells[i + 1].data = f"{float(results.nobs):,.1f}"
+
+
+def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[str] | None = None,
+                      results=None) -> DPSummary:
+    """Return ``smry`` as a :class:`DPSummary` with the privacy table and notes
+    appended (and, given the ``results``, the header of :func:`dp_header`)."""
+    if results is not None:
+        dp_header(smry, results)
     out = DPSummary()
     out.tables = list(smry.tables)
     out.extra_txt = smry.extra_txt

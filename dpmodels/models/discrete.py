@@ -246,7 +246,7 @@ class _FreqResults(DPInferenceResultsMixin):
                              title=self._summary_title(title))
         smry.add_table_params(self, yname=yname_list, xname=xname, alpha=alpha, use_t=self.use_t)
         notes = self._summary_notes()
-        return add_privacy_block(smry, self.privacy, notes)
+        return add_privacy_block(smry, self.privacy, notes, results=self)
 
     def _summary_title(self, title):
         if title is not None:

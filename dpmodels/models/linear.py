@@ -247,7 +247,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
         self._diagnostic_cache()
         smry = super().summary(yname=yname, xname=xname, title=self._summary_title(title),
                                alpha=alpha, slim=slim)
-        return add_privacy_block(smry, self.privacy, self._summary_notes())
+        return add_privacy_block(smry, self.privacy, self._summary_notes(), results=self)
 
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
         """statsmodels' ``summary2`` layout with the same residual diagnostics,

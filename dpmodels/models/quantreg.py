@@ -304,7 +304,7 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
         """QuantReg-layout summary of the expanded data, plus the privacy block."""
         smry = QuantRegResults.summary(self, yname=yname, xname=xname,
                                        title=self._summary_title(title), alpha=alpha)
-        return add_privacy_block(smry, self.privacy, self._summary_notes())
+        return add_privacy_block(smry, self.privacy, self._summary_notes(), results=self)
 
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
         """statsmodels' ``summary2`` layout with the notes and privacy block of
