@@ -53,6 +53,19 @@ PLAN_MODELS = ("ols", "logit", "quantreg", "mnlogit")
 Guess = pd.DataFrame | Callable[[np.random.Generator, int], pd.DataFrame]
 
 
+#: Markers and line styles that, with the 10 colours, tell up to 150 lines apart.
+_MARKERS = ("o", "s", "^", "D", "v")
+_LINESTYLES = ("-", "--", ":")
+
+
+def line_style(i: int) -> dict:
+    """The i-th line's colour, marker and line style: the colour cycles every
+    10 lines, the marker every 10, the style every 50, so no two of the
+    first 150 lines look alike (18 coefficients repeated the 10 colours)."""
+    return dict(color=f"C{i % 10}", marker=_MARKERS[(i // 10) % len(_MARKERS)],
+                linestyle=_LINESTYLES[(i // 50) % len(_LINESTYLES)])
+
+
 @dataclass(frozen=True)
 class Plan:
     """The outcome of :func:`plan`: expected error of each coefficient per epsilon.
@@ -149,7 +162,7 @@ class Plan:
             vals = np.abs(row.to_numpy(float)) if value == "bias" else row.to_numpy(float)
             vals = np.where(np.isfinite(vals) & (vals > 0), vals, np.nan)
             label = str(coef) if np.isfinite(vals).any() else f"{coef} (no finite value)"
-            ax.plot(eps, vals, marker="o", label=label, color=f"C{i % 10}", gid=f"coef:{coef}")
+            ax.plot(eps, vals, label=label, gid=f"coef:{coef}", **line_style(i))
         first = table.iloc[:, 0].to_numpy(float)
         first = first[np.isfinite(first) & (first > 0)]
         if first.size and eps.size > 1:  # slope -1 through the median at the first epsilon
@@ -168,10 +181,17 @@ class Plan:
                   f"median width of dp {100 * (1 - self.alpha):g}% interval",
                   "bias": "|mean private - non-private|"}[value]
         ax.set_ylabel(ylabel)
-        ax.set_title(f"dp_{self.model}: {self.formula}  (n = {self.n:,}, {self.reps} reps; "
-                     "grey: slope -1)", fontsize=9)
+        import textwrap
+
+        width = ax.get_position().width * fig.get_size_inches()[0]  # inches
+        title = (f"dp_{self.model}: {self.formula}  (n = {self.n:,}, {self.reps} reps; "
+                 "grey: slope -1)")
+        # wrapped to the axes' width (about 14 characters per inch at 9 pt): a long
+        # formula was cut at the figure's edge
+        ax.set_title("\n".join(textwrap.wrap(title, max(20, int(14 * width)))), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                  ncol=1 if len(table) <= 16 else 2)
         fig.tight_layout()
         return fig
 

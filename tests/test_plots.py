@@ -490,3 +490,31 @@ def test_a_five_class_multinomial_figure_is_a_grid(tmp_path):
     w, h = fig.get_size_inches()
     assert w / h < 3  # not a strip
     assert all(a.get_title().startswith("equation: ") for a in fig.axes)
+
+
+def test_plan_plot_with_many_coefficients_and_a_long_formula(tmp_path):
+    """issue 29: with 18 coefficients the 10-colour cycle repeated (two lines alike)
+    and a long formula's title was cut at the figure's edge."""
+    levels = [f"l{i:02d}" for i in range(15)]
+
+    def guess(rng, n):
+        x = rng.uniform(1, 10, n)
+        g = rng.choice(levels, n)
+        return pd.DataFrame({"x": x, "g": g, "y": 1 + 0.5 * x + rng.normal(size=n)})
+
+    formula = "y ~ x + I(x ** 2) + np.log(x) + C(g)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = dpm.plan(formula, guess=guess, n=3000, epsilon=[1, 4], bounds={"x": (1, 10),
+                     "y": (-5, 15)}, levels={"g": levels}, reps=2, n_boot=20, random_state=0)
+    assert len(p.coefficients) == 18
+    fig = p.plot()
+    saved_png(fig, tmp_path, "plan-many")
+    ax = fig.axes[0]
+    lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("coef:")]
+    looks = {(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in lines}
+    assert len(lines) == 18 and len(looks) == 18
+    fig.canvas.draw()
+    box = ax.title.get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+    assert formula.replace(" ", "") in ax.get_title().replace("\n", "").replace(" ", "")

@@ -293,7 +293,7 @@ def test_predict_conf_int_and_summary_formats(housing_small):
     for label in ("Pseudo R-squared", "Bandwidth", "Sparsity", "No. Observations"):
         assert label in text
     assert "q = 0.75" in text
-    assert f"Noisy total:" in text and f"{model.privacy.noisy_total:,.1f}" in text
+    assert "Noisy total:" in text and f"{model.privacy.noisy_total:,.1f}" in text
 
 
 def test_fit_on_release_is_free(housing_small):
