@@ -160,12 +160,14 @@ class DPInferenceResultsMixin:
             "outlier_test tests each row's residual; a dp fit has released cells weighted by "
             "noisy counts, not rows, so there are no rows to test")
 
-    def plot_coefficients(self, ax=None, *, nonprivate=None, alpha=0.05, naive=True):
+    def plot_coefficients(self, ax=None, *, nonprivate=None, alpha=0.05, naive=True,
+                          scale="auto"):
         """Forest plot of the estimates with their dp and naive intervals (a
         matplotlib Figure); see :func:`dpmodels.plots.plot_coefficients`."""
         from .plots import plot_coefficients
 
-        return plot_coefficients(self, ax, nonprivate=nonprivate, alpha=alpha, naive=naive)
+        return plot_coefficients(self, ax, nonprivate=nonprivate, alpha=alpha, naive=naive,
+                                 scale=scale)
 
     def conf_int(self, alpha=0.05, cols=None, **kwargs):
         """Confidence intervals; under cov_type "dp", the bootstrap intervals

@@ -29,6 +29,7 @@ Conventions of the figures
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -252,7 +253,8 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
 
 
 def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
-                      alpha: float = 0.05, naive: bool = True) -> "Figure":
+                      alpha: float = 0.05, naive: bool = True,
+                      scale: str = "auto") -> "Figure":
     """Forest plot of a dp_* fit: estimates with their dp and naive intervals.
 
     Parameters
@@ -278,6 +280,13 @@ def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
     naive : bool
         Also draw the naive intervals (default True).  On a fit made with
         ``cov_type="naive"`` only the naive intervals exist and are drawn.
+    scale : {"auto", "shared", "each"}
+        "shared": every coefficient on one x axis; "each": one row per
+        coefficient, each on its own x range (a slope of 0.001 beside an
+        intercept of 500 is then visible); "auto" (default): "each" when the
+        widest coefficient's extent is more than OWN_SCALE_RATIO (20) times
+        the narrowest's, else "shared".  Ignored with ``ax`` or for a
+        multinomial model (one panel per equation).
 
     Returns
     -------
@@ -340,6 +349,8 @@ def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
         fig.tight_layout()
         return fig
     labels = ([f"{x} (eq. {e})" for e in equations for x in names] if equations else names)
+    if ax is None and _own_scales(scale, est, dp, nv, npv):
+        return _forest_rows(plt, labels, est, dp, nv, npv, title)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 0.55 * len(labels) + 1.6))
     else:
@@ -347,6 +358,59 @@ def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
     _forest(ax, labels, est, dp, nv, npv)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+#: ``scale="auto"`` gives each coefficient its own axis when the widest
+#: coefficient's extent (its intervals and estimates) is this many times the
+#: narrowest's: on one axis the narrow ones would shrink to a dot.
+OWN_SCALE_RATIO = 20.0
+
+
+def _extents(est, *intervals) -> np.ndarray:
+    """Each coefficient's extent: max - min over its estimate and the ends of
+    its finite intervals; NaN for a coefficient with no finite interval (an
+    unbounded one has no scale to compare)."""
+    est = np.asarray(est, float)
+    lo, hi = est.copy(), est.copy()
+    seen = np.zeros(est.size, bool)
+    for a in intervals:
+        if a is None:
+            continue
+        a = np.asarray(a, float).reshape(est.size, -1)
+        ok = np.all(np.isfinite(a), axis=1)
+        seen |= ok
+        lo = np.where(ok, np.minimum(lo, a.min(axis=1)), lo)
+        hi = np.where(ok, np.maximum(hi, a.max(axis=1)), hi)
+    return np.where(seen & np.isfinite(est), hi - lo, np.nan)
+
+
+def _own_scales(scale: str, est, dp, nv, npv) -> bool:
+    if scale not in ("auto", "shared", "each"):
+        raise ValueError(f'scale must be "auto", "shared" or "each", got {scale!r}')
+    if scale != "auto" or len(est) < 2:
+        return scale == "each"
+    ext = _extents(est, dp, nv)
+    ext = ext[np.isfinite(ext) & (ext > 0)]
+    return bool(ext.size >= 2 and np.max(ext) > OWN_SCALE_RATIO * np.min(ext))
+
+
+def _forest_rows(plt, labels, est, dp, nv, npv, title):
+    """One row (an Axes with its own x range) per coefficient, the legend once."""
+    k = len(labels)
+    fig, axes = plt.subplots(k, 1, figsize=(6.4, 0.75 * k + 1.8), squeeze=False)
+    for i, a in enumerate(axes[:, 0]):
+        pick = slice(i, i + 1)
+        _forest(a, labels[pick], est[pick], None if dp is None else dp[pick],
+                None if nv is None else nv[pick], None if npv is None else npv[pick])
+        a.set_xlabel("")
+        legend = a.get_legend()
+        handles = legend.legend_handles
+        legend.remove()
+    axes[-1, 0].set_xlabel("estimate (each row on its own scale)")
+    fig.suptitle(title, fontsize=10)
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.6 / fig.get_size_inches()[1], 1, 1))  # room for the legend
     return fig
 
 

@@ -156,8 +156,9 @@ def test_forest_plot_options(ols_ghost, tmp_path):
     lo, hi = ends(bars(ax, "dp")["x"])
     assert (lo, hi) == pytest.approx(tuple(res.conf_int(alpha=0.1).loc["x"]))
 
-    # a naive fit has only naive intervals: they are drawn, and the title says so
-    fig = naive.plot_coefficients()
+    # a naive fit has only naive intervals: they are drawn, and the title says so (on one
+    # shared axis here; the ghost level's wide naive interval would give each its own)
+    fig = naive.plot_coefficients(scale="shared")
     ax = fig.axes[0]
     assert not bars(ax, "dp") and list(bars(ax, "naive")) == list(res.params.index)
     assert "naive" in ax.get_title() and "cov_type='dp'" in ax.get_title()
@@ -518,3 +519,33 @@ def test_plan_plot_with_many_coefficients_and_a_long_formula(tmp_path):
     box = ax.title.get_window_extent(fig.canvas.get_renderer())
     assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
     assert formula.replace(" ", "") in ax.get_title().replace("\n", "").replace(" ", "")
+
+
+def test_coefficients_on_very_different_scales_get_their_own_rows(tmp_path):
+    """issue 29: every coefficient shared one axis, so a slope on a small scale
+    collapsed to a dot beside a large intercept.  scale="auto" gives each
+    coefficient its own row and x range when their extents differ more than
+    OWN_SCALE_RATIO-fold; "shared" keeps one axis; a bad value is refused."""
+    from dpmodels.plots import OWN_SCALE_RATIO
+
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"x": rng.uniform(0, 1e4, 4000)})  # e.g. income in dollars
+    df["y"] = 2e4 + 3 * df["x"] + rng.normal(0, 2e3, 4000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpm.dp_ols("y ~ x", df, epsilon=2.0, bounds={"x": (0, 1e4), "y": (0, 1e5)},
+                         random_state=0).fit(n_boot=40, random_state=0)
+    ci = np.asarray(res.conf_int(), float)
+    assert (ci[0, 1] - ci[0, 0]) > OWN_SCALE_RATIO * (ci[1, 1] - ci[1, 0])
+    fig = res.plot_coefficients()
+    saved_png(fig, tmp_path, "own-scales")
+    assert len(fig.axes) == 2
+    for ax, name, (lo, hi) in zip(fig.axes, ["Intercept", "x"], ci):
+        assert ticks(ax.get_yticklabels()) == [name]
+        assert ends(bars(ax, "dp")[name]) == pytest.approx((lo, hi))
+        left, right = ax.get_xlim()
+        assert left <= lo and hi <= right and (right - left) < 3 * (hi - lo)  # its own scale
+    shared = res.plot_coefficients(scale="shared")
+    assert len(shared.axes) == 1 and len(bars(shared.axes[0], "dp")) == 2
+    with pytest.raises(ValueError, match="scale"):
+        res.plot_coefficients(scale="log")
