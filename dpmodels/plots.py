@@ -465,6 +465,21 @@ def _positions(axis) -> tuple[np.ndarray, np.ndarray, list[str], str]:
     return (np.arange(k) - 0.4, np.full(k, 0.8), [str(v) for v in axis.levels], axis.name)
 
 
+def _binning_scale(ax, axis) -> None:
+    """Draw the x axis on the scale the variable was binned on (equal bins look
+    equal): log for "log", the scale's own function for "log1p" and "sqrt"
+    (on a linear axis a log-binned variable's bins crowd at the left)."""
+    from .domain import SCALES
+
+    edges = axis.to_values(axis.edges)
+    if axis.scale == "log":
+        ax.set_xscale("log")
+    else:
+        forward, inverse = SCALES[axis.scale][:2]
+        ax.set_xscale("function", functions=(forward, inverse))
+    ax.set_xlim(edges[0], edges[-1])  # the margins would leave the scale's domain
+
+
 def _threshold_text(report) -> tuple[float | None, str]:
     t = report.threshold
     if not report.private:
@@ -565,6 +580,8 @@ def plot_release(release: "PrivateHistogram", x: str, y: str | None = None,
         if ticks:
             ax.set_xticks(np.arange(len(ticks)))
             ax.set_xticklabels(ticks)
+        elif ax_x.kind == "continuous" and ax_x.scale != "linear":
+            _binning_scale(ax, ax_x)
         ax.set_xlabel(label)
         ax.set_ylabel("released count")
         ax.set_title(f"Released marginal of {x} (epsilon = {eps:g})\n{what}", fontsize=10)

@@ -549,3 +549,26 @@ def test_coefficients_on_very_different_scales_get_their_own_rows(tmp_path):
     assert len(shared.axes) == 1 and len(bars(shared.axes[0], "dp")) == 2
     with pytest.raises(ValueError, match="scale"):
         res.plot_coefficients(scale="log")
+
+
+@pytest.mark.parametrize("fn, scale", [("log", "log"), ("sqrt", "function")])
+def test_a_variable_binned_on_a_scale_is_drawn_on_it(fn, scale, tmp_path):
+    """issue 29: a variable binned on the log scale (the formula uses np.log(x)) was
+    drawn on a linear axis, its bins crowded at the left; now the axis has the
+    binning's scale, and equal bins are bars of equal width on the page."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.lognormal(3, 1, 3000).clip(1, 1000)})
+    df["y"] = np.log(df["x"]) + rng.normal(size=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = dpm.release(df, formula=f"y ~ np.{fn}(x)", epsilon=1.0,
+                          bounds={"x": (1, 1000), "y": (-5, 15)}, bins=8, random_state=0)
+    assert rel.domain.axis("x").scale == fn
+    fig = rel.plot("x")
+    saved_png(fig, tmp_path, f"rel_{fn}")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == scale
+    fig.canvas.draw()
+    widths = [np.diff(ax.transData.transform([(p.get_x(), 0), (p.get_x() + p.get_width(), 0)])
+                      [:, 0])[0] for p in ax.patches]
+    assert len(widths) == 8 and max(widths) == pytest.approx(min(widths), rel=1e-6)
