@@ -415,6 +415,15 @@ def _noise_sd_rows(radius, space, offsets, scales, eps_t: float) -> float:
     return math.sqrt(discrete_laplace_variance(_unit_epsilon(eps_t, delta / 2.0))) / (LEVELS * g)
 
 
+def _response_values(space, frame: pd.DataFrame) -> np.ndarray:
+    """The response column of ``space``'s design on ``frame`` (a module-level
+    function: the row passes that call it are shipped to Dask workers by
+    reference, without patsy's unpicklable objects)."""
+    with np.errstate(all="ignore"):
+        (ym,) = patsy.build_design_matrices([space.infos[0]], frame, NA_action=_NO_NA)
+    return np.asarray(ym, float)[:, 0]
+
+
 def release_quantile_steps(
     data,
     *,
@@ -497,17 +506,15 @@ def release_quantile_steps(
                 f"over {len(taus)} quantile(s)")
     if accountant is not None:
         accountant.check(epsilon, f"quantile steps of {list(names)}")
-    y_info = full.infos[0]
-
     # ---- the rows: every check happens in the first pass ------------------------------
+    # (the response's design is read from the DesignSpace, which pickles to Dask
+    # workers; patsy's own DesignInfo does not)
     def make_rows(frame: pd.DataFrame) -> _RowPasses:
         published, valid = _published_frame(frame, domain, missing)
         y = np.zeros(len(published))
         if valid.any():
-            with np.errstate(all="ignore"):
-                (ym,) = patsy.build_design_matrices([y_info], published[valid],
-                                                    NA_action=_NO_NA)
-            y[valid] = np.clip((np.asarray(ym, float)[:, 0] - y_centre) / y_half, -1.0, 1.0)
+            y[valid] = np.clip((_response_values(full, published[valid]) - y_centre) / y_half,
+                               -1.0, 1.0)
         return _RowPasses(space, published, valid, chunk_rows, y=y)
 
     passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
