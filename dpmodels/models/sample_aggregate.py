@@ -5,9 +5,11 @@ release presented as statsmodels presents a fit.
 The estimate, its standard errors and intervals are post-processing of the
 release (:mod:`dpmodels.sample_aggregate`, "Standard errors"): ``params``,
 ``bse``, ``tvalues``, ``pvalues``, ``conf_int``, ``cov_params``,
-``summary()`` (with the privacy block), ``predict`` on new rows through the
-public design.  Names come from the formula's public design; ``nobs`` is
-the public n.
+``summary()`` and ``summary2()`` (with the privacy block), ``predict`` and
+``get_prediction`` on new rows through the public design, ``t_test``,
+``wald_test`` and ``f_test`` (normal / chi-squared / F approximations with
+``cov_params``), ``save`` and ``load``.  Names come from the formula's public
+design; ``nobs`` is the public n.
 """
 
 from __future__ import annotations
@@ -203,6 +205,133 @@ class SampleAggregateResults:
         return pd.DataFrame(prob / prob.sum(axis=1, keepdims=True),
                             index=getattr(exog, "index", None))
 
+    # ---- tests of linear hypotheses ---------------------------------------------------
+    def _constraint(self, r_matrix, q_matrix=None):
+        """``(R, q)`` of a hypothesis: a string such as ``"x = 0, z = 1"`` (names
+        as in ``release.names``), a matrix, or a (matrix, values) pair."""
+        names = list(self.release.names)
+        if isinstance(r_matrix, str) or (isinstance(r_matrix, (list, tuple))
+                                         and r_matrix and isinstance(r_matrix[0], str)):
+            from patsy.constraint import linear_constraint
+
+            lc = linear_constraint(r_matrix, names)
+            return lc.coefs, lc.constants[:, 0]
+        if isinstance(r_matrix, tuple) and len(r_matrix) == 2 and q_matrix is None:
+            r_matrix, q_matrix = r_matrix
+        R = np.atleast_2d(np.asarray(r_matrix, float))
+        if R.shape[1] != len(names):
+            raise DPModelsError(f"the hypothesis matrix has {R.shape[1]} columns; the model has "
+                                f"{len(names)} parameters ({', '.join(names)})")
+        q = np.zeros(R.shape[0]) if q_matrix is None else np.asarray(q_matrix, float).ravel()
+        return R, q
+
+    def _wald(self, r_matrix, q_matrix=None):
+        R, q = self._constraint(r_matrix, q_matrix)
+        effect = R @ self.release.params - q
+        cov = R @ np.diag(self.release.bse**2) @ R.T
+        return R, effect, cov
+
+    def t_test(self, r_matrix, q_matrix=None):
+        """z tests of each row of a linear hypothesis ``R params = q``.
+
+        The variance of ``R params`` comes from :meth:`cov_params` (the
+        sampling error plus the noise's variance, each coordinate bounded on
+        its own); the z statistic is referred to the normal law, an
+        approximation of the normal-plus-Laplace law that
+        :meth:`conf_int` and ``pvalues`` use exactly for one coefficient.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> rng = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"x": rng.uniform(0, 1, 4000)})
+        >>> df["y"] = 1 + 2 * df["x"] + rng.normal(0, 0.1, 4000)
+        >>> res = dpm.dp_ols("y ~ x", df, epsilon=1.0, bounds={"x": (0, 1), "y": (-1, 4)},
+        ...                  method="sample-aggregate", param_bounds=(-5, 5),
+        ...                  random_state=0).fit()
+        >>> t = res.t_test("x = 2")
+        >>> bool(abs(t.effect[0]) < 4 * t.sd[0, 0])
+        True
+        """
+        from statsmodels.stats.contrast import ContrastResults
+
+        _, effect, cov = self._wald(r_matrix, q_matrix)
+        sd = np.sqrt(np.diag(cov))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = effect / sd
+        return ContrastResults(effect=effect, sd=sd, statistic=z, df_denom=None,
+                               distribution="norm")
+
+    def wald_test(self, r_matrix, q_matrix=None, scalar: bool = True):
+        """The chi-squared Wald test of a joint linear hypothesis ``R params =
+        q`` with :meth:`cov_params` (see :meth:`t_test` for the law)."""
+        from statsmodels.stats.contrast import ContrastResults
+
+        R, effect, cov = self._wald(r_matrix, q_matrix)
+        stat = float(effect @ np.linalg.pinv(cov) @ effect)
+        # (statsmodels' own chi2 Wald results carry the degrees of freedom as df_denom)
+        return ContrastResults(statistic=stat, df_denom=R.shape[0], distribution="chi2",
+                               dist_args=(R.shape[0],))
+
+    def f_test(self, r_matrix, q_matrix=None):
+        """The Wald statistic over its degrees of freedom, referred to F with
+        the blocks' degrees of freedom (k blocks minus the parameters) in the
+        denominator: the spread behind the standard errors is estimated from
+        the k blocks."""
+        from scipy import stats
+        from statsmodels.stats.contrast import ContrastResults
+
+        R, effect, cov = self._wald(r_matrix, q_matrix)
+        J = R.shape[0]
+        F = float(effect @ np.linalg.pinv(cov) @ effect) / J
+        den = max(self.release.report.blocks - len(self.release.names), 1)
+        return ContrastResults(F=F, df_num=J, df_denom=den,
+                               pvalue=float(stats.f.sf(F, J, den)), distribution="F")
+
+    # ---- prediction with intervals ---------------------------------------------------
+    def get_prediction(self, exog=None):
+        """Predictions on new rows with standard errors and intervals of the
+        mean (``.summary_frame(alpha)``: mean, mean_se, mean_ci_lower,
+        mean_ci_upper): ``x' params`` with variance ``x' cov x`` (OLS,
+        quantreg), and its logistic transform, interval ends included (logit).
+        A multinomial logit's class probabilities: :meth:`predict`."""
+        from statsmodels.regression._prediction import PredictionResults
+
+        rel = self.release
+        if rel.family == "mnlogit":
+            raise DPModelsError("get_prediction is not available for a multinomial logit: "
+                                "predict(exog) gives the class probabilities")
+        if exog is None:
+            raise DPModelsError("get_prediction needs new rows (exog=DataFrame): the results "
+                                "hold no raw rows")
+        with np.errstate(all="ignore"):
+            (X,) = patsy.build_design_matrices([rel.space.infos[1]], exog)
+        X = np.asarray(X, float)
+        var = np.einsum("ij,j,ij->i", X, rel.bse**2, X)
+        link = None
+        if rel.family == "logit":
+            from statsmodels.genmod.families import links
+
+            link = links.Logit()
+        return _SAPrediction(X @ rel.params, var, link, getattr(exog, "index", None),
+                             PredictionResults)
+
+    # ---- saving -------------------------------------------------------------------------
+    def save(self, fname, remove_data: bool = False) -> None:
+        """Pickle the results to ``fname`` (they hold the release and public
+        inputs only); ``load`` or statsmodels' ``load_pickle`` reads them back."""
+        import pickle
+
+        with open(fname, "wb") as fh:
+            pickle.dump(self, fh)
+
+    @classmethod
+    def load(cls, fname) -> "SampleAggregateResults":
+        import pickle
+
+        with open(fname, "rb") as fh:
+            return pickle.load(fh)
+
     # ---- presentation ---------------------------------------------------------------
     def _notes(self) -> list[str]:
         rel = self.release
@@ -214,7 +343,7 @@ class SampleAggregateResults:
                          "fitted: the release carries no information about any coefficient "
                          "(infinite standard errors, unbounded intervals). Use fewer, larger "
                          "blocks.")
-        elif rel.failed_share > 0:
+        elif rel.failed_share >= 0.01:
             notes.append(f"About {rel.failed_share:.0%} of the blocks could not be fitted: the "
                          "estimate is the fitted blocks' mean (the failed ones' share, released "
                          "with the mean, taken out) and its errors are scaled to them.")
@@ -260,5 +389,60 @@ class SampleAggregateResults:
             stubs=list(rel.names), txt_fmt=fmt_params))
         return add_privacy_block(smry, rep, self._notes())
 
+    def summary2(self, alpha: float = 0.05):
+        """statsmodels' ``summary2`` layout: the model, the coefficient table
+        (intervals from the exact law, as :meth:`conf_int`), the privacy block
+        and the notes."""
+        from statsmodels.iolib.summary2 import Summary as Summary2
+
+        from ..summary import add_privacy_block2
+
+        rel = self.release
+        hw = rel.half_width(alpha)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = rel.params / rel.bse
+        table = pd.DataFrame({"Coef.": rel.params, "Std.Err.": rel.bse, "z": z,
+                              "P>|z|": rel.pvalues(), f"[{alpha / 2:g}": rel.params - hw,
+                              f"{1 - alpha / 2:g}]": rel.params + hw}, index=list(rel.names))
+        smry = Summary2()
+        smry.add_dict({"Model:": _NAMES[rel.family] + " (sample-and-aggregate)",
+                       "Dependent Variable:": str(rel.endog_name),
+                       "No. Observations:": f"{self.nobs:,}", "Blocks:": f"{rel.report.blocks:,}"})
+        smry.add_df(table, float_format="%.4f")
+        return add_privacy_block2(smry, rel.report, self._notes())
+
     def __repr__(self) -> str:
         return f"<SampleAggregateResults {self.release.family} {self.release.formula!r}>"
+
+
+class _SAPrediction:
+    """Predictions of a sample-and-aggregate fit with the normal-approximation
+    intervals of the mean (linear predictor, through the link's inverse)."""
+
+    def __init__(self, eta, var, link, index, _base):
+        self.eta, self.var, self.link, self.index = eta, var, link, index
+
+    @property
+    def predicted_mean(self) -> np.ndarray:
+        return self.eta if self.link is None else self.link.inverse(self.eta)
+
+    @property
+    def se_mean(self) -> np.ndarray:
+        sd = np.sqrt(self.var)
+        return sd if self.link is None else sd * np.abs(self.link.inverse_deriv(self.eta))
+
+    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
+        from scipy import stats
+
+        z = stats.norm.isf(alpha / 2)
+        sd = np.sqrt(self.var)
+        lo, hi = self.eta - z * sd, self.eta + z * sd
+        if self.link is not None:
+            lo, hi = self.link.inverse(lo), self.link.inverse(hi)
+        return np.column_stack([lo, hi])
+
+    def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
+        ci = self.conf_int(alpha)
+        return pd.DataFrame({"mean": self.predicted_mean, "mean_se": self.se_mean,
+                             "mean_ci_lower": ci[:, 0], "mean_ci_upper": ci[:, 1]},
+                            index=self.index)
