@@ -1086,10 +1086,11 @@ def release_sample_aggregate(
             + ("" if failed_up == failed else f" (up to {min(failed_up, 1.0):.0%} within the "
                f"noise, above the {MAX_FAILED_BLOCKS:.0%} the mean can be corrected for)")
             + " (a level absent from a block, separation, or no convergence), so the release "
-            "carries no information about any coefficient (the average would be mostly the "
-            "range's centre, and the fitted blocks a selected few): its standard errors are "
-            "infinite and its intervals unbounded; use fewer, larger blocks (blocks=), fewer "
-            "levels or terms, or another method", ReleaseWarning, stacklevel=user_stacklevel())
+            f"carries no information about any coefficient ({', '.join(names)}): the average "
+            "would be mostly the range's centre, and the fitted blocks a selected few; their "
+            "standard errors are infinite and their intervals unbounded; use fewer, larger "
+            "blocks (blocks=), fewer levels or terms, or another method",
+            ReleaseWarning, stacklevel=user_stacklevel())
     report = SampleAggregateReport(
         epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=pub.n,
         n_source=pub.n_source, blocks=k, block_rows=block_rows, range_source=range_source,

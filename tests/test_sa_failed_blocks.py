@@ -81,5 +81,6 @@ def test_a_release_whose_blocks_mostly_fail_carries_no_information():
     msg = [str(w.message) for w in rec if issubclass(w.category, ReleaseWarning)
            and "could not be fitted" in str(w.message)]
     assert len(msg) == 1 and "no information about any coefficient" in msg[0]
+    assert all(name in msg[0] for name in res.params.index)  # each one named
     assert "fewer, larger blocks" in msg[0]
     assert "could not be fitted" in " ".join(res.summary().as_text().split())
