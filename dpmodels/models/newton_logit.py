@@ -5,9 +5,9 @@ whole iteration for its standard errors.
 Results
 -------
 The estimate is the release's last Newton iterate mapped to the design's
-columns, with the steps' pull towards their start undone
-(:func:`~dpmodels.models.shrinkage.calibrate`, below; the same under every
-``cov_type``).  It is handed to statsmodels as the maximum-likelihood fit of
+columns (the same under every ``cov_type``;
+:func:`~dpmodels.models.shrinkage.calibrate`, below, measures the steps'
+pull but does not move the estimate).  It is handed to statsmodels as the maximum-likelihood fit of
 ``2q`` weighted points that carry the released mean and covariance of the
 design (from the first step's information) with responses
 ``p = 1/(1 + exp(-x'b))`` at the estimate: their score is 0 there, so
@@ -25,9 +25,11 @@ with logistic responses, every replicate runs the Newton steps from 0 with
 the score's sampling error and each step's noise.  Where the noise keeps the
 steps short, the iterate is pulled towards 0 by more than a bootstrap built
 on it can see: ``calibrate`` measures the pull on worlds that differ in
-each coefficient, undoes it (up to PULL_TRUSTED replicate SDs; beyond, the
-release is reported without information), maps the replicates through the
-same correction and flags the coefficients it cannot locate.  The replicates'
+each coefficient, widens the replicates by what the steps lose of each
+(``K^-1``), flags the coefficients it cannot locate, and reports a release
+pulled beyond PULL_TRUSTED replicate SDs without information.  (Moving the
+estimate by the worlds' pull was measured to do harm: see
+``shrinkage.CALIBRATION_STEPS``.)  The replicates'
 mean squared deviation from the estimate is the covariance
 (:class:`~dpmodels.models.moments_ols.MomentsInference`: one centre for every
 test).  (Re-simulating only the last step under-covered at small n epsilon:
@@ -203,8 +205,8 @@ class DPNewtonLogit(FormulaReleaseModel):
         Parameters
         ----------
         cov_type : {"dp", "naive"}
-            "dp" (default): parametric bootstrap of the whole iteration, with
-            the steps' pull undone (see the module notes).
+            "dp" (default): parametric bootstrap of the whole iteration, the
+            replicates widened by what the steps lose (see the module notes).
             "naive": the inverse information of the representative points
             (ignores the privacy noise).
         n_boot : int, optional
@@ -261,15 +263,14 @@ class DPNewtonLogit(FormulaReleaseModel):
                 params, reps, opts, t0, self._uninformative(flags),
                 "the Newton steps replayed on populations of Gaussian covariates (the "
                 "released mean and covariance, clipped as the release clipped) with logistic "
-                "responses: the score's sampling error and each step's noise; the estimate "
-                "is the coefficient whose replayed steps end, on average, at the release's "
-                "(the pull of the noise towards 0 undone), and the replicates are mapped "
-                "through the same correction",
+                "responses: the score's sampling error and each step's noise; the replicates "
+                "are widened by what the replayed steps lose of each coefficient (the "
+                "inverse of their measured response to it)",
                 why="the noisy information of the Newton steps (sum p(1-p) x x') on their "
                     "columns is within the steps' noise, or the noise keeps the steps so short "
-                    "that undoing their pull multiplies the error more than "
-                    f"{1 / SHRINK_MIN:.0f}-fold, so the release cannot locate them; use a "
-                    "larger epsilon, fewer levels or fewer covariates"))
+                    f"that they keep less than {SHRINK_MIN:.0%} of any change in them, so the "
+                    "release cannot locate them; use a larger epsilon, fewer levels or fewer "
+                    "covariates"))
         return res
 
     def _uninformative(self, shrunk: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
@@ -327,7 +328,7 @@ class DPNewtonLogit(FormulaReleaseModel):
 
     def _calibrated(self, opts: dict, replicates: bool = True
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The estimate with the steps' pull undone, its replicates (none
+        """The estimate (the release's own), its replicates (none
         unless ``replicates``) and the coefficients the release cannot locate
         (:func:`~dpmodels.models.shrinkage.calibrate` on :meth:`_replay`)."""
         rel = self.release

@@ -5,9 +5,9 @@ results, and a parametric bootstrap that replays the whole iteration.
 Results
 -------
 The estimate is the release's last iterate for the quantile, mapped to the
-design's columns and the response's units, with the steps' pull undone
-(:func:`~dpmodels.models.shrinkage.calibrate` on the replay below; the same
-under every ``cov_type``).  It is handed to statsmodels as
+design's columns and the response's units (the same under every
+``cov_type``; :func:`~dpmodels.models.shrinkage.calibrate` measures the
+steps' pull on the replay below but does not move the estimate).  It is handed to statsmodels as
 the results of a frequency-weighted QuantReg on ``4q`` points that carry
 the released mean and covariance of the design, each with a response above
 and one below the fitted plane (weights ``1 - tau`` and ``tau``: the check
@@ -33,10 +33,11 @@ squared deviation from the estimate is the covariance (one centre for every
 test, :class:`~dpmodels.models.moments_ols.MomentsInference`).  The errors'
 law is homoscedastic: under strong heteroscedasticity the sampling part is
 that of the iid covariance, as statsmodels' ``vcov="iid"``.  Where the noise
-keeps the steps short, ``calibrate`` undoes their pull (up to PULL_TRUSTED
-replicate SDs), maps the replicates through the same correction and flags
-the coefficients it cannot locate; a factor's dummies stay exclusive in the
-population.
+keeps the steps short, ``calibrate`` measures their pull on worlds that
+differ in each coefficient, widens the replicates by what the steps lose
+(``K^-1``), flags the coefficients it cannot locate, and reports a release
+pulled beyond PULL_TRUSTED replicate SDs without information; a factor's
+dummies stay exclusive in the population.
 """
 
 from __future__ import annotations
@@ -215,13 +216,12 @@ class DPNewtonQuantReg(FormulaReleaseModel):
                 f"the least-squares step and the quantile steps (q={tau:g}) replayed on "
                 "populations of Gaussian covariates (the released mean and covariance) with "
                 "asymmetric-Laplace errors of the released density: the scores' sampling error "
-                "and each step's noise; the estimate is the coefficient whose replayed steps "
-                "end, on average, at the release's (the noise's pull undone), and the "
-                "replicates are mapped through the same correction",
+                "and each step's noise; the replicates are widened by what the replayed steps "
+                "lose of each coefficient (the inverse of their measured response to it)",
                 why="the noisy count of rows with a 1 in their 0/1 column (or at the factor's "
                     "base level) is within the noise of the released level counts, or the noise "
-                    "keeps the quantile steps so short that undoing their pull multiplies the "
-                    f"error more than {1 / SHRINK_MIN:.0f}-fold; use a larger epsilon or fewer "
+                    "keeps the quantile steps so short that they keep less than a tenth of any "
+                    f"change in them (an error multiplied more than {1 / SHRINK_MIN:.0f}-fold; use a larger epsilon or fewer "
                     "levels or covariates"))
         return wrapped
 
