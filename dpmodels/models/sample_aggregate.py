@@ -250,7 +250,7 @@ class SampleAggregateResults:
         ...                  method="sample-aggregate", param_bounds=(-5, 5),
         ...                  random_state=0).fit()
         >>> t = res.t_test("x = 2")
-        >>> bool(abs(t.effect[0]) < 4 * t.sd[0, 0])
+        >>> bool(abs(t.effect[0]) < 4 * t.sd[0])
         True
         """
         from statsmodels.stats.contrast import ContrastResults
