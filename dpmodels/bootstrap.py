@@ -423,7 +423,8 @@ def parametric_bootstrap(
                           simulation=description, target=target, **common)
     else:
         parts = tuple(DPInference(params=params, replicates=est, n_boot=b, n_failed=nf,
-                                  interval=interval, simulation=desc, target=target)
+                                  interval=interval, simulation=desc, target=target,
+                                  judge_failures=False)
                       for (est, nf, target, desc), b in zip(runs, sizes))
         description = (f"{runs[0][3]}; and {sizes[1]} of the {int(n_boot)} replicates from the "
                        f"smooth population ({runs[1][3].split('population: ', 1)[-1]}); per "

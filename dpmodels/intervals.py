@@ -162,6 +162,9 @@ class DPInference:
     #: Why the bootstrap could not measure the error of the coefficients in
     #: :attr:`unmeasured`, in the mechanism's own terms; "" for the generic reason.
     unmeasured_why: str = ""
+    #: Apply :attr:`mostly_failed` (False for the parts of a pooled bootstrap:
+    #: the rule is the whole's, on all its replicates).
+    judge_failures: bool = True
 
     @property
     def se_description(self) -> str:
@@ -316,8 +319,13 @@ class DPInference:
         """More than :data:`MAX_FAILED_SHARE` of the replicates could not be
         fitted: the ones that could are a selected few (releases whose cells
         happen not to be separated), whose spread understates the error, so
-        the bootstrap measures no coefficient's error."""
-        return self.n_failed > MAX_FAILED_SHARE * self.n_boot
+        the bootstrap measures no coefficient's error.  Not when the release
+        itself flags coefficients without information (a declared level with
+        no rows): the refits then fail along those, which are reported as
+        such, and the others' errors are measured as before."""
+        flagged = self.uninformative is not None and bool(np.any(self.uninformative))
+        return (self.judge_failures and self.n_failed > MAX_FAILED_SHARE * self.n_boot
+                and not flagged)
 
     @property
     def unmeasured(self) -> np.ndarray:
