@@ -6,10 +6,8 @@ errors, tests and intervals (:class:`DPInferenceResultsMixin`), attached by
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from .errors import DPModelsError, ReleaseWarning
 from .intervals import DPInference
@@ -184,8 +182,7 @@ class DPInferenceResultsMixin:
         return ci
 
 
-def attach_dp_inference(res, inference: DPInference, *, warn: bool = True,
-                        names: Sequence[str] | None = None) -> None:
+def attach_dp_inference(res, inference: DPInference, *, warn: bool = True) -> None:
     """Make ``inference`` the covariance of the results ``res`` (a dpmodels
     results class with :class:`DPInferenceResultsMixin`, or its wrapper).
 
@@ -198,9 +195,7 @@ def attach_dp_inference(res, inference: DPInference, *, warn: bool = True,
     unbounded interval, p = 1; :attr:`DPInference.unmeasured`) is named in a
     :class:`~dpmodels.errors.ReleaseWarning` with the reason
     (:meth:`DPInference.unmeasured_message`), unless ``warn`` is False (a
-    model that names them itself, in its own words).  ``names``: the
-    coefficients' names, flattened as ``inference.params`` (default: the
-    results' parameter names)."""
+    model that names them itself, in its own words)."""
     inner = getattr(res, "_results", res)
     if not isinstance(inner, DPInferenceResultsMixin):
         raise TypeError(f"{type(inner).__name__} cannot carry a dp covariance: its class "
@@ -213,19 +208,8 @@ def attach_dp_inference(res, inference: DPInference, *, warn: bool = True,
     if warn and inference.unmeasured.any():
         from .formula import user_stacklevel
 
-        if names is None:
-            names = _param_names(inner, inference.params.size)
+        # (the multinomial logits, whose parameters are by equation, name their own)
+        names = getattr(getattr(inner, "model", None), "exog_names", None)
+        names = list(names) if names is not None and len(names) == inference.params.size else None
         warnings.warn(inference.unmeasured_message(names), ReleaseWarning,
                       stacklevel=user_stacklevel())
-
-
-def _param_names(inner, k: int) -> list[str] | None:
-    """The results' parameter names, flattened as a DPInference's params
-    (equation by equation for a multinomial logit), or None."""
-    names = getattr(getattr(inner, "model", None), "exog_names", None)
-    if names is None or not len(names):
-        return None
-    if len(names) == k:
-        return [str(v) for v in names]
-    eqs, rest = divmod(k, len(names))
-    return None if rest else [f"{v} (equation {e + 1})" for e in range(eqs) for v in names]

@@ -333,18 +333,13 @@ def _rows_readable(data) -> bool:
 
 
 def _stateful(formula) -> bool:
-    """The formula uses a stateful patsy transform (:data:`dpmodels.moments._STATEFUL`)."""
-    import patsy
-
-    from .moments import _STATEFUL
+    """The formula uses a stateful patsy transform (:func:`dpmodels.moments.stateful_transform`)."""
+    from .moments import stateful_transform
 
     try:
-        desc = patsy.ModelDesc.from_formula(formula)
+        return stateful_transform(formula) is not None
     except Exception:  # an invalid formula: the release's own checks say what is wrong
         return False
-    codes = [f.code.replace(" ", "") for t in desc.lhs_termlist + desc.rhs_termlist
-             for f in t.factors]
-    return any(f"{s}(" in c for s in _STATEFUL for c in codes)
 
 
 def _is_infinite(epsilon) -> bool:

@@ -315,6 +315,18 @@ def _grid_frame(formula: str, domain: Domain) -> pd.DataFrame:
     return grid
 
 
+def stateful_transform(formula: str) -> tuple[str, str] | None:
+    """``(transform, factor code)`` of the first stateful patsy transform
+    (:data:`_STATEFUL`) the formula uses, or None."""
+    desc = patsy.ModelDesc.from_formula(formula)
+    for term in list(desc.lhs_termlist) + list(desc.rhs_termlist):
+        for factor in term.factors:
+            used = [s for s in _STATEFUL if f"{s}(" in factor.code.replace(" ", "")]
+            if used:
+                return used[0], factor.code
+    return None
+
+
 def check_finite_design(formula: str, domain: Domain, namespace: Mapping[str, object]) -> None:
     """Refuse, from the public domain alone (before anything is released), a
     formula whose transforms are undefined (NaN) somewhere on the domain:
@@ -380,15 +392,13 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
     one column, a design with no non-constant column).
     """
     desc = patsy.ModelDesc.from_formula(formula)
-    for term in list(desc.lhs_termlist) + list(desc.rhs_termlist):
-        for factor in term.factors:
-            used = [s for s in _STATEFUL if f"{s}(" in factor.code.replace(" ", "")]
-            if used:
-                raise DPModelsError(
-                    f"method='moments' builds the design from public inputs only and cannot "
-                    f"evaluate the stateful transform {used[0]}() in {factor.code!r}: use "
-                    "method='histogram', or a fixed transform with public constants "
-                    "(e.g. I((x - 50) / 10))")
+    found = stateful_transform(formula)
+    if found is not None:
+        raise DPModelsError(
+            f"method='moments' builds the design from public inputs only and cannot "
+            f"evaluate the stateful transform {found[0]}() in {found[1]!r}: use "
+            "method='histogram', or a fixed transform with public constants "
+            "(e.g. I((x - 50) / 10))")
     grid = _grid_frame(formula, domain)
     env = patsy.EvalEnvironment([dict(namespace)])
     try:
