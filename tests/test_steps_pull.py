@@ -153,7 +153,7 @@ def test_the_newton_logit_reports_its_own_estimate_on_logit4():
 
 
 def test_the_bootstrap_design_keeps_a_factors_dummies_exclusive():
-    from dpmodels.models.newton_logit import gaussian_design
+    from dpmodels.models.worlds import gaussian_design
 
     mean = np.array([0.1, 0.3, 0.2, 0.0])
     cov = np.diag([0.09, 0.21, 0.16, 1.0])

@@ -45,7 +45,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
 from ..dp_results import attach_dp_inference
@@ -64,91 +63,15 @@ from .moments_ols import (
 )
 from .pickling import SpaceRecipe, keep_design
 from .shrinkage import SHRINK_MIN, calibrate, paired
+from .worlds import (
+    NEWTON_SIM_ROWS,
+    clipped_like,
+    representative_design,
+    structured_design,
+    sym_laplace,
+)
 
 __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
-
-
-#: Covariate rows of the bootstrap population (DPNewtonLogit._replay).
-NEWTON_SIM_ROWS = 2000
-#: Adjustments of the cuts that keep a factor's dummies exclusive (gaussian_design).
-EXCLUSIVE_ITERATIONS = 8
-
-
-def _root(cov: np.ndarray) -> np.ndarray:
-    """L with ``L L' = cov`` (symmetrized, eigenvalues floored at 1e-3 of the largest)."""
-    lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
-    return V * np.sqrt(np.maximum(lam, 1e-3 * max(float(lam.max()), 1e-12)))
-
-
-def representative_design(rel) -> np.ndarray:
-    """The ``2q`` design rows ``mean +- sqrt(q) L_j`` (``L L' = cov``) that carry
-    a Newton-type release's mean and covariance of v, mapped to the design's
-    columns (intercept 1): the rows its statsmodels results are built on."""
-    _, mean, cov = rel.moments
-    L = _root(cov)
-    q = mean.size
-    pts = np.concatenate([mean + math.sqrt(q) * L.T, mean - math.sqrt(q) * L.T])
-    X = np.empty((2 * q, rel.space.constant.size))
-    X[:, ~rel.space.constant] = rel.centre + rel.half * pts
-    X[:, rel.space.constant] = 1.0
-    return X
-
-
-def gaussian_design(moments: tuple, dummy: np.ndarray, rows: int, rng,
-                    exclusive: tuple = ()) -> np.ndarray:
-    """A bootstrap population's design rows ``(1, v)``: v Gaussian with the
-    released mean and covariance (``moments = (count, mean, cov)``), each 0/1
-    column cut at its mean's quantile (a Gaussian copula keeps its correlation
-    with the others).  The dummies of one factor (``exclusive``: groups of
-    coordinates a row has at most one of) stay exclusive: a row takes the
-    level whose latent value is furthest beyond its cut, or none (the base
-    level), with the cuts moved until each level keeps its released share."""
-    _, mean, cov = moments
-    L = _root(cov)
-    Xs = mean + rng.standard_normal((rows, mean.size)) @ L.T
-    share = np.clip(mean, 1e-6, 1 - 1e-6)
-    Z = (Xs - mean) / np.sqrt(np.maximum(np.diag(cov), 1e-12))
-    grouped = {j for g in exclusive for j in g}
-    for j in np.flatnonzero(dummy):
-        if j not in grouped:
-            Xs[:, j] = Z[:, j] > stats.norm.ppf(1.0 - share[j])
-    for g in exclusive:
-        g = list(g)
-        p = share[g] * min(1.0, (1 - 1e-6) / max(float(share[g].sum()), 1e-12))
-        cut = stats.norm.ppf(1.0 - p)
-        for _ in range(EXCLUSIVE_ITERATIONS):
-            over = Z[:, g] - cut
-            pick = np.argmax(over, axis=1)
-            taken = over[np.arange(rows), pick] > 0
-            got = np.array([np.mean(taken & (pick == i)) for i in range(len(g))])
-            cut = cut + (stats.norm.ppf(1.0 - p)
-                         - stats.norm.ppf(1.0 - np.clip(got, 0.5 / rows, 1 - 0.5 / rows)))
-        Xs[:, g] = 0.0
-        Xs[np.flatnonzero(taken), np.array(g)[pick[taken]]] = 1.0
-    return np.column_stack([np.ones(rows), Xs])
-
-
-def clipped_like(X: np.ndarray, fraction: float) -> np.ndarray:
-    """The population's rows ``(1, v)`` as the release sees them: the largest
-    ``fraction`` (the release's noisy clipped share, at most 1/2) shrunk in
-    L1 onto the norm that leaves that share beyond it, as the release shrinks
-    rows into its ball.  Responses stay those of the unclipped rows, so the
-    replicates carry the clipping's pull on the estimate."""
-    fraction = min(max(float(fraction), 0.0), 0.5)
-    if fraction <= 0.0:
-        return X
-    norm = np.abs(X[:, 1:]).sum(axis=1)
-    radius = float(np.quantile(norm, 1.0 - fraction))
-    out = X.copy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out[:, 1:] *= np.where(norm > radius, radius / norm, 1.0)[:, None]
-    return out
-
-
-def sym_laplace(rng, var: float, shape) -> np.ndarray:
-    """Symmetric matrices of Laplace noise of variance ``var`` per entry."""
-    E = np.triu(rng.laplace(0.0, math.sqrt(var / 2.0), shape))
-    return E + np.swapaxes(np.triu(E, 1), -1, -2)
 
 
 class NewtonLogitResults(FreqLogitResults):
@@ -303,8 +226,7 @@ class DPNewtonLogit(FormulaReleaseModel):
         rng = make_rng(seed)
         k = rel.beta.size
         count = rel.moments[0]
-        Xu = gaussian_design(rel.moments, rel.space.dummy, NEWTON_SIM_ROWS, rng,
-                             rel.space.exclusive)
+        Xu = structured_design(rel, NEWTON_SIM_ROWS, rng)
         # responses from the unclipped rows; the steps see them clipped as the
         # release clipped its own (its noisy clipped share)
         Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))

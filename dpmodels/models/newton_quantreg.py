@@ -70,15 +70,15 @@ from .moments_ols import (
     check_noisy_rows,
     warn_uninformative,
 )
-from .newton_logit import (
-    NEWTON_SIM_ROWS,
-    clipped_like,
-    gaussian_design,
-    representative_design,
-    sym_laplace,
-)
 from .pickling import SpaceRecipe, keep_design
 from .shrinkage import SHRINK_MIN, calibrate, paired
+from .worlds import (
+    NEWTON_SIM_ROWS,
+    clipped_like,
+    representative_design,
+    structured_design,
+    sym_laplace,
+)
 from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 
 __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
@@ -288,7 +288,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         k = beta.size
         count = rel.moments[0]
         M = NEWTON_SIM_ROWS
-        Xu = gaussian_design(rel.moments, rel.space.dummy, M, rng, rel.space.exclusive)
+        Xu = structured_design(rel, M, rng)
         Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))
         per_row = count / M
         sigma = tau * (1.0 - tau) / max(float(rel.density[i]), 1e-12)
