@@ -12,26 +12,11 @@ not locate a weak direction below its noise (diabetes, ``bmi + C(sex) +
 bmi:C(sex)`` at n = 4,420, epsilon 3: the smallest eigenvalue of the scaled
 design's covariance is 0.0047, the noise SD of each entry 0.07, and the
 released covariance put the interaction's correlation with the dummy at 0.03
-against 0.76), but the formula does: an interaction's column is the product
+against 0.98), but the formula does: an interaction's column is the product
 of its parts' columns.  :func:`structured_design` draws the columns of the
 main effects and computes each interaction from them
 (:func:`product_columns`), so the world has the collinearity the formula
 builds into the data.
-
-Nor may a world know the design better than the release does.  Its moments
-are noisy; read as the truth, they put the noise's own size of information in
-every direction the data leave empty, and the world's steps then resolve
-directions the real steps cannot (fair's logit at n = 6,366, epsilon 1: the
-moments come from the first step, entry noise SD 0.6 on each share and
-covariance; the worlds kept 78-90% of age and np.log(yrs_married) where the
-real releases kept -31% and 18%, and 5 of 30 finite intervals missed).
-:func:`deflated_moments` gives the world the information the noise cannot
-have made up: each eigenvalue of the covariance inverted through the
-noise's known effect on a spike (Wigner noise of entry SD s in q dimensions
-moves a spike theta to ``theta + q s^2 / theta`` and hides one below
-``edge = 2 s sqrt(q)``), and each 0/1 column's share lowered by SHARE_SDS
-noise SDs (a share at 0: a level with no rows in the world, whose coefficient
-:func:`~dpmodels.models.shrinkage.calibrate` then flags).
 """
 
 from __future__ import annotations
@@ -41,16 +26,12 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["NEWTON_SIM_ROWS", "SHARE_SDS", "clipped_like", "deflated_moments",
-           "gaussian_design", "product_columns",
+__all__ = ["NEWTON_SIM_ROWS", "clipped_like", "gaussian_design", "product_columns",
            "representative_design", "structured_design", "sym_laplace"]
 
 
 #: Covariate rows of the bootstrap population (DPNewtonLogit._replay).
 NEWTON_SIM_ROWS = 2000
-#: A world's share of rows with a 1 in a 0/1 column: the released share lowered
-#: by this many of its noise SDs (deflated_moments).
-SHARE_SDS = 2.0
 #: Adjustments of the cuts that keep a factor's dummies exclusive (gaussian_design).
 EXCLUSIVE_ITERATIONS = 8
 
@@ -163,58 +144,14 @@ def product_columns(names) -> tuple[tuple[int, tuple[int, ...]], ...]:
     return tuple(out)
 
 
-def deflated_moments(moments: tuple, dummy: np.ndarray, entry_sd: float,
-                     shares: tuple | None = None) -> tuple:
-    """The moments ``(count, mean, cov)`` of v a world may take from noisy ones:
-    the information the noise cannot have made up (see the module notes).
-
-    Parameters
-    ----------
-    moments : tuple
-        The released ``(count, mean, cov)`` of v.
-    dummy : ndarray of bool
-        The 0/1 columns of v.
-    entry_sd : float
-        Noise SD of an entry of the released ``sum (1, v)(1, v)'`` the moments
-        were read from (the mean's and covariance's noise SD is this over the
-        count).
-    shares : (ndarray, float), optional
-        Better shares of the 0/1 columns and their noise SD (a release of
-        level counts); default: the mean's, with its noise SD.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> cov = np.diag([1.0, 0.01])  # the second direction is below the noise
-    >>> _, mean, w = deflated_moments((1000.0, np.array([0.0, 0.5]), cov),
-    ...                               np.array([False, True]), 50.0)
-    >>> [round(float(v), 3) for v in np.diag(w)], round(float(mean[1]), 3)
-    ([0.995, 0.0], 0.4)
-    """
-    count, mean, cov = moments
-    sd = float(entry_sd) / max(float(count), 1.0)
-    edge = 2.0 * sd * math.sqrt(mean.size)
-    lam, V = np.linalg.eigh((cov + cov.T) / 2.0)
-    spike = np.where(lam > edge, (lam + np.sqrt(np.maximum(lam * lam - edge * edge, 0.0))) / 2.0,
-                     0.0)
-    share, share_sd = (mean[dummy], sd) if shares is None else shares
-    out = np.array(mean, float)
-    out[dummy] = np.clip(np.asarray(share, float) - SHARE_SDS * share_sd, 0.0, 1.0)
-    return count, out, (V * spike) @ V.T
-
-
 def structured_design(rel, rows: int, rng) -> np.ndarray:
     """A Newton-type release's bootstrap population ``(1, v)``: the columns
-    drawn by :func:`gaussian_design` from the moments the release can vouch
-    for (:func:`deflated_moments` of its ``moments``, ``moments_entry_sd``
-    and ``level_shares``), then each
+    drawn by :func:`gaussian_design` from the released moments, then each
     interaction's column replaced by the product of its parts' (in the design's
     units, mapped back to the release's scaled coordinates) where the design
     has its parts as columns (:func:`product_columns`)."""
     space = rel.space
-    moments = deflated_moments(rel.moments, space.dummy, rel.moments_entry_sd,
-                               rel.level_shares)
-    X = gaussian_design(moments, space.dummy, rows, rng, space.exclusive)
+    X = gaussian_design(rel.moments, space.dummy, rows, rng, space.exclusive)
     names = [n for n, c in zip(space.exog_names, space.constant) if not c]
     centre, half = np.asarray(rel.centre, float), np.asarray(rel.half, float)
     for j, parts in product_columns(names):
