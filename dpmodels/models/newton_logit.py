@@ -20,7 +20,9 @@ Standard errors (cov_type "dp")
 -------------------------------
 A parametric bootstrap of the whole iteration (:meth:`DPNewtonLogit._replay`):
 on a population of Gaussian covariates (the released mean and covariance,
-a factor's dummies exclusive, rows clipped as the release clipped its own)
+a factor's dummies exclusive, an interaction's column the product of its
+parts' (:func:`~dpmodels.models.worlds.structured_design`), rows clipped as the
+release clipped its own)
 with logistic responses, every replicate runs the Newton steps from 0 with
 the score's sampling error and each step's noise.  Where the noise keeps the
 steps short, the iterate is pulled towards 0 by more than a bootstrap built
@@ -66,6 +68,7 @@ from .shrinkage import SHRINK_MIN, calibrate, paired
 from .worlds import (
     NEWTON_SIM_ROWS,
     clipped_like,
+    deflated_moments,
     representative_design,
     structured_design,
     sym_laplace,
@@ -185,7 +188,8 @@ class DPNewtonLogit(FormulaReleaseModel):
             attach_dp_inference(res, MomentsInference.of(
                 params, reps, opts, t0, self._uninformative(flags),
                 "the Newton steps replayed on populations of Gaussian covariates (the "
-                "released mean and covariance, clipped as the release clipped) with logistic "
+                "released mean and covariance, interactions the products of their parts, clipped "
+                "as the release clipped) with logistic "
                 "responses: the score's sampling error and each step's noise; the replicates "
                 "are widened by what the replayed steps lose of each coefficient (the "
                 "inverse of their measured response to it)",
@@ -226,7 +230,8 @@ class DPNewtonLogit(FormulaReleaseModel):
         rng = make_rng(seed)
         k = rel.beta.size
         count = rel.moments[0]
-        Xu = structured_design(rel, NEWTON_SIM_ROWS, rng)
+        Xu = structured_design(rel, NEWTON_SIM_ROWS, rng, deflated_moments(
+            rel.world_moments, rel.space.dummy, rel.world_entry_sd))
         # responses from the unclipped rows; the steps see them clipped as the
         # release clipped its own (its noisy clipped share)
         Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))

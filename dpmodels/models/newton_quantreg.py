@@ -19,7 +19,9 @@ band (response units) and ``sparsity`` ``1 / density`` at the quantile.
 Standard errors (cov_type "dp")
 -------------------------------
 A parametric bootstrap of the whole iteration: a population of Gaussian
-covariates (the least-squares step's mean and covariance) whose responses
+covariates (the least-squares step's mean and covariance; an interaction's
+column the product of its parts', :func:`~dpmodels.models.worlds.structured_design`)
+whose responses
 are the fitted plane plus asymmetric-Laplace errors with the released
 density at the quantile (tau-quantile 0, so the plane is the population's
 quantile regression).  Every replicate runs the least-squares step, the start
@@ -214,7 +216,8 @@ class DPNewtonQuantReg(FormulaReleaseModel):
             attach_dp_inference(wrapped, MomentsInference.of(
                 params, reps, opts, t0, self._uninformative(flags),
                 f"the least-squares step and the quantile steps (q={tau:g}) replayed on "
-                "populations of Gaussian covariates (the released mean and covariance) with "
+                "populations of Gaussian covariates (the released mean and covariance; "
+                "interactions the products of their parts) with "
                 "asymmetric-Laplace errors of the released density: the scores' sampling error "
                 "and each step's noise; the replicates are widened by what the replayed steps "
                 "lose of each coefficient (the inverse of their measured response to it)",
