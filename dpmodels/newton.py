@@ -175,7 +175,9 @@ class PrivateNewton(ScaledRows):
         if parts is None:
             return self.moments
         first, v_first, last, v_last = parts
-        return design_moments((v_last * first + v_first * last) / (v_first + v_last))
+        total = v_first + v_last
+        w_first = v_last / total if total > 0.0 else 0.5  # noiseless (epsilon ~ inf): either
+        return design_moments(w_first * first + (1.0 - w_first) * last)
 
     @property
     def world_entry_sd(self) -> float:
@@ -186,7 +188,8 @@ class PrivateNewton(ScaledRows):
             return 4.0 * math.sqrt(self.step_noise[0][0] if self.step_noise
                                    else self.noise_var[0])
         _, v_first, _, v_last = parts
-        return math.sqrt(v_first * v_last / (v_first + v_last))
+        total = v_first + v_last
+        return math.sqrt(v_first * v_last / total) if total > 0.0 else 0.0
 
     def __repr__(self) -> str:
         return (f"PrivateNewton({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
