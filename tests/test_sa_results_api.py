@@ -95,3 +95,20 @@ def test_save_load_and_summary2(ols, tmp_path):
     for name, lo in zip(["Intercept", "x", "z"], ols.conf_int()[0]):
         assert name in text and f"{lo:.4f}" in text
     assert pickle.loads(pickle.dumps(ols)).summary().as_text()
+
+
+def test_mnlogit_columns_are_named_by_the_levels_as_the_histogram_routes(frame):
+    """params, bse, tvalues and pvalues of a sample-and-aggregate MNLogit carry
+    one column per non-base level named by it, as the histogram route's do and
+    as its own conf_int's rows (they were labelled 0, 1)."""
+    df = frame.assign(kk=frame.k.map({0: "lo", 1: "mid", 2: "hi"}))
+    levels = {"kk": ["lo", "mid", "hi"]}
+    sa = _fit(dpm.dp_mnlogit, "kk ~ x", df, epsilon=2.0, bounds={"x": (0, 1)}, levels=levels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hist = dpm.dp_mnlogit("kk ~ x", df, epsilon=2.0, bounds={"x": (0, 1)}, levels=levels,
+                              method="histogram", random_state=0).fit(n_boot=20, random_state=0)
+    want = list(hist.params.columns)
+    for table in (sa.params, sa.bse, sa.tvalues, sa.pvalues):
+        assert list(table.columns) == want
+    assert list(sa.conf_int().index.get_level_values(0).unique()) == want

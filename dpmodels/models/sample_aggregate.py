@@ -140,8 +140,9 @@ class SampleAggregateResults:
         if rel.family != "mnlogit":
             return pd.Series(flat, index=list(rel.exog_names))
         K = len(rel.exog_names)
+        # columns named by the non-base levels, as the histogram route's MNLogit
         return pd.DataFrame(flat.reshape(-1, K).T, index=list(rel.exog_names),
-                            columns=list(range(len(rel.ynames) - 1)))
+                            columns=[str(v) for v in rel.ynames[1:]])
 
     @property
     def params(self):
