@@ -135,17 +135,6 @@ class PrivateNewton(ScaledRows):
         """Coefficients on the design's columns from scaled ones (batched)."""
         return scaled_params(self.space, self.offsets, self.scales, beta)
 
-    @property
-    def moments_entry_sd(self) -> float:
-        """Noise SD of an entry of the ``sum (1, v)(1, v)'`` :attr:`moments`
-        are read from (four times the first step's information)."""
-        return 4.0 * math.sqrt(self.step_noise[0][0] if self.step_noise else self.noise_var[0])
-
-    @property
-    def level_shares(self) -> None:
-        """No level counts are released: the 0/1 columns' shares are the moments'."""
-        return None
-
     def _first_and_last(self):
         """The first step's ``sum (1, v)(1, v)'`` and the last step's
         information over its mean weight, with their entry noise variances

@@ -345,21 +345,6 @@ class PrivateQuantileSteps(ScaledRows):
         out[..., self.space.constant] += self.y_centre
         return out
 
-    @property
-    def moments_entry_sd(self) -> float:
-        """Noise SD of an entry of the least-squares step's ``sum x~ x~'``
-        (:attr:`moments` are read from it)."""
-        return math.sqrt(self.ls_noise[0])
-
-    @property
-    def level_shares(self) -> tuple | None:
-        """The 0/1 columns' shares of rows from the level counts and their
-        noise SD (None without 0/1 columns)."""
-        if not self.level_counts.size:
-            return None
-        total = max(float(self.level_counts[0]), 1.0)
-        return self.level_counts[1:] / total, math.sqrt(self.level_noise_var) / total
-
     def __repr__(self) -> str:
         shown = ", ".join(f"{t:g}" for t in self.quantiles)
         return (f"PrivateQuantileSteps({self.space.formula!r}, q=[{shown}], "
