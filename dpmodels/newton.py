@@ -135,50 +135,30 @@ class PrivateNewton(ScaledRows):
         """Coefficients on the design's columns from scaled ones (batched)."""
         return scaled_params(self.space, self.offsets, self.scales, beta)
 
-    def _first_and_last(self):
-        """The first step's ``sum (1, v)(1, v)'`` and the last step's
-        information over its mean weight, with their entry noise variances
-        (None with one step, or a non-positive weight)."""
+    def world_moments(self) -> tuple[tuple, float]:
+        """The design the bootstrap's worlds read: ``((count, mean, cov), sd)``,
+        the moments of v and the noise SD of an entry of the ``sum (1, v)(1, v)'``
+        they come from.  The first step's (four times its information, at
+        b = 0) pooled entry by entry, inverse-variance weighted, with the last
+        step's information over its mean weight (``information[0, 0]`` over
+        the count, at most 1/4), which carries less noise when the later steps
+        have more of epsilon (fair's logit at epsilon 1: entry noise SD 3,197
+        against 524).  Post-processing of released statistics."""
         count, mean, cov = self.moments
-        if len(self.step_noise) < 2:
-            return None
+        v_first = 16.0 * (self.step_noise[0][0] if self.step_noise else self.noise_var[0])
         w = min(float(self.information[0, 0]) / max(count, 1.0), 0.25)  # p(1-p) <= 1/4
-        if not w > 0.0:
-            return None
+        if len(self.step_noise) < 2 or not w > 0.0:
+            return self.moments, math.sqrt(v_first)
         k = mean.size + 1
         first = np.empty((k, k))
         first[0, 0], first[0, 1:], first[1:, 0] = count, count * mean, count * mean
         first[1:, 1:] = count * (cov + np.outer(mean, mean))
-        return first, 16.0 * self.step_noise[0][0], self.information / w, self.noise_var[0] / w**2
-
-    @property
-    def world_moments(self) -> tuple:
-        """``(count, mean, cov)`` of v for the bootstrap's worlds: the first
-        step's ``sum (1, v)(1, v)'`` (four times its information, at b = 0)
-        pooled entry by entry, inverse-variance weighted, with the last step's
-        information over its mean weight (``information[0, 0]`` over the
-        count, at most 1/4), which carries less noise when the later steps
-        have more of epsilon (fair's logit at epsilon 1: entry noise SD 3,197
-        against 524).  Post-processing of released statistics."""
-        parts = self._first_and_last()
-        if parts is None:
-            return self.moments
-        first, v_first, last, v_last = parts
+        v_last = self.noise_var[0] / w**2
         total = v_first + v_last
-        w_first = v_last / total if total > 0.0 else 0.5  # noiseless (epsilon ~ inf): either
-        return design_moments(w_first * first + (1.0 - w_first) * last)
-
-    @property
-    def world_entry_sd(self) -> float:
-        """Noise SD of an entry of the ``sum (1, v)(1, v)'`` behind
-        :attr:`world_moments`."""
-        parts = self._first_and_last()
-        if parts is None:
-            return 4.0 * math.sqrt(self.step_noise[0][0] if self.step_noise
-                                   else self.noise_var[0])
-        _, v_first, _, v_last = parts
-        total = v_first + v_last
-        return math.sqrt(v_first * v_last / total) if total > 0.0 else 0.0
+        if not total > 0.0:  # noiseless steps (epsilon ~ inf): either reading
+            return design_moments((first + self.information / w) / 2.0), 0.0
+        pooled = (v_last * first + v_first * self.information / w) / total
+        return design_moments(pooled), math.sqrt(v_first * v_last / total)
 
     def __repr__(self) -> str:
         return (f"PrivateNewton({self.space.formula!r}, epsilon={self.report.epsilon:g}, "

@@ -230,8 +230,9 @@ class DPNewtonLogit(FormulaReleaseModel):
         rng = make_rng(seed)
         k = rel.beta.size
         count = rel.moments[0]
-        Xu = structured_design(rel, NEWTON_SIM_ROWS, rng, deflated_moments(
-            rel.world_moments, rel.space.dummy, rel.world_entry_sd))
+        moments, entry_sd = rel.world_moments()
+        Xu = structured_design(rel, NEWTON_SIM_ROWS, rng,
+                               deflated_moments(moments, rel.space.dummy, entry_sd))
         # responses from the unclipped rows; the steps see them clipped as the
         # release clipped its own (its noisy clipped share)
         Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))

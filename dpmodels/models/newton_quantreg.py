@@ -224,8 +224,8 @@ class DPNewtonQuantReg(FormulaReleaseModel):
                 why="the noisy count of rows with a 1 in their 0/1 column (or at the factor's "
                     "base level) is within the noise of the released level counts, or the noise "
                     "keeps the quantile steps so short that they keep less than a tenth of any "
-                    f"change in them (an error multiplied more than {1 / SHRINK_MIN:.0f}-fold; use a larger epsilon or fewer "
-                    "levels or covariates"))
+                    f"change in them (an error multiplied more than {1 / SHRINK_MIN:.0f}-fold); "
+                    "use a larger epsilon or fewer levels or covariates"))
         return wrapped
 
     def fit_many(self, qs=None, **kwargs) -> dict:

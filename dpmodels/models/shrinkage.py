@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["NULL_KEEP", "SHRINK_MIN", "SHRINK_REPS", "calibrate", "keep_shares", "paired", "signed_shift"]
+__all__ = ["NULL_KEEP", "SHRINK_MIN", "SHRINK_REPS", "calibrate", "keep_shares", "paired",
+           "signed_shift"]
 
 #: A coefficient the estimator keeps less than this share of (the derivative of
 #: its expected estimate in its true value) is one the release carries no

@@ -28,7 +28,7 @@ against a true largest of 1.08; the worlds kept 78-90% of ``age`` and
 ``np.log(yrs_married)`` where the real releases kept -31% and 18%, and 5 of
 30 finite intervals missed).  Its worlds therefore take the design from the
 first step's ``sum x x'`` pooled with the last step's information
-(``PrivateNewton.world_moments``, entry noise SD 0.09 there), and only the
+(``PrivateNewton.world_moments()``, entry noise SD 0.09 there), and only the
 information that reading can vouch for (:func:`deflated_moments`): each
 eigenvalue of the covariance inverted through the noise's known effect on a
 spike (Wigner noise of entry SD s in q dimensions moves a spike theta to
