@@ -354,11 +354,13 @@ def parametric_bootstrap(
     population: str = "deconvolved",
     n_refit: int = DEFAULT_N_REFIT,
     uninformative: np.ndarray | None = None,
+    flags_explain_failures: bool = True,
 ) -> DPInference:
     """Bootstrap ``refit`` over replicate releases of ``release``.
 
     ``uninformative`` marks coefficients the release says nothing about
     (:mod:`dpmodels.information`): their SE is infinite.
+    ``flags_explain_failures``: see :attr:`DPInference.flags_explain_failures`.
 
     When the design places cells through a representer fitted to the
     release (``"density"``, ``"shift"``, ``"sheppard"``), the estimate
@@ -416,7 +418,8 @@ def parametric_bootstrap(
     whole = tuple((ax.name, *ax.bounds, (ax.bounds[1] - ax.bounds[0]) / ax.bins)
                   for ax in design.sub.axes if whole_number_bins(ax))
     common = dict(params=params, interval=interval, seeded=seeded,
-                  uninformative=uninformative, whole_number_bins=whole)
+                  uninformative=uninformative, whole_number_bins=whole,
+                  flags_explain_failures=flags_explain_failures)
     if len(runs) == 1:
         est, n_failed, target, description = runs[0]
         inf = DPInference(replicates=est, n_boot=int(n_boot), n_failed=n_failed,

@@ -165,6 +165,11 @@ class DPInference:
     #: Apply :attr:`mostly_failed` (False for the parts of a pooled bootstrap:
     #: the rule is the whole's, on all its replicates).
     judge_failures: bool = True
+    #: The :attr:`uninformative` flags include coefficients with (next to) no
+    #: rows behind them, along which refits fail (:attr:`mostly_failed` then
+    #: spares the others); False when every flag has another reason (a level
+    #: the spurious cells dominate still has rows).
+    flags_explain_failures: bool = True
 
     @property
     def se_description(self) -> str:
@@ -323,7 +328,8 @@ class DPInference:
         itself flags coefficients without information (a declared level with
         no rows): the refits then fail along those, which are reported as
         such, and the others' errors are measured as before."""
-        flagged = self.uninformative is not None and bool(np.any(self.uninformative))
+        flagged = (self.uninformative is not None and bool(np.any(self.uninformative))
+                   and self.flags_explain_failures)
         return (self.judge_failures and self.n_failed > MAX_FAILED_SHARE * self.n_boot
                 and not flagged)
 

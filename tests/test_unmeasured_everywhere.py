@@ -54,7 +54,8 @@ def test_a_bootstrap_with_most_refits_failed_measures_no_coefficient(interval):
 def test_mnlogit_whose_refits_mostly_fail_is_reported_without_information(anes96):
     """Resample 10 of the benchmark's anes96 case at epsilon 0.3: the released
     cells are not separated, but 132 of 200 replicate releases cannot be
-    refitted; every interval is now unbounded and named, with the count."""
+    refitted; every interval is now unbounded and named, with the count (and
+    the rare class's equation, by the spurious rows that dominate it)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = dpm.dp_mnlogit(MN_FORMULA, _resample(anes96, 10), epsilon=0.3, bounds=MN_BOUNDS,
@@ -63,10 +64,15 @@ def test_mnlogit_whose_refits_mostly_fail_is_reported_without_information(anes96
     assert not res.separation and inf.n_failed > MAX_FAILED_SHARE * inf.n_boot
     names, width, se = _mn_flat(res)
     assert np.all(~np.isfinite(width)) and np.all(se == np.inf)
-    lost = [str(w.message) for w in caught
-            if issubclass(w.category, ReleaseWarning) and str(w.message).startswith(UNMEASURED)]
+    texts = [str(w.message) for w in caught if issubclass(w.category, ReleaseWarning)]
+    lost = [t for t in texts if t.startswith(UNMEASURED)]
     assert len(lost) == 1
-    assert all(names_in(lost[0], nm) for nm in names)
+    # party = 1 (about 4% of the rows) is mostly spurious rows at epsilon 0.3: its
+    # equation is named by that warning (issue 26), the other by the failed refits
+    crowded = [t for t in texts if "party = 1" in t and "spurious" in t]
+    assert len(crowded) == 1
+    for nm in names:
+        assert names_in(crowded[0] if "(party=1)" in nm else lost[0], nm), nm
     assert f"{inf.n_ok} of {inf.n_boot} replicate releases could be refitted" in lost[0]
 
 

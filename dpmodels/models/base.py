@@ -16,7 +16,7 @@ from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import (PicklableNamespace, caller_namespace, formula_namespace,
                        formula_variables, user_stacklevel)
-from ..information import column_information
+from ..information import CONTAMINATION_LIMIT, column_information, level_contamination
 from ..binning import BinningDiagnostic
 from ..bootstrap import (
     DEFAULT_N_BOOT,
@@ -29,6 +29,7 @@ from ..moments import check_finite_design
 from .pickling import formula_recipe, keep_design
 from ..intervals import DEFAULT_INTERVAL, DPInference, resolve_cov_type
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
+from ..thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold, spurious_mass
 from ..representatives import (
     DEFAULT_REPRESENTATIVES,
     REPRESENTATIVES,
@@ -264,6 +265,10 @@ class DPModel:
     #: not measure in their own words (the choice models: separation); the
     #: others get :func:`~dpmodels.dp_results.attach_dp_inference`'s warning.
     names_unmeasured = False
+    #: True for models whose response levels are classes (the choice models):
+    #: a class the spurious cells dominate moves every coefficient
+    #: (:func:`~dpmodels.information.level_contamination`).
+    response_classes = False
 
     def __init__(
         self,
@@ -466,31 +471,109 @@ class DPModel:
             self.release, design, refit, start, n_boot=opts["n_boot"],
             random_state=opts["random_state"], interval=opts["interval"], label=label,
             binning=binning, population=opts["population"], n_refit=opts["n_refit"],
-            uninformative=self._uninformative(res, build, start.size))
+            **self._uninformative(res, build, start.size))
         # a model that names the unmeasured coefficients in its own words warns itself
         attach_dp_inference(res, inference, warn=not self.names_unmeasured)
         return inference
 
-    def _uninformative(self, res, build, n_params: int) -> np.ndarray | None:
+    def _uninformative(self, res, build, n_params: int) -> dict:
         """Coefficients the release carries no information about
-        (:mod:`dpmodels.information`), flattened as ``params``, with a
-        :class:`~dpmodels.errors.ReleaseWarning` naming them."""
+        (:func:`~dpmodels.information.column_information`) or that rest on a
+        factor level or response class its spurious cells dominate
+        (:func:`~dpmodels.information.level_contamination`), flattened as
+        ``params`` (equation by equation), with a
+        :class:`~dpmodels.errors.ReleaseWarning` naming them: the bootstrap's
+        ``uninformative`` and ``flags_explain_failures`` arguments."""
         names = list(np.atleast_1d(res.model.exog_names))
-        info = column_information(self.release, self.variables, build, len(names))
-        if info is None or not info.uninformative.any() or n_params % len(names):
-            return None
-        flagged = [nm for nm, u in zip(names, info.uninformative) if u]
-        warnings.warn(
-            f"the release carries no information about {', '.join(flagged)}: the noisy count "
-            "behind them is not above what the threshold's spurious cells alone put there. "
-            "Their standard errors are set to infinity (p = 1, unbounded intervals); use a "
-            "larger epsilon, fewer bins or fewer variables",
-            ReleaseWarning, stacklevel=user_stacklevel())
-        return np.tile(info.uninformative, n_params // len(names))
+        k = len(names)
+        if n_params % k:
+            return {"uninformative": None}
+        eqs = n_params // k
+        info = column_information(self.release, self.variables, build, k)
+        empty = np.tile(info.uninformative if info is not None else np.zeros(k, bool), eqs)
+        labels = self._param_labels(res, names, eqs)
+        if empty.any():
+            warnings.warn(
+                f"the release carries no information about {_joined(labels, empty)}: the "
+                "noisy count behind them is not above what the threshold's spurious cells alone "
+                "put there. Their standard errors are set to infinity (p = 1, unbounded "
+                "intervals); use a larger epsilon, fewer bins or fewer variables",
+                ReleaseWarning, stacklevel=user_stacklevel())
+        mixed = level_contamination(self.release, self.variables, build, k,
+                                    response_classes=self.response_classes)
+        crowded = np.zeros(n_params, bool)
+        if mixed is not None:
+            crowded = np.tile(mixed.flagged, eqs)
+            crowded |= self._class_equations(res, mixed.classes, k, eqs)
+            crowded &= ~empty
+        if crowded.any():
+            warnings.warn(
+                f"{_joined(labels, crowded)} rest on factor levels or response classes whose "
+                f"released rows are expected to be more than {CONTAMINATION_LIMIT:.0%} spurious "
+                f"(the threshold's pure-noise cells): {mixed.describe()}. Uniform noise rows "
+                "move such a level's response by an amount no fit on the release can measure, "
+                "so their standard errors are set to infinity (p = 1, unbounded intervals). "
+                + self._fewer_spurious_hint(),
+                ReleaseWarning, stacklevel=user_stacklevel())
+        out = empty | crowded
+        return {"uninformative": out if out.any() else None,
+                "flags_explain_failures": bool(empty.any())}
+
+    @staticmethod
+    def _param_labels(res, names: list, eqs: int) -> list[str]:
+        """The flattened parameters' names as the warnings write them: with
+        their equation (``x (y=1)``) when the model has several."""
+        if eqs == 1:
+            return list(names)
+        endog, ymap = res.model.endog_names, res.model._ynames_map
+        return [f"{nm} ({endog}={ymap[j]})" for j in range(1, eqs + 1) for nm in names]
+
+    @staticmethod
+    def _class_equations(res, classes: tuple, k: int, eqs: int) -> np.ndarray:
+        """Flattened parameters moved by the response ``classes``: every
+        equation for the reference class (or a binary response), else the
+        class's own equation."""
+        out = np.zeros(k * eqs, bool)
+        if not classes:
+            return out
+        ymap = getattr(res.model, "_ynames_map", None)
+        if eqs == 1 or ymap is None:
+            out[:] = True
+            return out
+        position = {str(v): j for j, v in ymap.items()}
+        for c in classes:
+            j = position.get(str(c))
+            if j is None:  # a class the fit left out moves nothing it reports
+                continue
+            if j == 0:
+                out[:] = True
+            else:
+                out[(j - 1) * k:j * k] = True
+        return out
+
+    def _fewer_spurious_hint(self) -> str:
+        """What to pass for fewer spurious cells (the auto threshold's cut)."""
+        rep = self.release.report
+        generic = "Use a larger epsilon, fewer bins or fewer variables"
+        if rep.threshold_rule == "auto" or rep.threshold is None or rep.threshold_A is None:
+            return generic + "."
+        k = auto_threshold(int(rep.domain_cells), int(rep.n), float(rep.epsilon),
+                           float(rep.threshold_A))
+        if k <= math.ceil(rep.threshold):
+            return generic + "."
+        mass = spurious_mass(k, int(rep.domain_cells), float(rep.epsilon))
+        return (f'threshold="auto" cuts at {k} here (this release: {math.ceil(rep.threshold)}), '
+                f"for an expected {mass:,.0f} spurious rows in all (at most "
+                f"{AUTO_SPURIOUS_FRACTION:.0%} of n); or use a larger epsilon, fewer bins or "
+                "fewer variables.")
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
                 f"cells={len(self.cells):,})")
+
+
+def _joined(labels: list[str], mask: np.ndarray) -> str:
+    return ", ".join(nm for nm, u in zip(labels, mask) if u)
 
 
 def _refuse_signed(name: str, data, epsilon, threshold) -> None:

@@ -104,6 +104,7 @@ class _DPChoiceModel(DPModel):
 
     _allows_signed = False
     names_unmeasured = True
+    response_classes = True
     _name = "DP choice model"
     _func = "dp_model"
     response: str
