@@ -5,7 +5,9 @@ represented by other points.
 The estimate is refitted on the release with each continuous variable's bins
 merged in groups of 2 and 4 (the same representatives, fitted on the coarser
 cells); Richardson extrapolation of the two moves estimates the binning bias
-of the estimate itself.  A second refit places the release's cells at other
+of the estimate itself.  With fewer than 8 bins (but at least 3) only the
+groups of 2 are fitted and the bias is taken as large as that move (the
+conservative order r = 1).  A second refit places the release's cells at other
 representatives (midpoints for fitted ones, neighbour shifts for midpoints):
 the placement's share of the estimate.  Both are reported in units of the
 bootstrap's standard errors (:class:`~dpmodels.intervals.BinningCheck`).
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain
-from .intervals import BINNING_MIN_BINS, BinningCheck
+from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck
 from .representatives import Representer, representer_for
 
 __all__ = ["BinningDiagnostic", "coarsen_frame"]
@@ -60,12 +62,16 @@ class BinningDiagnostic:
         theta2, done, skipped = self._coarse_fit(2)
         if not done and not skipped:
             return None
-        theta4 = self._coarse_fit(4)[0] if done else np.full(self.start.size, np.nan)
+        # groups of 4 only when every coarsened variable has the bins for them;
+        # otherwise the order is unknown and the conservative r = 1 is taken
+        domain = self.release.domain
+        both = bool(done) and all(domain.axis(v).bins >= BINNING_MIN_BINS for v in done)
+        theta4 = self._coarse_fit(4)[0] if both else np.full(self.start.size, np.nan)
         d1, d2 = theta2 - self.start, theta4 - theta2
         placement, other = self._placement_fit()
         with np.errstate(divide="ignore", invalid="ignore"):
             rate = np.clip(np.abs(d2) / np.abs(d1), 2.0, 16.0)
-            rate = np.where(np.isfinite(rate), rate, 4.0)
+            rate = np.where(np.isfinite(rate), rate, 4.0 if both else 2.0)
             bias = d1 / (rate - 1.0)
             ratio = np.fmax(np.abs(bias), np.abs(placement)) / se
         return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
@@ -116,14 +122,14 @@ def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str],
     ``factor`` (bins ``f j .. f j + f - 1``; a short last group stays short),
     values at the merged bins' midpoints.  Returns the frame, the variables
     coarsened and the continuous variables left alone (fewer than
-    ``BINNING_MIN_BINS`` bins)."""
+    ``BINNING_MIN_BINS_ONE`` bins)."""
     out = frame.copy()
     done, skipped = [], []
     for name in variables:
         axis = domain.axis(name)
         if axis.kind != "continuous":
             continue
-        if axis.bins < BINNING_MIN_BINS:
+        if axis.bins < BINNING_MIN_BINS_ONE:
             skipped.append(name)
             continue
         e = axis.edges  # on the axis's scale, as the codes

@@ -304,8 +304,15 @@ def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     assert off.dp_inference.binning is None
     assert "binning" not in off.summary().as_text().lower()
     few = dpm.dp_ols("y ~ x", df, bins={"y": 4, "x": 20}, **kw).fit(random_state=0, n_boot=60)
-    assert "Fewer than 8 bins for y" in few.summary().as_text()
-    assert few.dp_inference.binning.placement_method == "midpoint"
+    check = few.dp_inference.binning
+    # 4 bins: merged in groups of 2 only, the order unknown, taken as r = 1: the bias
+    # is the whole move to bins twice as wide
+    assert check.variables == ("y", "x") and check.unchecked == ()
+    np.testing.assert_allclose(check.shift, check.coarse_params - few.params.to_numpy())
+    assert check.placement_method == "midpoint"
+    two = dpm.dp_ols("y ~ x", df, bins={"y": 2, "x": 20}, **kw).fit(random_state=0, n_boot=60)
+    assert two.dp_inference.binning.unchecked == ("y",)
+    assert "Fewer than 3 bins for y" in two.summary().as_text()
 
 
 # ---- coverage of the population coefficient ---------------------------------------------
