@@ -116,3 +116,34 @@ def test_the_hint_names_the_auto_threshold_only_when_it_cuts_higher():
     m, res, texts = _fit(df, 0, threshold="auto")
     named = next(t for t in texts if "rest on factor levels" in t)
     assert 'threshold="auto"' not in named and "larger epsilon" in named
+
+
+def test_coarse_columns_are_the_ones_that_vary_with_a_two_bin_variable():
+    from dpmodels.binning import coarse_columns
+
+    rng = np.random.default_rng(4)
+    n = 4000
+    df = pd.DataFrame({"x": rng.uniform(0, 1, n), "z": rng.uniform(0, 1, n),
+                       "g": rng.choice(["a", "b"], n)})
+    df["y"] = 1 + df.x - df.z + (df.g == "b") + rng.normal(0, 0.3, n)
+    kw = dict(epsilon=2.0, bounds={"x": (0, 1), "z": (0, 1), "y": (-2, 4)},
+              levels={"g": ["a", "b"]}, method="histogram", random_state=1)
+    m = dpm.dp_ols("y ~ x + z + C(g)", df, bins={"x": 2, "z": 10, "y": 10}, **kw)
+    res = m.fit(cov_type="naive")
+    few, cols = coarse_columns(m.release, m.variables, m._design_builder(res), 4)
+    assert few == ("x",)
+    assert dict(zip(res.params.index, cols.tolist())) == {
+        "Intercept": True, "C(g)[T.b]": False, "x": True, "z": False}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dp = m.fit(random_state=2, n_boot=40)
+    assert np.isinf(dp.bse[["Intercept", "x"]]).all() and np.isfinite(dp.bse[["z", "C(g)[T.b]"]]).all()
+    assert any("x is cut into fewer than 3 bins" in str(w.message) for w in caught)
+    # the check switched off: no flag (the user asked for no binning diagnostics)
+    off = m.fit(random_state=2, n_boot=40, cov_kwds={"binning_check": False})
+    assert np.isfinite(off.bse).all()
+    # a response in 2 bins moves every coefficient
+    m2 = dpm.dp_ols("y ~ x + z + C(g)", df, bins={"x": 10, "z": 10, "y": 2}, **kw)
+    r2 = m2.fit(cov_type="naive")
+    few, cols = coarse_columns(m2.release, m2.variables, m2._design_builder(r2), 4)
+    assert few == ("y",) and cols.all()

@@ -17,7 +17,7 @@ from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarni
 from ..formula import (PicklableNamespace, caller_namespace, formula_namespace,
                        formula_variables, user_stacklevel)
 from ..information import CONTAMINATION_LIMIT, column_information, level_contamination
-from ..binning import BinningDiagnostic
+from ..binning import BinningDiagnostic, coarse_columns
 from ..bootstrap import (
     DEFAULT_N_BOOT,
     DEFAULT_N_REFIT,
@@ -27,7 +27,7 @@ from ..bootstrap import (
 from ..dp_results import attach_dp_inference
 from ..moments import check_finite_design
 from .pickling import formula_recipe, keep_design
-from ..intervals import DEFAULT_INTERVAL, DPInference, resolve_cov_type
+from ..intervals import BINNING_MIN_BINS_ONE, DEFAULT_INTERVAL, DPInference, resolve_cov_type
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
 from ..thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold, spurious_mass
 from ..representatives import (
@@ -471,17 +471,19 @@ class DPModel:
             self.release, design, refit, start, n_boot=opts["n_boot"],
             random_state=opts["random_state"], interval=opts["interval"], label=label,
             binning=binning, population=opts["population"], n_refit=opts["n_refit"],
-            **self._uninformative(res, build, start.size))
+            **self._uninformative(res, build, start.size, coarse=opts["binning_check"]))
         # a model that names the unmeasured coefficients in its own words warns itself
         attach_dp_inference(res, inference, warn=not self.names_unmeasured)
         return inference
 
-    def _uninformative(self, res, build, n_params: int) -> dict:
+    def _uninformative(self, res, build, n_params: int, *, coarse: bool = True) -> dict:
         """Coefficients the release carries no information about
         (:func:`~dpmodels.information.column_information`) or that rest on a
         factor level or response class its spurious cells dominate
         (:func:`~dpmodels.information.level_contamination`), flattened as
-        ``params`` (equation by equation), with a
+        ``params`` (equation by equation), or that a variable cut into too few
+        bins for the binning check moves unmeasured
+        (:func:`~dpmodels.binning.coarse_columns`, with ``coarse``), with a
         :class:`~dpmodels.errors.ReleaseWarning` naming them: the bootstrap's
         ``uninformative`` and ``flags_explain_failures`` arguments."""
         names = list(np.atleast_1d(res.model.exog_names))
@@ -515,7 +517,21 @@ class DPModel:
                 "so their standard errors are set to infinity (p = 1, unbounded intervals). "
                 + self._fewer_spurious_hint(),
                 ReleaseWarning, stacklevel=user_stacklevel())
-        out = empty | crowded
+        binned = np.zeros(n_params, bool)
+        if coarse:
+            few, cols = coarse_columns(self.release, self.variables, build, k)
+            binned = np.tile(cols, eqs) & ~empty & ~crowded
+        if binned.any():
+            warnings.warn(
+                f"{', '.join(few)} {'is' if len(few) == 1 else 'are'} cut into fewer than "
+                f"{BINNING_MIN_BINS_ONE} bins, too few for the binning check to measure what the "
+                f"binning does to {_joined(labels, binned)}: their standard errors are set to "
+                "infinity (p = 1, unbounded intervals). Pass more bins (e.g. bins={"
+                + ", ".join(f"{v!r}: {BINNING_MIN_BINS_ONE + 1}" for v in few)
+                + "}; the cells grow with them), fewer variables, a larger epsilon, or "
+                "method='auto'",
+                ReleaseWarning, stacklevel=user_stacklevel())
+        out = empty | crowded | binned
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any())}
 
@@ -523,9 +539,10 @@ class DPModel:
     def _param_labels(res, names: list, eqs: int) -> list[str]:
         """The flattened parameters' names as the warnings write them: with
         their equation (``x (y=1)``) when the model has several."""
-        if eqs == 1:
+        ymap = getattr(res.model, "_ynames_map", None)
+        if ymap is None:  # one equation (a multinomial names its one equation too)
             return list(names)
-        endog, ymap = res.model.endog_names, res.model._ynames_map
+        endog = res.model.endog_names
         return [f"{nm} ({endog}={ymap[j]})" for j in range(1, eqs + 1) for nm in names]
 
     @staticmethod
@@ -537,7 +554,7 @@ class DPModel:
         if not classes:
             return out
         ymap = getattr(res.model, "_ynames_map", None)
-        if eqs == 1 or ymap is None:
+        if ymap is None:
             out[:] = True
             return out
         position = {str(v): j for j, v in ymap.items()}
