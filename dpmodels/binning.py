@@ -75,7 +75,29 @@ class BinningDiagnostic:
             bias = d1 / (rate - 1.0)
             ratio = np.fmax(np.abs(bias), np.abs(placement)) / se
         return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
-                            placement=placement, placement_method=other)
+                            placement=placement, placement_method=other,
+                            spurious=self._spurious_fit())
+
+    def _spurious_fit(self) -> np.ndarray | None:
+        """The estimate with the expected spurious rows of the threshold taken
+        out, minus the estimate (:attr:`BinningCheck.spurious`); None without
+        a threshold or for a marginal domain too large to enumerate."""
+        from .information import EXACT_CELLS, _spurious_law  # the threshold's public law
+
+        law = _spurious_law(self.release.report)
+        domain = self.release.domain
+        if law is None:
+            return None
+        sub = Domain(tuple(domain.axis(v) for v in self.variables))
+        if sub.size > EXACT_CELLS:
+            return None
+        p, mu = law[:2]
+        every = sub.frame(np.arange(int(sub.size), dtype=np.uint64))
+        cells = self.cells.drop(columns=[self.count_column])
+        frame = pd.concat([cells, every[cells.columns]], ignore_index=True)
+        weights = np.concatenate([self.cells[self.count_column].to_numpy(float),
+                                  np.full(len(every), -p * mu * domain.size / sub.size)])
+        return self._fit(frame, weights) - self.start
 
     def _fit(self, frame: pd.DataFrame, weights: np.ndarray) -> np.ndarray:
         """The estimate on the points ``frame`` with ``weights`` (NaN if it failed)."""
