@@ -166,11 +166,13 @@ def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str],
 
 def coarse_columns(release, variables: Sequence[str], build: Callable,
                    n_columns: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """The continuous variables of a model cut into fewer than
+    """The continuous covariates of a model cut into fewer than
     ``BINNING_MIN_BINS_ONE`` bins, and the design columns their binning can
-    move unmeasured: every column that varies with such a variable, the
-    constant columns (the Intercept absorbs the shift of the binned values),
-    and every column when it is the response.
+    move unmeasured: every column that varies with such a variable, and the
+    constant columns (the Intercept absorbs the shift of the binned values).
+    A response in 2 bins is left to the other checks: on
+    ``dpm.datasets.housing`` (n = 2,000, epsilon 1, ``price`` in 2 bins) every
+    interval covered in 30 releases.
 
     Two bins make a slope out of a dichotomy, and no refit on the release can
     say how far that is from the slope of the variable itself (merging the
@@ -182,21 +184,21 @@ def coarse_columns(release, variables: Sequence[str], build: Callable,
     cells.
     """
     domain = release.domain
-    coarse = tuple(v for v in dict.fromkeys(variables)
-                   if domain.axis(v).kind == "continuous"
-                   and domain.axis(v).bins < BINNING_MIN_BINS_ONE)
+    candidates = tuple(v for v in dict.fromkeys(variables)
+                       if domain.axis(v).kind == "continuous"
+                       and domain.axis(v).bins < BINNING_MIN_BINS_ONE)
     flagged = np.zeros(n_columns, bool)
-    if not coarse:
-        return coarse, flagged
+    coarse: list[str] = []
+    if not candidates:
+        return (), flagged
     cells = release.marginal(list(variables)).drop(columns=[release.count_column])
     cells = cells.reset_index(drop=True)
     if cells.empty:
-        return coarse, flagged
-    X, y, _ = build(cells)
-    X, y = np.asarray(X, float), np.asarray(y, float)
+        return (), flagged
+    X = np.asarray(build(cells)[0], float)
     if X.shape[1] != n_columns:  # pragma: no cover - a design mismatch is a bug elsewhere
-        return coarse, flagged
-    for v in coarse:
+        return (), flagged
+    for v in candidates:
         axis = domain.axis(v)
         points = axis.to_values(axis.representatives())
         coord = axis.to_coord(cells[v].to_numpy(float))
@@ -204,12 +206,10 @@ def coarse_columns(release, variables: Sequence[str], build: Callable,
         other = cells.copy()
         other[v] = points[(code.astype(np.int64) + 1) % axis.bins] if axis.bins > 1 else (
             cells[v].to_numpy(float) + axis.width)
-        X2, y2, _ = build(other)
-        varies = np.any(np.asarray(X2, float) != X, axis=0)
-        if not varies.any() and np.any(np.asarray(y2, float) != y):
-            flagged[:] = True
-            continue
-        flagged |= varies
+        varies = np.any(np.asarray(build(other)[0], float) != X, axis=0)
+        if varies.any():  # a covariate (the response varies no column)
+            coarse.append(v)
+            flagged |= varies
     if flagged.any():
         flagged |= np.all(X == X[:1], axis=0)
-    return coarse, flagged
+    return tuple(coarse), flagged
