@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain
+from .information import EXACT_CELLS, columns_varying, marginal_frame, released_design, spurious_law
 from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck
 from .representatives import Representer, representer_for
 
@@ -82,21 +83,16 @@ class BinningDiagnostic:
         """The estimate with the expected spurious rows of the threshold taken
         out, minus the estimate (:attr:`BinningCheck.spurious`); None without
         a threshold or for a marginal domain too large to enumerate."""
-        from .information import EXACT_CELLS, _spurious_law  # the threshold's public law
-
-        law = _spurious_law(self.release.report)
+        law = spurious_law(self.release.report)
         domain = self.release.domain
-        if law is None:
-            return None
-        sub = Domain(tuple(domain.axis(v) for v in self.variables))
-        if sub.size > EXACT_CELLS:
+        if law is None or Domain(tuple(domain.axis(v) for v in self.variables)).size > EXACT_CELLS:
             return None
         p, mu = law[:2]
-        every = sub.frame(np.arange(int(sub.size), dtype=np.uint64))
+        every, per_row = marginal_frame(domain, self.variables)
         cells = self.cells.drop(columns=[self.count_column])
         frame = pd.concat([cells, every[cells.columns]], ignore_index=True)
         weights = np.concatenate([self.cells[self.count_column].to_numpy(float),
-                                  np.full(len(every), -p * mu * domain.size / sub.size)])
+                                  np.full(len(every), -p * mu * per_row)])
         return self._fit(frame, weights) - self.start
 
     def _fit(self, frame: pd.DataFrame, weights: np.ndarray) -> np.ndarray:
@@ -191,22 +187,17 @@ def coarse_columns(release, variables: Sequence[str], build: Callable,
     coarse: list[str] = []
     if not candidates:
         return (), flagged
-    cells = release.marginal(list(variables)).drop(columns=[release.count_column])
-    cells = cells.reset_index(drop=True)
-    if cells.empty:
-        return (), flagged
-    X = np.asarray(build(cells)[0], float)
-    if X.shape[1] != n_columns:  # pragma: no cover - a design mismatch is a bug elsewhere
+    cells, _, X, y = released_design(release, variables, build)
+    if X is None or X.shape[1] != n_columns:  # no cell (a mismatch is a bug elsewhere)
         return (), flagged
     for v in candidates:
         axis = domain.axis(v)
         points = axis.to_values(axis.representatives())
         coord = axis.to_coord(cells[v].to_numpy(float))
         code = np.clip(np.floor((coord - axis.coord_bounds[0]) / axis.width), 0, axis.bins - 1)
-        other = cells.copy()
-        other[v] = points[(code.astype(np.int64) + 1) % axis.bins] if axis.bins > 1 else (
+        values = points[(code.astype(np.int64) + 1) % axis.bins] if axis.bins > 1 else (
             cells[v].to_numpy(float) + axis.width)
-        varies = np.any(np.asarray(build(other)[0], float) != X, axis=0)
+        varies, _ = columns_varying(build, cells, X, y, v, values)
         if varies.any():  # a covariate (the response varies no column)
             coarse.append(v)
             flagged |= varies

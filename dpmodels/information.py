@@ -43,7 +43,8 @@ from .domain import Domain
 from .mechanisms import discrete_laplace_sf
 
 __all__ = ["Z_INFO", "EXACT_CELLS", "CONTAMINATION_LIMIT", "ColumnInformation", "LevelContamination",
-           "column_information", "level_contamination"]
+           "column_information", "level_contamination", "marginal_frame", "spurious_law",
+           "released_design", "columns_varying"]
 
 #: Standard deviations the mass behind a coefficient must exceed the spurious mass by.
 Z_INFO = 3.0
@@ -73,7 +74,7 @@ class ColumnInformation:
             return ~(self.mass - self.spurious >= Z_INFO * self.sd) & (self.spurious > 0)
 
 
-def _marginal_frame(domain: Domain, variables: Sequence[str]) -> tuple[pd.DataFrame, float]:
+def marginal_frame(domain: Domain, variables: Sequence[str]) -> tuple[pd.DataFrame, float]:
     """Cells of the marginal domain of ``variables`` (all, or a public sample),
     as a frame of representatives, and how many full-domain cells each stands for."""
     sub = Domain(tuple(domain.axis(v) for v in variables))
@@ -88,7 +89,7 @@ def _marginal_frame(domain: Domain, variables: Sequence[str]) -> tuple[pd.DataFr
     return sub.frame(ids), per_row
 
 
-def _spurious_law(report) -> tuple[float, float, float, float] | None:
+def spurious_law(report) -> tuple[float, float, float, float] | None:
     """``(p, mu, s2, var_z)`` of a thresholded release (module docstring):
     the probability that an empty cell is released, the mean and second
     moment of its count, and the variance of one cell's noise.  None for
@@ -102,6 +103,31 @@ def _spurious_law(report) -> tuple[float, float, float, float] | None:
     mu = k + g
     second = g / one_minus_q + mu * mu  # Var(G) = q / (1 - q)**2
     return discrete_laplace_sf(k, eps), mu, second, 2.0 * g / one_minus_q
+
+
+def released_design(release, variables: Sequence[str], build: Callable):
+    """The release's cells on the marginal of ``variables`` (a frame without
+    the count column), their counts, and the model's design ``X`` and
+    response ``y`` on them (None, None when no cell is released)."""
+    released = release.marginal(list(variables))
+    counts = released[release.count_column].to_numpy(float)
+    cells = released.drop(columns=[release.count_column]).reset_index(drop=True)
+    if cells.empty:
+        return cells, counts, None, None
+    X, y, _ = build(cells)
+    return cells, counts, np.asarray(X, float), np.asarray(y, float)
+
+
+def columns_varying(build: Callable, cells: pd.DataFrame, X: np.ndarray, y: np.ndarray,
+                    name: str, values) -> tuple[np.ndarray, bool]:
+    """Which design columns change, and whether the response changes, when
+    the variable ``name`` of ``cells`` takes ``values`` (``X``, ``y``: the
+    design on ``cells`` as they are)."""
+    other = cells.copy()
+    other[name] = values
+    X2, y2, _ = build(other)
+    return (np.any(np.asarray(X2, float) != X, axis=0),
+            bool(np.any(np.asarray(y2, float) != y)))
 
 
 def column_information(release, variables: Sequence[str], build: Callable,
@@ -134,7 +160,7 @@ def column_information(release, variables: Sequence[str], build: Callable,
     >>> dict(zip(res.params.index, info.uninformative.tolist()))
     {'Intercept': False, 'C(g)[T.b]': False, 'C(g)[T.c]': True}
     """
-    law = _spurious_law(release.report)
+    law = spurious_law(release.report)
     if law is None:
         return None
     p, mu, second, var_z = law
@@ -149,7 +175,7 @@ def column_information(release, variables: Sequence[str], build: Callable,
     mass = nz.T @ counts
     per_cell = nz.sum(axis=0).astype(float)
 
-    frame, per_row = _marginal_frame(release.domain, list(variables))
+    frame, per_row = marginal_frame(release.domain, list(variables))
     n_cells = nonzero(frame).sum(axis=0) * per_row
     spurious = n_cells * p * mu
     var = n_cells * (p * second - p * p * mu * mu)
@@ -242,19 +268,15 @@ def level_contamination(release, variables: Sequence[str], build: Callable,
     >>> c.over[0][:2], dict(zip(res.params.index, c.flagged.tolist()))
     (('g', 'a'), {'Intercept': True, 'C(g)[T.b]': True, 'C(g)[T.c]': True, 'x': False})
     """
-    law = _spurious_law(release.report)
+    law = spurious_law(release.report)
     if law is None:
         return None
     p, mu = law[:2]
     domain = release.domain
-    released = release.marginal(list(variables))
-    counts = released[release.count_column].to_numpy(float)
-    cells = released.drop(columns=[release.count_column]).reset_index(drop=True)
+    cells, counts, X, y = released_design(release, variables, build)
     flagged = np.zeros(n_columns, bool)
-    if cells.empty:
+    if X is None:
         return LevelContamination({}, flagged, ())
-    X, y, _ = build(cells)
-    X, y = np.asarray(X, float), np.asarray(y, float)
     if X.shape[1] != n_columns:  # pragma: no cover - a design mismatch is a bug elsewhere
         return None
     constant = np.all(X == X[:1], axis=0)
@@ -266,13 +288,9 @@ def level_contamination(release, variables: Sequence[str], build: Callable,
         column = cells[v].to_numpy()
         # the same cells at the next level: which columns (and the response) vary with v
         levels = list(axis.levels)
-        shifted = cells.copy()
-        shifted[v] = pd.Series([levels[(levels.index(x) + 1) % len(levels)] for x in column],
-                               dtype=cells[v].dtype)
-        X2, y2, _ = build(shifted)
-        varies = np.any(np.asarray(X2, float) != X, axis=0)
-        response = (response_classes and not varies.any()
-                    and bool(np.any(np.asarray(y2, float) != y)))
+        following = dict(zip(levels, levels[1:] + levels[:1]))
+        varies, y_varies = columns_varying(build, cells, X, y, v, cells[v].map(following))
+        response = response_classes and not varies.any() and y_varies
         dummy = varies & np.all((X == 0) | (X == 1), axis=0)
         if not (response or dummy.any()):
             continue

@@ -493,7 +493,7 @@ class DPModel:
         eqs = n_params // k
         info = column_information(self.release, self.variables, build, k)
         empty = np.tile(info.uninformative if info is not None else np.zeros(k, bool), eqs)
-        labels = self._param_labels(res, names, eqs)
+        labels = flat_param_names(res.model)
         if empty.any():
             warnings.warn(
                 f"the release carries no information about {_joined(labels, empty)}: the "
@@ -534,16 +534,6 @@ class DPModel:
         out = empty | crowded | binned
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any())}
-
-    @staticmethod
-    def _param_labels(res, names: list, eqs: int) -> list[str]:
-        """The flattened parameters' names as the warnings write them: with
-        their equation (``x (y=1)``) when the model has several."""
-        ymap = getattr(res.model, "_ynames_map", None)
-        if ymap is None:  # one equation (a multinomial names its one equation too)
-            return list(names)
-        endog = res.model.endog_names
-        return [f"{nm} ({endog}={ymap[j]})" for j in range(1, eqs + 1) for nm in names]
 
     @staticmethod
     def _class_equations(res, classes: tuple, k: int, eqs: int) -> np.ndarray:
@@ -587,6 +577,17 @@ class DPModel:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.formula!r}, epsilon={self.release.report.epsilon:g}, "
                 f"cells={len(self.cells):,})")
+
+
+def flat_param_names(model) -> list[str]:
+    """A fitted statsmodels model's parameters flattened equation by equation,
+    as the warnings and summaries name them: ``x (y=1)`` for a multinomial
+    (also with one equation left), the exog names otherwise."""
+    ymap = getattr(model, "_ynames_map", None)
+    if ymap is None:
+        return list(model.exog_names)
+    return [f"{x} ({model.endog_names}={ymap[j]})" for j in range(1, int(model.J))
+            for x in model.exog_names]
 
 
 def _joined(labels: list[str], mask: np.ndarray) -> str:

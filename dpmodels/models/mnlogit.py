@@ -23,7 +23,7 @@ from ..batched import batched_newton, outer_rows
 from ..methods import ROUTED_METHODS
 from ..routing import Call, check_options, route
 from ..validation import check_choice
-from .base import dp_options, formula_env
+from .base import dp_options, flat_param_names, formula_env
 from .logit import _DPChoiceModel
 
 __all__ = ["DPMNLogit", "DPMNLogitResultsWrapper", "dp_mnlogit"]
@@ -223,8 +223,7 @@ class DPMNLogit(_DPChoiceModel):
                 ReleaseWarning, stacklevel=2,
             )
         model = self._formula_model(FreqMNLogit, frame, weights=w, ylevels=order)
-        ynames = [f"{model.endog_names}={model._ynames_map[j]}" for j in range(1, int(model.J))]
-        param_names = [f"{x} ({yn})" for yn in ynames for x in model.exog_names]
+        param_names = flat_param_names(model)
         res = self._fit_model(model, np.asarray(model.endog, dtype=int), int(model.J),
                               param_names, separation,
                               dict(method=method, maxiter=maxiter, **kwargs))
