@@ -277,6 +277,15 @@ class Axis:
             return None
         return [self.levels[i] for i in self._category_order()]
 
+    @property
+    def factor_levels(self) -> list | None:
+        """Every declared level in the order a factor codes them (the
+        categories' order; numeric levels too, sorted as patsy sorts them
+        unless the declaration is ordered), None for a continuous axis."""
+        if self.kind == "continuous":
+            return None
+        return [self.levels[i] for i in self._category_order()]
+
     def _category_order(self) -> list[int]:
         """Declared positions of the levels in category order."""
         n = len(self.levels)

@@ -45,12 +45,15 @@ class FormulaVariables:
     ``scales`` maps a variable that the formula uses only through one of
     ``np.log``, ``np.log1p``, ``np.sqrt`` (every occurrence, e.g.
     ``np.log1p(x)``) to that scale: the release bins it there.
+    ``factors_only``: the variables the formula reads only inside ``C(...)``
+    (every occurrence): a fit codes them by their declared levels.
     """
 
     names: tuple[str, ...]
     discrete: frozenset[str]
     response: tuple[str, ...]
     scales: tuple[tuple[str, str], ...] = ()
+    factors_only: frozenset[str] = frozenset()
 
 
 def caller_namespace(depth: int) -> dict:
@@ -295,5 +298,6 @@ def formula_variables(
         raise UnknownVariableError(f"the formula {formula!r} reads no column of the data")
     scales = tuple((v, next(iter(u))) for v, u in visitor.uses.items()
                    if len(u) == 1 and next(iter(u)) in SCALE_FUNCTIONS.values())
+    factors_only = frozenset(v for v, u in visitor.uses.items() if u == {"factor"})
     return FormulaVariables(tuple(visitor.found), frozenset(visitor.discrete), tuple(response),
-                            scales)
+                            scales, factors_only)

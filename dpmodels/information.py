@@ -44,7 +44,7 @@ from .mechanisms import discrete_laplace_sf
 
 __all__ = ["Z_INFO", "EXACT_CELLS", "CONTAMINATION_LIMIT", "ColumnInformation", "LevelContamination",
            "column_information", "level_contamination", "marginal_frame", "spurious_law",
-           "released_design", "columns_varying"]
+           "released_design", "columns_varying", "absent_levels", "unidentified_columns"]
 
 #: Standard deviations the mass behind a coefficient must exceed the spurious mass by.
 Z_INFO = 3.0
@@ -182,6 +182,55 @@ def column_information(release, variables: Sequence[str], build: Callable,
     if mass.size != n_columns:  # pragma: no cover - a design mismatch is a bug elsewhere
         return None
     return ColumnInformation(mass, spurious, var, per_cell * var_z)
+
+
+def absent_levels(release, variables: Sequence[str]) -> list[str]:
+    """``"educ = 1"`` for every declared level of a discrete variable among
+    ``variables`` that no released cell holds (post-processing: the release's
+    cells and its public domain)."""
+    released = release.marginal(list(variables))
+    counts = released[release.count_column].to_numpy(float)
+    out = []
+    for v in dict.fromkeys(variables):
+        axis = release.domain.axis(v)
+        if axis.kind != "discrete":
+            continue
+        held = set(released.loc[counts != 0, v].tolist())
+        out += [f"{v} = {lv}" for lv in axis.levels if lv not in held]
+    return out
+
+
+def unidentified_columns(release, variables: Sequence[str], build: Callable,
+                         n_columns: int) -> np.ndarray:
+    """Design columns the released cells do not identify: those with a
+    non-zero loading on the null space of the design over the cells the
+    release holds.  A declared factor level without a released cell makes its
+    dummy a column of zeros; when it is the reference level, the Intercept and
+    every contrast of the factor are collinear.  Any estimate of those
+    coefficients is one solution among many, at every epsilon (infinity
+    included).  Post-processing: the release and the model's design.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dpmodels as dpm
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"y": rng.normal(size=500), "g": rng.choice([2, 3], 500)})
+    >>> m = dpm.dp_ols("y ~ C(g)", df, epsilon=float("inf"), bounds={"y": (-4, 4)},
+    ...                levels={"g": [1, 2, 3]}, bins=8)
+    >>> res = m.fit(cov_type="naive")
+    >>> unidentified_columns(m.release, m.variables, m._design_builder(res), 3).tolist()
+    [True, True, True]
+    """
+    cells, counts, X, _ = released_design(release, variables, build)
+    if X is None or X.shape[1] != n_columns:
+        return np.zeros(n_columns, bool)
+    Z = X[counts != 0]
+    scale = np.abs(Z).max(axis=0)
+    Z = Z / np.where(scale > 0, scale, 1.0)
+    _, s, vt = np.linalg.svd(Z, full_matrices=True)
+    tol = (s.max() if s.size else 0.0) * max(Z.shape) * np.finfo(float).eps
+    null = vt[int(np.sum(s > tol)):]
+    return np.any(np.abs(null) > 1e-8, axis=0)
 
 
 #: Largest expected share of a factor level's released rows that the

@@ -16,7 +16,8 @@ from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import (PicklableNamespace, caller_namespace, formula_namespace,
                        formula_variables, user_stacklevel)
-from ..information import CONTAMINATION_LIMIT, column_information, level_contamination
+from ..information import (CONTAMINATION_LIMIT, absent_levels, column_information,
+                           level_contamination, unidentified_columns)
 from ..binning import BinningDiagnostic, coarse_columns
 from ..bootstrap import (
     DEFAULT_N_BOOT,
@@ -339,6 +340,8 @@ class DPModel:
         self.representer = representer_for(self.release, fv.names, self.representatives)
         self.cells: pd.DataFrame = cell_frame(self.release, fv.names, self.representatives,
                                               representer=self.representer)
+        self.cells = _factors_by_declared_levels(self.cells, self.release.domain,
+                                                 fv.factors_only)
         self.count_column = self.release.count_column
         # center/standardize/scale in the formula memorize on the cells weighted by their
         # counts (every design is built on frames with the rows of self.cells)
@@ -491,9 +494,20 @@ class DPModel:
         if n_params % k:
             return {"uninformative": None}
         eqs = n_params // k
+        labels = flat_param_names(res.model)
+        loose = np.tile(unidentified_columns(self.release, self.variables, build, k), eqs)
+        if loose.any():
+            warnings.warn(
+                f"{_joined(labels, loose)} {'is' if loose.sum() == 1 else 'are'} not identified "
+                f"by the released cells ({self.unidentified_why()}): the estimate is one of many "
+                "that fit them equally well. Their standard errors are set to infinity (p = 1, "
+                "unbounded intervals); use a larger epsilon, fewer bins or fewer variables, "
+                "merge levels, or choose a reference level the release holds "
+                "(C(x, Treatment(level)))",
+                ReleaseWarning, stacklevel=user_stacklevel())
         info = column_information(self.release, self.variables, build, k)
         empty = np.tile(info.uninformative if info is not None else np.zeros(k, bool), eqs)
-        labels = flat_param_names(res.model)
+        empty &= ~loose
         if empty.any():
             warnings.warn(
                 f"the release carries no information about {_joined(labels, empty)}: the "
@@ -507,7 +521,7 @@ class DPModel:
         if mixed is not None:
             crowded = np.tile(mixed.flagged, eqs)
             crowded |= self._class_equations(res, mixed.classes, k, eqs)
-            crowded &= ~empty
+            crowded &= ~empty & ~loose
         if crowded.any():
             warnings.warn(
                 f"{_joined(labels, crowded)} rest on factor levels or response classes whose "
@@ -520,7 +534,7 @@ class DPModel:
         binned = np.zeros(n_params, bool)
         if coarse:
             few, cols = coarse_columns(self.release, self.variables, build, k)
-            binned = np.tile(cols, eqs) & ~empty & ~crowded
+            binned = np.tile(cols, eqs) & ~empty & ~crowded & ~loose
         if binned.any():
             warnings.warn(
                 f"{', '.join(few)} {'is' if len(few) == 1 else 'are'} cut into fewer than "
@@ -531,9 +545,17 @@ class DPModel:
                 + "}; the cells grow with them), fewer variables, a larger epsilon, or "
                 "method='auto'",
                 ReleaseWarning, stacklevel=user_stacklevel())
-        out = empty | crowded | binned
+        out = loose | empty | crowded | binned
         return {"uninformative": out if out.any() else None,
-                "flags_explain_failures": bool(empty.any())}
+                "flags_explain_failures": bool(empty.any() or loose.any())}
+
+    def unidentified_why(self) -> str:
+        """Why the released cells leave coefficients unidentified: the declared
+        levels no released cell holds, or collinear columns."""
+        absent = absent_levels(self.release, self.variables)
+        if absent:
+            return "no released cell has " + ", ".join(absent)
+        return "some design columns are collinear on them"
 
     @staticmethod
     def _class_equations(res, classes: tuple, k: int, eqs: int) -> np.ndarray:
@@ -592,6 +614,31 @@ def flat_param_names(model) -> list[str]:
 
 def _joined(labels: list[str], mask: np.ndarray) -> str:
     return ", ".join(nm for nm, u in zip(labels, mask) if u)
+
+
+def _factors_by_declared_levels(cells: pd.DataFrame, domain, names) -> pd.DataFrame:
+    """The cell frame with every variable the formula reads only inside
+    ``C(...)`` and declared with numeric levels as a Categorical of all its
+    declared levels.  Non-numeric levels already are (the cell frame's rule);
+    numeric ones were plain numbers, from which patsy takes the levels the
+    released cells happen to hold: a level whose cells the threshold removed
+    vanished from the design without a word, and when it was the reference
+    level every contrast silently changed its base (``C(educ)[T.3]`` became
+    educ 3 against 2, not against 1; anes96, epsilon 1).  With the declared
+    levels the design is the one the declaration defines, whatever was
+    released: a level without released cells is a column of zeros, which the
+    fit reports, and the replicate cells of the bootstrap may hold any
+    declared level."""
+    out = None
+    for v in names:
+        if v not in cells.columns or isinstance(cells[v].dtype, pd.CategoricalDtype):
+            continue
+        levels = domain.axis(v).factor_levels
+        if levels is None:
+            continue
+        out = cells.copy() if out is None else out
+        out[v] = pd.Categorical(cells[v].to_numpy(), categories=levels)
+    return cells if out is None else out
 
 
 def _refuse_signed(name: str, data, epsilon, threshold) -> None:

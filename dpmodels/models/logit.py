@@ -192,7 +192,8 @@ class _DPChoiceModel(DPModel):
             zero = [nm for nm, col in zip(model.exog_names, X.T) if not np.any(col)]
             what = (f"{', '.join(zero)} {'is' if len(zero) == 1 else 'are'} 0 in every released "
                     "cell (no released cell has that level or value)" if zero
-                    else "some columns are collinear on the released cells")
+                    else f"some columns are collinear on the released cells "
+                         f"({self.unidentified_why()})")
             raise SingularDesignError(
                 f"the design matrix of the released cells has rank {rank} < {k} columns: {what}. "
                 "The likelihood has no unique maximum: use a larger epsilon, fewer bins, a "
