@@ -528,13 +528,14 @@ def ssp_interval(case, df, eps, rng, n_boot=200, alpha=0.05):
 # one replicate
 # ---------------------------------------------------------------------------
 
-_NAME_CHARS = r"A-Za-z0-9_.:(\[\]"
+_NAME_CHARS = r"A-Za-z0-9_.:\[\]"
 
 
 def names_in(text, coef):
     """Whether ``coef`` appears in ``text`` as a whole name (``age`` is not
-    named by ``age:children``; ``YEAR: the ...`` names YEAR)."""
-    pat = (rf"(?<![{_NAME_CHARS}]){re.escape(coef)}"
+    named by ``age:children``, ``popul`` not by ``np.log1p(popul)``;
+    ``YEAR: the ...`` and ``(Intercept, ...)`` name theirs)."""
+    pat = (rf"(?<![{_NAME_CHARS}])(?<![A-Za-z0-9_.]\(){re.escape(coef)}"
            r"(?![A-Za-z0-9_(\[\]])(?![.:][A-Za-z0-9_(])")
     return re.search(pat, text) is not None
 

@@ -126,6 +126,9 @@ def test_warning_names_whole_coefficients(bench):
     assert bench.names_in(text, "age:children") and bench.names_in(text, "YEAR")
     assert not bench.names_in(text, "age") and not bench.names_in(text, "children")
     assert bench.names_in("about C(educ)[T.2], np.log1p(popul).", "np.log1p(popul)")
+    # a list in brackets names its first entry; a function's argument is not named
+    assert bench.names_in("any coefficient (Intercept, age):", "Intercept")
+    assert not bench.names_in("about np.log1p(popul).", "popul")
 
 
 def test_peer_interval_is_valid_mechanism_output(bench):
