@@ -225,9 +225,11 @@ def unidentified_columns(release, variables: Sequence[str], build: Callable,
     if X is None or X.shape[1] != n_columns:
         return np.zeros(n_columns, bool)
     Z = X[counts != 0]
-    scale = np.abs(Z).max(axis=0)
+    scale = np.abs(Z).max(axis=0) if len(Z) else np.zeros(n_columns)
     Z = Z / np.where(scale > 0, scale, 1.0)
-    _, s, vt = np.linalg.svd(Z, full_matrices=True)
+    if len(Z) < n_columns:  # rows of zeros: the same null space, a square right factor
+        Z = np.vstack([Z, np.zeros((n_columns - len(Z), n_columns))])
+    _, s, vt = np.linalg.svd(Z, full_matrices=False)  # O(cells k^2), no cells x cells factor
     tol = (s.max() if s.size else 0.0) * max(Z.shape) * np.finfo(float).eps
     null = vt[int(np.sum(s > tol)):]
     return np.any(np.abs(null) > 1e-8, axis=0)
