@@ -759,6 +759,8 @@ def cell_summary(summary):
             case=case, n_mult=int(mult), n=int(s["n"].iloc[0]), eps=float(eps), method=m,
             picked=s["picked"].iloc[0], reps=int(s["reps"].max()), coefs=len(s),
             max_sign=s["sign"].max(), min_cover=s["cover"].min(), max_inf=s["inf"].max(),
+            # the share of finite intervals over every fitted (replicate, coefficient)
+            finite=(1.0 - s["inf_k"].sum() / s["ok"].sum()) if s["ok"].sum() else np.nan,
             median_width=s["width"].median(), fail=int(s["fail"].max()),
             fail_types=s.sort_values("fail")["fail_types"].iloc[-1],
             seconds=s["seconds"].mean(),
@@ -796,9 +798,10 @@ def peer_table(summary):
 def compact(summary):
     """One line per (case, method), one column per (n, epsilon): the lowest
     coverage / the highest sign-error rate over the coefficients (percent), the
-    replicates (and how many failed: refused or raised), and the verdict (ok:
+    replicates (and how many failed: refused or raised), the verdict (ok:
     every goal met; ~: missed within Monte Carlo error; FAIL: missed beyond it,
-    an unnamed infinite interval, or no fit)."""
+    an unnamed infinite interval, or no fit) and the share of finite intervals
+    (what the release lets the analyst say)."""
     cells = cell_summary(summary)
     cols = sorted({(r["n_mult"], r["eps"]) for _, r in cells.iterrows()})
     mark = {"pass": "ok", "pass (within MC)": "~", "fail": "FAIL"}
@@ -814,15 +817,15 @@ def compact(summary):
                 continue
             fails = f", {r['fail']} failed" if r["fail"] else ""
             ents.append(f"{_pct(r['min_cover'])} / {_pct(r['max_sign'])} ({r['reps']}{fails}) "
-                        f"{mark[r['verdict']]}")
+                        f"{mark[r['verdict']]}, {_pct(r['finite'], 0)}% finite")
         picked = s["picked"].iloc[0] if m == "auto" else ""
         lines.append(f"| {case} | {m} | {picked.split('/')[-1] if picked else ''} | "
                      + " | ".join(ents) + " |")
     return "\n".join(lines)
 
 
-def _pct(x):
-    return "-" if x is None or not np.isfinite(x) else f"{100 * x:.1f}"
+def _pct(x, digits=1):
+    return "-" if x is None or not np.isfinite(x) else f"{100 * x:.{digits}f}"
 
 
 def _w(x):

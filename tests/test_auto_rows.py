@@ -125,3 +125,34 @@ def test_auto_picks_the_same_release_for_a_polars_frame_as_for_pandas(factory, f
             fits.append((type(model).__name__, np.asarray(model.fit(cov_type="naive").params)))
     assert fits[0][0] == fits[1][0] and fits[0][0] != "DPOLS"
     np.testing.assert_array_equal(fits[0][1], fits[1][1])
+
+
+def test_auto_takes_the_histogram_for_a_logit_its_factors_carry():
+    """issue 26: on statsmodels' fair (4 continuous covariates, 240 level
+    combinations) both releases were valid and the histogram's intervals were
+    the ones with something to say (benchmarks/real_validity.py: finite for 11%
+    and 17% of the coefficients at epsilon 1 and 3, the Newton steps' for 1% and
+    0%); anes96's logit (6 continuous) and the synthetic logit4 (3 continuous, 4
+    combinations) keep the Newton steps."""
+    import importlib.util
+    from pathlib import Path
+
+    import numpy as np
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "real_validity.py"
+    spec = importlib.util.spec_from_file_location("real_validity_auto", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    picked = {}
+    for case in ("fair_logit", "anes96_logit"):
+        c = bench.CASES[case]
+        picked[case] = choose_logit_method("auto", c["formula"], bench.data_of(case),
+                                           bounds=c["bounds"], levels=c["levels"],
+                                           namespace={"np": np}, epsilon=1.0)
+    assert picked == {"fair_logit": "histogram", "anes96_logit": "newton"}
+    df = pd.DataFrame({"y": [0, 1], "x1": [0.0, 1.0], "x2": [0.0, 1.0], "x3": [0.0, 1.0],
+                       "d": ["no", "yes"]})
+    assert choose_logit_method("auto", "y ~ x1 + x2 + x3 + C(d)", df,
+                               bounds={v: (0, 1) for v in ("x1", "x2", "x3")},
+                               levels={"y": [0, 1], "d": ["no", "yes"]}, namespace={},
+                               epsilon=1.0) == "newton"
