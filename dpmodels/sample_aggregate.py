@@ -938,6 +938,9 @@ def release_sample_aggregate(
     exog = tuple(space.exog_names)
     names = (tuple(f"{x}[{ynames[e + 1]}]" for e in range(J1) for x in exog)
              if family == "mnlogit" else exog)
+    # as the other multinomial fits' warnings name a coefficient: 'x (party=1)'
+    shown = (tuple(f"{x} ({response}={ynames[e + 1]})" for e in range(J1) for x in exog)
+             if family == "mnlogit" else exog)
     p = len(names)
     private = math.isfinite(epsilon)
     if param_bounds is not None:
@@ -1086,7 +1089,7 @@ def release_sample_aggregate(
             + ("" if failed_up == failed else f" (up to {min(failed_up, 1.0):.0%} within the "
                f"noise, above the {MAX_FAILED_BLOCKS:.0%} the mean can be corrected for)")
             + " (a level absent from a block, separation, or no convergence), so the release "
-            f"carries no information about any coefficient ({', '.join(names)}): the average "
+            f"carries no information about any coefficient ({', '.join(shown)}): the average "
             "would be mostly the range's centre, and the fitted blocks a selected few; their "
             "standard errors are infinite and their intervals unbounded; use fewer, larger "
             "blocks (blocks=), fewer levels or terms, or another method",

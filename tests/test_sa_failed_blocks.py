@@ -84,3 +84,21 @@ def test_a_release_whose_blocks_mostly_fail_carries_no_information():
     assert all(name in msg[0] for name in res.params.index)  # each one named
     assert "fewer, larger blocks" in msg[0]
     assert "could not be fitted" in " ".join(res.summary().as_text().split())
+
+
+def test_the_multinomial_no_information_warning_names_coefficients_as_the_others_do():
+    """``x (y=1)``, as every other multinomial warning names a coefficient (it
+    said ``x[1]``, which no summary shows)."""
+    rng = np.random.default_rng(3)
+    n = 600
+    df = pd.DataFrame({"x": rng.uniform(0, 1, n), "y": rng.choice([0, 1, 2], n)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpm.dp_mnlogit("y ~ x", df, epsilon=0.5, bounds={"x": (0, 1)},
+                       levels={"y": [0, 1, 2]}, method="sample-aggregate", random_state=1)
+    said = [str(w.message) for w in caught if issubclass(w.category, ReleaseWarning)
+            and "no information about any coefficient" in str(w.message)]
+    assert said, "expected the no-information warning at this epsilon and n"
+    for name in ("Intercept (y=1)", "x (y=1)", "Intercept (y=2)", "x (y=2)"):
+        assert name in said[0]
+    assert "x[1]" not in said[0]
