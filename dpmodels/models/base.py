@@ -480,7 +480,9 @@ class DPModel:
         return inference
 
     def _uninformative(self, res, build, n_params: int, *, coarse: bool = True) -> dict:
-        """Coefficients the release carries no information about
+        """Coefficients the released cells do not identify
+        (:func:`~dpmodels.information.unidentified_columns`: a declared level
+        without a released cell), that the release carries no information about
         (:func:`~dpmodels.information.column_information`) or that rest on a
         factor level or response class its spurious cells dominate
         (:func:`~dpmodels.information.level_contamination`), flattened as
