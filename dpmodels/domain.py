@@ -273,9 +273,7 @@ class Axis:
     def categories(self) -> list | None:
         """The categories of the published Categorical column, in order
         (None for continuous and numeric axes): see the class notes."""
-        if self.kind == "continuous" or _is_numeric_levels(self.levels):
-            return None
-        return [self.levels[i] for i in self._category_order()]
+        return None if _is_numeric_levels(self.levels) else self.factor_levels
 
     @property
     def factor_levels(self) -> list | None:
