@@ -7,7 +7,10 @@ merged in groups of 2 and 4 (the same representatives, fitted on the coarser
 cells); Richardson extrapolation of the two moves estimates the binning bias
 of the estimate itself.  With fewer than 8 bins (but at least 3) only the
 groups of 2 are fitted and the bias is taken as large as that move (the
-conservative order r = 1).  A second refit places the release's cells at other
+conservative order r = 1).  The same is done with one variable's bins merged
+at a time: the response's and a covariate's binning biases can cancel in the
+joint refit and not in the estimate, so each variable's is a shift of its own.
+A second refit places the release's cells at other
 representatives (midpoints for fitted ones, neighbour shifts for midpoints):
 the placement's share of the estimate.  Both are reported in units of the
 bootstrap's standard errors (:class:`~dpmodels.intervals.BinningCheck`).
@@ -63,21 +66,33 @@ class BinningDiagnostic:
         theta2, done, skipped = self._coarse_fit(2)
         if not done and not skipped:
             return None
-        # groups of 4 only when every coarsened variable has the bins for them;
-        # otherwise the order is unknown and the conservative r = 1 is taken
+        bias = self._richardson(theta2, done)
+        # each variable coarsened alone: where the response's and a covariate's
+        # binning bias cancel in the joint refit, each is still a shift
+        alone = np.array([self._richardson(self._coarse_fit(2, (v,))[0], (v,)) for v in done]
+                         if len(done) > 1 else np.empty((0, self.start.size)))
+        placement, other = self._placement_fit()
+        with np.errstate(invalid="ignore"):
+            worst = np.sqrt(np.nansum(alone ** 2, axis=0)) if len(alone) else np.zeros_like(bias)
+            ratio = np.fmax(np.fmax(np.abs(bias), worst), np.abs(placement)) / se
+        return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
+                            placement=placement, placement_method=other,
+                            spurious=self._spurious_fit(), alone=alone)
+
+    def _richardson(self, theta2: np.ndarray, done: Sequence[str]) -> np.ndarray:
+        """The binning bias of the estimate from its move ``theta2 - start``
+        to bins twice as wide along ``done`` (Richardson extrapolation; the
+        order from groups of 4 when every variable of ``done`` has the bins
+        for them, otherwise the conservative r = 1)."""
         domain = self.release.domain
         both = bool(done) and all(domain.axis(v).bins >= BINNING_MIN_BINS for v in done)
-        theta4 = self._coarse_fit(4)[0] if both else np.full(self.start.size, np.nan)
+        theta4 = (self._coarse_fit(4, done)[0] if both
+                  else np.full(self.start.size, np.nan))
         d1, d2 = theta2 - self.start, theta4 - theta2
-        placement, other = self._placement_fit()
         with np.errstate(divide="ignore", invalid="ignore"):
             rate = np.clip(np.abs(d2) / np.abs(d1), 2.0, 16.0)
             rate = np.where(np.isfinite(rate), rate, 4.0 if both else 2.0)
-            bias = d1 / (rate - 1.0)
-            ratio = np.fmax(np.abs(bias), np.abs(placement)) / se
-        return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
-                            placement=placement, placement_method=other,
-                            spurious=self._spurious_fit())
+            return d1 / (rate - 1.0)
 
     def _spurious_fit(self) -> np.ndarray | None:
         """The estimate with the expected spurious rows of the threshold taken
@@ -102,11 +117,12 @@ class BinningDiagnostic:
                              self.start)
         return est[0] if ok[0] else np.full(self.start.size, np.nan)
 
-    def _coarse_fit(self, factor: int):
-        """The estimate on bins ``factor`` times as wide: (estimate, variables
-        coarsened, continuous variables left alone)."""
-        coarse, done, skipped = coarsen_frame(self.cells, self.release.domain, self.variables,
-                                              factor)
+    def _coarse_fit(self, factor: int, along: Sequence[str] | None = None):
+        """The estimate on bins ``factor`` times as wide along ``along``
+        (default: every variable): (estimate, variables coarsened, continuous
+        variables left alone)."""
+        coarse, done, skipped = coarsen_frame(self.cells, self.release.domain,
+                                              self.variables if along is None else along, factor)
         if not done:
             return np.full(self.start.size, np.nan), done, skipped
         weights = self.cells[self.count_column].to_numpy()
