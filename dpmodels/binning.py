@@ -9,7 +9,8 @@ of the estimate itself.  With fewer than 8 bins (but at least 3) only the
 groups of 2 are fitted and the bias is taken as large as that move (the
 conservative order r = 1).  The same is done with one variable's bins merged
 at a time: the response's and a covariate's binning biases can cancel in the
-joint refit and not in the estimate, so each variable's is a shift of its own.
+joint refit and not in the estimate, so the bias carried is the largest of the
+joint and the single-variable moves.
 A second refit places the release's cells at other
 representatives (midpoints for fitted ones, neighbour shifts for midpoints):
 the placement's share of the estimate.  Both are reported in units of the
@@ -20,6 +21,7 @@ Post-processing of the release only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -67,17 +69,16 @@ class BinningDiagnostic:
         if not done and not skipped:
             return None
         bias = self._richardson(theta2, done)
-        # each variable coarsened alone: where the response's and a covariate's
-        # binning bias cancel in the joint refit, each is still a shift
+        # each variable coarsened alone: the response's and a covariate's binning
+        # bias can cancel in the joint refit and not in the estimate
         alone = np.array([self._richardson(self._coarse_fit(2, (v,))[0], (v,)) for v in done]
                          if len(done) > 1 else np.empty((0, self.start.size)))
         placement, other = self._placement_fit()
+        check = BinningCheck(done, theta2, bias, np.zeros_like(bias), unchecked=skipped,
+                             placement=placement, placement_method=other,
+                             spurious=self._spurious_fit(), alone=alone)
         with np.errstate(invalid="ignore"):
-            worst = np.sqrt(np.nansum(alone ** 2, axis=0)) if len(alone) else np.zeros_like(bias)
-            ratio = np.fmax(np.fmax(np.abs(bias), worst), np.abs(placement)) / se
-        return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
-                            placement=placement, placement_method=other,
-                            spurious=self._spurious_fit(), alone=alone)
+            return replace(check, ratio=np.fmax(np.abs(check.bias), np.abs(placement)) / se)
 
     def _richardson(self, theta2: np.ndarray, done: Sequence[str]) -> np.ndarray:
         """The binning bias of the estimate from its move ``theta2 - start``

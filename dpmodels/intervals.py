@@ -73,8 +73,9 @@ class BinningCheck:
     unknown and r = 1 is taken: the bias is ``|d1|``.  Variables with fewer
     than ``BINNING_MIN_BINS_ONE`` bins cannot be coarsened (``unchecked``).
     The same extrapolation with one variable's bins merged at a time gives
-    ``alone``, one shift per variable: the joint move is the sum of the
-    variables' moves, which can cancel there and not in the estimate.
+    ``alone``, one move per variable: the joint move is the sum of the
+    variables' moves, which can cancel there and not in the estimate; the
+    interval carries the largest of them (:attr:`bias`).
 
     ``placement``: the estimate with other representatives of the same
     cells (bin midpoints in place of the fitted within-cell density, or the
@@ -92,7 +93,7 @@ class BinningCheck:
     variables: tuple[str, ...]
     coarse_params: np.ndarray  # fit on bins twice as wide
     shift: np.ndarray  # estimated binning bias (signed as d1)
-    ratio: np.ndarray  # max(|shift|, root sum of squares of alone, |placement|) / se
+    ratio: np.ndarray  # max(|bias|, |placement|) / se
     unchecked: tuple[str, ...] = ()
     threshold: float = BINNING_WARN_RATIO
     placement: np.ndarray | None = None
@@ -105,12 +106,26 @@ class BinningCheck:
     #: this refit moved it by -0.28.  Not in ``ratio`` (not a binning warning).
     spurious: np.ndarray | None = None
     #: The Richardson bias with each variable's bins merged alone (one row per
-    #: variable of ``variables``; empty with one variable): each a shift of
-    #: unknown sign.  The joint refit sums the variables' biases, and they can
-    #: cancel in it: on randhie (epsilon = inf, 5 bins each) merging all bins
-    #: moved ``disea`` by -0.0008, merging only the response's by -0.0048,
-    #: while the estimate was 0.0074 below the full-data fit.
+    #: variable of ``variables``; empty with one variable).  The joint refit
+    #: sums the variables' biases, and they can cancel in it: on randhie
+    #: (epsilon = inf, 5 bins each) merging all bins moved ``disea`` by
+    #: -0.0008, merging only the response's by -0.0048, while the estimate was
+    #: 0.0074 below the full-data fit.  See :attr:`bias`.
     alone: np.ndarray | None = None
+
+    @property
+    def bias(self) -> np.ndarray:
+        """The binning bias the interval carries: per coefficient the largest
+        in size of the joint extrapolation (:attr:`shift`) and each variable's
+        alone (:attr:`alone`), with its sign.  The joint move is the sum of
+        the variables' moves; where they cancel, the bias is taken as at least
+        the largest of them, not their sum of squares (the joint move already
+        holds them once)."""
+        cand = np.atleast_2d(np.asarray(self.shift, float))
+        if self.alone is not None and len(self.alone):
+            cand = np.vstack([cand, np.asarray(self.alone, float)])
+        cand = np.nan_to_num(cand, nan=0.0, posinf=0.0, neginf=0.0)
+        return cand[np.argmax(np.abs(cand), axis=0), np.arange(cand.shape[1])]
 
     @property
     def flagged(self) -> np.ndarray:
@@ -119,10 +134,8 @@ class BinningCheck:
     @property
     def shifts(self) -> list[np.ndarray]:
         """The shift vectors the default interval carries (non-finite -> 0)."""
-        out = [np.nan_to_num(np.asarray(self.shift, float), nan=0.0, posinf=0.0, neginf=0.0)]
-        extras = [self.placement, self.spurious]
-        extras.extend(self.alone if self.alone is not None else ())
-        for extra in extras:
+        out = [self.bias]
+        for extra in (self.placement, self.spurious):
             if extra is not None:
                 out.append(np.nan_to_num(np.asarray(extra, float), nan=0.0, posinf=0.0,
                                          neginf=0.0))
