@@ -9,41 +9,34 @@ response's bins alone moves it by most of that distance.  The default
 interval now carries the largest of the joint and the single-variable moves.
 """
 
+import importlib.util
 import warnings
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
 from dpmodels.errors import ReleaseWarning
 
-FORMULA = ("np.log1p(mdvis) ~ lncoins + C(idp) + lpi + fmde + physlm + disea"
-           " + C(health) + lncoins:physlm")
-BOUNDS = {"mdvis": (0.0, 100.0), "lncoins": (0.0, np.log(101.0)), "lpi": (0.0, 8.0),
-          "fmde": (0.0, 8.3), "physlm": (0.0, 1.0), "disea": (0.0, 100.0)}
-LEVELS = {"idp": [0, 1], "health": ["excellent", "good", "fair", "poor"]}
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "real_validity.py"
 
 
-def _randhie() -> pd.DataFrame:
-    from statsmodels.datasets import randhie
-
-    df = randhie.load_pandas().data
-    out = df[["mdvis", "lncoins", "lpi", "fmde", "physlm", "disea"]].astype(float).copy()
-    out["idp"] = df["idp"].astype(np.int64)
-    health = np.full(len(df), "excellent", dtype=object)
-    for col, lab in (("hlthg", "good"), ("hlthf", "fair"), ("hlthp", "poor")):
-        health[df[col].to_numpy() == 1] = lab
-    out["health"] = health
-    return out
+def _randhie_case():
+    """The real-data benchmark's randhie case: (data, formula, bounds, levels)."""
+    spec = importlib.util.spec_from_file_location("real_validity_bench_alone", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    case = bench.CASES["randhie_ols"]
+    return bench.load_randhie(), case["formula"], case["bounds"], case["levels"]
 
 
-def test_each_variables_binning_is_a_shift_where_the_joint_refit_cancels():
-    df = _randhie()
-    full = smf.ols(FORMULA, df).fit().params
+def test_each_variables_binning_is_carried_where_the_joint_refit_cancels():
+    df, formula, bounds, levels = _randhie_case()
+    full = smf.ols(formula, df).fit().params
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseWarning)
-        res = dpm.dp_ols(FORMULA, df, epsilon=np.inf, bounds=BOUNDS, levels=LEVELS, bins=5,
+        res = dpm.dp_ols(formula, df, epsilon=np.inf, bounds=bounds, levels=levels, bins=5,
                          representatives="sheppard", method="histogram").fit(
             random_state=2, n_boot=60)
     inf = res.dp_inference
