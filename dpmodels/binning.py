@@ -21,14 +21,13 @@ Post-processing of the release only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from .domain import Domain
 from .information import EXACT_CELLS, columns_varying, marginal_frame, released_design, spurious_law
-from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck
+from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck, largest_move
 from .representatives import Representer, representer_for
 
 __all__ = ["BinningDiagnostic", "coarse_columns", "coarsen_frame"]
@@ -74,11 +73,11 @@ class BinningDiagnostic:
         alone = np.array([self._richardson(self._coarse_fit(2, (v,))[0], (v,)) for v in done]
                          if len(done) > 1 else np.empty((0, self.start.size)))
         placement, other = self._placement_fit()
-        check = BinningCheck(done, theta2, bias, np.zeros_like(bias), unchecked=skipped,
-                             placement=placement, placement_method=other,
-                             spurious=self._spurious_fit(), alone=alone)
         with np.errstate(invalid="ignore"):
-            return replace(check, ratio=np.fmax(np.abs(check.bias), np.abs(placement)) / se)
+            ratio = np.fmax(np.abs(largest_move(bias, alone)), np.abs(placement)) / se
+        return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
+                            placement=placement, placement_method=other,
+                            spurious=self._spurious_fit(), alone=alone)
 
     def _richardson(self, theta2: np.ndarray, done: Sequence[str]) -> np.ndarray:
         """The binning bias of the estimate from its move ``theta2 - start``

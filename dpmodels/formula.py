@@ -24,7 +24,7 @@ import patsy.builtins
 from .errors import UnknownVariableError
 
 __all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "formula_namespace",
-           "user_stacklevel", "PicklableNamespace"]
+           "user_stacklevel", "PicklableNamespace", "equation_names"]
 
 
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
@@ -301,3 +301,10 @@ def formula_variables(
     factors_only = frozenset(v for v, u in visitor.uses.items() if u == {"factor"})
     return FormulaVariables(tuple(visitor.found), frozenset(visitor.discrete), tuple(response),
                             scales, factors_only)
+
+
+def equation_names(exog, response: str, levels) -> list[str]:
+    """A multinomial's coefficients flattened equation by equation, as every
+    warning and summary names them: ``x (y=level)`` for each non-base level
+    (``levels[1:]``) and each exog name."""
+    return [f"{x} ({response}={lev})" for lev in list(levels)[1:] for x in exog]

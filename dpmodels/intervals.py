@@ -14,7 +14,7 @@ from scipy import stats
 
 __all__ = ["DPInference", "BinningCheck", "INTERVALS", "DEFAULT_INTERVAL", "COV_TYPES",
            "BINNING_WARN_RATIO", "BINNING_MIN_BINS", "BINNING_MIN_BINS_ONE",
-           "resolve_cov_type"]
+           "resolve_cov_type", "largest_move"]
 
 #: Interval types :meth:`DPInference.conf_int` computes.
 INTERVALS = ("bc-normal", "normal", "basic", "percentile")
@@ -53,6 +53,16 @@ def resolve_cov_type(cov_type: str, *, allow_nonrobust: bool = True) -> str:
         return "naive"
     choices = '"dp" (default) or "naive"' + (' (alias "nonrobust")' if allow_nonrobust else "")
     raise ValueError(f"cov_type must be {choices}, got {cov_type!r}")
+
+
+def largest_move(shift: np.ndarray, alone: np.ndarray | None) -> np.ndarray:
+    """Per coefficient the largest in size (with its sign) of the joint move
+    ``shift`` and the rows of ``alone``; non-finite moves count as 0."""
+    cand = np.atleast_2d(np.asarray(shift, float))
+    if alone is not None and len(alone):
+        cand = np.vstack([cand, np.asarray(alone, float)])
+    cand = np.nan_to_num(cand, nan=0.0, posinf=0.0, neginf=0.0)
+    return cand[np.argmax(np.abs(cand), axis=0), np.arange(cand.shape[1])]
 
 
 @dataclass(frozen=True)
@@ -121,11 +131,7 @@ class BinningCheck:
         the variables' moves; where they cancel, the bias is taken as at least
         the largest of them, not their sum of squares (the joint move already
         holds them once)."""
-        cand = np.atleast_2d(np.asarray(self.shift, float))
-        if self.alone is not None and len(self.alone):
-            cand = np.vstack([cand, np.asarray(self.alone, float)])
-        cand = np.nan_to_num(cand, nan=0.0, posinf=0.0, neginf=0.0)
-        return cand[np.argmax(np.abs(cand), axis=0), np.arange(cand.shape[1])]
+        return largest_move(self.shift, self.alone)
 
     @property
     def flagged(self) -> np.ndarray:

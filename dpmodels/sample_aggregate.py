@@ -140,7 +140,7 @@ from .accountant import Accountant
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
-from .formula import caller_namespace, user_stacklevel
+from .formula import caller_namespace, equation_names, user_stacklevel
 from .randomness import random_source
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
@@ -938,9 +938,7 @@ def release_sample_aggregate(
     exog = tuple(space.exog_names)
     names = (tuple(f"{x}[{ynames[e + 1]}]" for e in range(J1) for x in exog)
              if family == "mnlogit" else exog)
-    # as the other multinomial fits' warnings name a coefficient: 'x (party=1)'
-    shown = (tuple(f"{x} ({response}={ynames[e + 1]})" for e in range(J1) for x in exog)
-             if family == "mnlogit" else exog)
+    shown = equation_names(exog, response, ynames) if family == "mnlogit" else exog
     p = len(names)
     private = math.isfinite(epsilon)
     if param_bounds is not None:

@@ -14,7 +14,7 @@ import patsy
 
 from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
-from ..formula import (PicklableNamespace, caller_namespace, formula_namespace,
+from ..formula import (PicklableNamespace, caller_namespace, equation_names, formula_namespace,
                        formula_variables, user_stacklevel)
 from ..information import (CONTAMINATION_LIMIT, absent_levels, column_information,
                            level_contamination, unidentified_columns)
@@ -610,8 +610,8 @@ def flat_param_names(model) -> list[str]:
     ymap = getattr(model, "_ynames_map", None)
     if ymap is None:
         return list(model.exog_names)
-    return [f"{x} ({model.endog_names}={ymap[j]})" for j in range(1, int(model.J))
-            for x in model.exog_names]
+    return equation_names(model.exog_names, model.endog_names,
+                          [ymap[j] for j in range(int(model.J))])
 
 
 def _joined(labels: list[str], mask: np.ndarray) -> str:
