@@ -14,7 +14,7 @@ __all__ = ["outer_rows", "full_rank", "solve_ok", "batched_newton"]
 
 def outer_rows(X: np.ndarray) -> np.ndarray:
     """Row-wise outer products, flattened: ``(C, p*p)``."""
-    return (X[:, :, None] * X[:, None, :]).reshape(X.shape[0], -1)
+    return (X[:, :, None] * X[:, None, :]).reshape(X.shape[0], X.shape[1] * X.shape[1])
 
 
 def full_rank(A: np.ndarray, tol: float = 1e-10) -> np.ndarray:

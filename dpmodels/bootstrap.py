@@ -473,8 +473,12 @@ def _replicates(sim: ReleaseSimulator, design: CellDesign, refit: Callable, para
                 np.add.at(W, (extra_rows, chunk.extra_rep), chunk.extra_counts.astype(float))
             W[~design.valid] = 0.0
             used = np.flatnonzero(W.any(axis=1))  # cells released in some replicate
-            est, ok = refit(*design.expand(used, W[used]), params)
+            if used.size:
+                est, ok = refit(*design.expand(used, W[used]), params)
+            else:  # no cell survived the threshold in any replicate: nothing to fit
+                est, ok = np.full((size, np.size(params)), np.nan), np.zeros(size, bool)
             r = min(size, n_refit - sum(len(e) for e in refitted)) if design.representer else 0
+            r = r if used.size else 0
             if r > 0:  # the same replicates with refitted representatives
                 est_r, ok_r = design.refit_each(W[:, :r], refit, np.where(ok[:r, None], est[:r], params))
                 refitted.append(est_r)
