@@ -13,8 +13,12 @@ joint refit and not in the estimate, so the bias carried is the largest of the
 joint and the single-variable moves.
 A second refit places the release's cells at other
 representatives (midpoints for fitted ones, neighbour shifts for midpoints):
-the placement's share of the estimate.  Both are reported in units of the
-bootstrap's standard errors (:class:`~dpmodels.intervals.BinningCheck`).
+the placement's share of the estimate.  For quantile regression a third set
+moves the response's points within their bins (the grid shifted by a quarter,
+a half and three quarters of a bin, and the points spread evenly over the bin):
+where the edges fall decides a binned quantile's slopes.  All are reported in
+units of the bootstrap's standard errors
+(:class:`~dpmodels.intervals.BinningCheck`).
 Post-processing of the release only.
 """
 
@@ -31,6 +35,11 @@ from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck, lar
 from .representatives import Representer, representer_for
 
 __all__ = ["BinningDiagnostic", "coarse_columns", "coarsen_frame"]
+
+#: The shifts of the response's grid, in bins, the phase check refits at.
+PHASES = (0.25, 0.5, 0.75)
+#: Points per bin of the phase check's evenly spread response.
+SPREAD_POINTS = 8
 
 
 class BinningDiagnostic:
@@ -53,12 +62,19 @@ class BinningDiagnostic:
         The model's batched refit, ``refit(X, y, W, start)``.
     start : ndarray
         The estimate (flattened).
+    response : sequence of str
+        The response's variables (the formula's left-hand side).
+    phase : bool
+        Also refit with the continuous response's points moved within their
+        bins (:meth:`_phase_fit`): for models whose estimate is not a linear
+        function of the response (quantile regression).
     """
 
     def __init__(self, release, variables: Sequence[str], cells: pd.DataFrame,
                  count_column: str, representer, build: Callable, refit: Callable,
-                 start: np.ndarray):
+                 start: np.ndarray, response: Sequence[str] = (), phase: bool = False):
         self.release, self.variables = release, tuple(variables)
+        self.response, self.phase = tuple(response), phase
         self.cells, self.count_column = cells, count_column
         self.representer, self.build, self.refit = representer, build, refit
         self.start = np.asarray(start, dtype=float)
@@ -73,11 +89,15 @@ class BinningDiagnostic:
         alone = np.array([self._richardson(self._coarse_fit(2, (v,))[0], (v,)) for v in done]
                          if len(done) > 1 else np.empty((0, self.start.size)))
         placement, other = self._placement_fit()
+        phase = self._phase_fit()
         with np.errstate(invalid="ignore"):
-            ratio = np.fmax(np.abs(largest_move(bias, alone)), np.abs(placement)) / se
+            ratio = np.fmax(np.abs(largest_move(bias, alone)), np.abs(placement))
+            if phase is not None:
+                ratio = np.fmax(ratio, np.abs(phase))
+            ratio = ratio / se
         return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
                             placement=placement, placement_method=other,
-                            spurious=self._spurious_fit(), alone=alone)
+                            spurious=self._spurious_fit(), alone=alone, phase=phase)
 
     def _richardson(self, theta2: np.ndarray, done: Sequence[str]) -> np.ndarray:
         """The binning bias of the estimate from its move ``theta2 - start``
@@ -132,6 +152,59 @@ class BinningDiagnostic:
             coarse.attrs = {}
             weights = coarse[self.count_column].to_numpy()
         return self._fit(coarse.drop(columns=[self.count_column]), weights), done, skipped
+
+    def _phase_fit(self) -> np.ndarray | None:
+        """The largest move of the estimate (per coefficient, with its sign)
+        when the continuous response's points are moved within their bins:
+        the grid shifted by :data:`PHASES` of a bin, and every point spread
+        evenly over its bin (:data:`SPREAD_POINTS` points); None when the
+        check does not apply (no continuous response, or ``phase=False``).
+
+        A quantile of a binned response is a step function of the covariates:
+        where the conditional quantiles of most covariate patterns fall in
+        one response bin, the median regression on the cells is flat, its
+        bootstrap replicates are flat too, and merging bins (the Richardson
+        refits) leaves it flat.  Where the grid's edges fall decides the
+        slopes; these refits measure how much (docs/inference.md, eighth
+        pass).  A mean keeps every cell's mean under these moves, so the
+        least-squares models skip it.
+        """
+        names = [v for v in self.response if self.release.domain.axis(v).kind == "continuous"]
+        if not self.phase or not names:
+            return None
+        moves = [self._moved_fit(names, [(t - 0.5, t), (t + 0.5, 1.0 - t)]) for t in PHASES]
+        spread = [((j + 0.5) / SPREAD_POINTS, 1.0 / SPREAD_POINTS) for j in range(SPREAD_POINTS)]
+        moves.append(self._moved_fit(names, spread))
+        return largest_move(moves[0], np.array(moves[1:]))
+
+    def _moved_fit(self, names: Sequence[str], places: Sequence[tuple[float, float]]
+                   ) -> np.ndarray:
+        """The estimate with every point of the variables ``names`` replaced
+        by points at ``(offset, share)``: the bin's lower edge plus
+        ``offset`` bins, carrying ``share`` of the point's count; minus the
+        estimate.  (A grid shifted by ``t`` of a bin, under the even
+        allocation within bins: ``t`` of a point's count at the centre of the
+        shifted bin over ``[e, e + t h]``, offset ``t - 1/2``, and ``1 - t``
+        at the next one's, ``t + 1/2``.)"""
+        domain = self.release.domain
+        frame = self.cells.drop(columns=[self.count_column])
+        weights = self.cells[self.count_column].to_numpy(float)
+        lower = {}
+        for name in names:
+            axis = domain.axis(name)
+            coord = axis.to_coord(frame[name].to_numpy(float))
+            code = np.clip(np.floor((coord - axis.coord_bounds[0]) / axis.width), 0,
+                           axis.bins - 1).astype(np.int64)
+            lower[name] = axis.edges[code]
+        parts = []
+        for offset, _ in places:
+            part = frame.copy()
+            for name in names:
+                axis = domain.axis(name)
+                part[name] = axis.to_values(lower[name] + offset * axis.width)
+            parts.append(part)
+        shares = np.concatenate([share * weights for _, share in places])
+        return self._fit(pd.concat(parts, ignore_index=True), shares) - self.start
 
     def _placement_fit(self):
         """The estimate with other representatives of the same cells, minus it."""

@@ -270,6 +270,10 @@ class DPModel:
     #: a class the spurious cells dominate moves every coefficient
     #: (:func:`~dpmodels.information.level_contamination`).
     response_classes = False
+    #: True for models whose estimate is not a linear function of the response
+    #: (quantile regression): the binning check also moves the response's
+    #: points within their bins (:meth:`~dpmodels.binning.BinningDiagnostic._phase_fit`).
+    response_phase = False
 
     def __init__(
         self,
@@ -335,6 +339,7 @@ class DPModel:
             fv = formula_variables(formula, self.release.domain.names, namespace)
             self.budget_spent = self.release.report.epsilon
         self.variables = fv.names
+        self.response_variables = fv.response
         # the one place the cell frame is built: released cells, marginalized to the
         # formula's variables, at the representatives' points (dpmodels.representatives)
         self.representer = representer_for(self.release, fv.names, self.representatives)
@@ -467,7 +472,9 @@ class DPModel:
         start = np.asarray(start, dtype=float)
 
         binning = (BinningDiagnostic(self.release, self.variables, self.cells, self.count_column,
-                                     self.representer, build, refit, start)
+                                     self.representer, build, refit, start,
+                                     response=self.response_variables,
+                                     phase=self.response_phase)
                    if opts["binning_check"] else None)
 
         inference = parametric_bootstrap(

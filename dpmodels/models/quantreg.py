@@ -518,6 +518,7 @@ class DPQuantReg(DPModel):
     """
 
     _name = "DP QuantReg"
+    response_phase = True
     _allows_signed = False
 
     @cached_property
