@@ -33,6 +33,7 @@ from .domain import Domain
 from .information import EXACT_CELLS, columns_varying, marginal_frame, released_design, spurious_law
 from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck, largest_move
 from .representatives import Representer, representer_for
+from .rounding import response_rounding
 
 __all__ = ["BinningDiagnostic", "coarse_columns", "coarsen_frame"]
 
@@ -95,9 +96,32 @@ class BinningDiagnostic:
             if phase is not None:
                 ratio = np.fmax(ratio, np.abs(phase))
             ratio = ratio / se
+        rounding, constant, means = self._rounding()
         return BinningCheck(done, theta2, bias, ratio, unchecked=skipped,
                             placement=placement, placement_method=other,
-                            spurious=self._spurious_fit(), alone=alone, phase=phase)
+                            spurious=self._spurious_fit(), alone=alone, phase=phase,
+                            rounding=rounding, constant=constant, means=means)
+
+    def _rounding(self):
+        """Least squares (``phase=False``) on a continuous response: its
+        :class:`~dpmodels.rounding.RoundingBound`, the design's constant
+        columns and the count-weighted column means; (None, None, None)
+        otherwise or when the bound is 0."""
+        names = [v for v in self.response if self.release.domain.axis(v).kind == "continuous"]
+        if self.phase or len(names) != 1:
+            return None, None, None
+        bound = response_rounding(self.release, names[0])
+        if bound is None or not bound.bound > 0:
+            return None, None, None
+        X, _, valid = self.build(self.cells.drop(columns=[self.count_column]))
+        X = np.asarray(X, float)
+        w = np.where(valid, self.cells[self.count_column].to_numpy(float), 0.0)
+        k = X.shape[1]
+        if self.start.size != k or not w.sum() > 0:
+            return None, None, None
+        constant = np.all(X == X[:1], axis=0)
+        means = (w[:, None] * X).sum(axis=0) / w.sum()
+        return bound, constant, means
 
     def _richardson(self, theta2: np.ndarray, done: Sequence[str]) -> np.ndarray:
         """The binning bias of the estimate from its move ``theta2 - start``

@@ -131,6 +131,19 @@ class BinningCheck:
     #: replicate and every merged-bin refit as flat; these refits moved them by
     #: 1.19, 0.66 and -0.47.  A shift of unknown sign like the others.
     phase: np.ndarray | None = None
+    #: Least squares: what rounding the response to its bins can do to the
+    #: slopes (:class:`~dpmodels.rounding.RoundingBound`), with the design's
+    #: constant columns and count-weighted column means; None for the other
+    #: models or a response that is not binned.
+    rounding: object | None = None
+    constant: np.ndarray | None = None
+    means: np.ndarray | None = None
+
+    def rounded(self, cov: np.ndarray, params: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """``cov`` widened by :attr:`rounding` (its ``widened``); unchanged without it."""
+        if self.rounding is None:
+            return cov
+        return self.rounding.widened(cov, params, self.constant, self.means, ok)
 
     @property
     def bias(self) -> np.ndarray:
@@ -156,6 +169,10 @@ class BinningCheck:
                                          neginf=0.0))
         return out
 
+
+#: The notes name a coarsely binned response from this rounding bound on
+#: (:class:`~dpmodels.rounding.RoundingBound`; the slopes' factor 5% from 1).
+ROUNDING_NOTE = 0.05
 
 #: Above this share of replicates that could not be fitted, the bootstrap
 #: measures no coefficient's error (:attr:`DPInference.mostly_failed`).  On
@@ -293,6 +310,8 @@ class DPInference:
             shifts.extend(self.binning.shifts)
         for v in shifts:
             cov[np.ix_(ok, ok)] += np.outer(v, v)[np.ix_(ok, ok)]
+        if self.binning is not None:  # least squares on a coarsely binned response
+            cov = self.binning.rounded(cov, self.params, ok)
         return cov
 
     @property
@@ -557,6 +576,17 @@ class DPInference:
                    if self.binning.phase is not None else "") + "): " + carried
                 + ". Use more bins (more data or a larger epsilon) or a design less sensitive "
                 "to binning.")
+        bound = self.binning.rounding if self.binning is not None else None
+        if (bound is not None and bound.bound >= ROUNDING_NOTE and not bound.unmeasured
+                and self.interval == "normal"):
+            lines.append(
+                f"{bound.variable} is binned coarsely for least squares: a normal fitted to its "
+                f"released bins has a standard deviation of {bound.spread:.2f} bins, at which "
+                f"rounding it to its bins scales the slopes by about {bound.factor:.2f}. The "
+                f"standard errors carry a factor anywhere in [{1 - bound.bound:.2f}, "
+                f"{1 + bound.bound:.2f}] (dpmodels.rounding); more bins for {bound.variable} "
+                f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}}) or tighter bounds "
+                "remove it.")
         for name, lo, hi, width in self.whole_number_bins:
             lines.append(
                 f"{name} is cut into bins {width:g} wide with edges on whole "

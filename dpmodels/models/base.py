@@ -26,6 +26,7 @@ from ..bootstrap import (
     parametric_bootstrap,
 )
 from ..dp_results import attach_dp_inference
+from ..rounding import response_rounding
 from ..moments import check_finite_design
 from .pickling import formula_recipe, keep_design
 from ..intervals import BINNING_MIN_BINS_ONE, DEFAULT_INTERVAL, DPInference, resolve_cov_type
@@ -554,7 +555,23 @@ class DPModel:
                 + "}; the cells grow with them), fewer variables, a larger epsilon, or "
                 "method='auto'",
                 ReleaseWarning, stacklevel=user_stacklevel())
-        out = loose | empty | crowded | binned
+        rough = np.zeros(n_params, bool)
+        bound = (response_rounding(self.release, self.response_variables[0])
+                 if coarse and not self.response_phase and len(self.response_variables) == 1
+                 else None)
+        if bound is not None and bound.unmeasured:
+            rough = ~(loose | empty | crowded | binned)
+        if rough.any():
+            warnings.warn(
+                f"{bound.variable} is binned too coarsely for its spread to measure "
+                f"{_joined(labels, rough)}: a normal fitted to its released bins has a standard "
+                f"deviation of {bound.spread:.2f} bins, so rounding {bound.variable} to its "
+                f"{bound.bins} bins can scale every least-squares slope by a factor anywhere from "
+                "0 to 2 (dpmodels.rounding). Their standard errors are set to infinity (p = 1, "
+                f"unbounded intervals); declare tighter bounds for {bound.variable} or more bins "
+                f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}})",
+                ReleaseWarning, stacklevel=user_stacklevel())
+        out = loose | empty | crowded | binned | rough
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any() or loose.any())}
 

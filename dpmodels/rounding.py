@@ -1,0 +1,187 @@
+"""Least squares on a binned response: how far rounding the response to its
+bins can move the slopes, from the response's released marginal.
+
+Fitting on the cells replaces each row's response ``y`` by a point ``y~`` of
+its bin; the slopes then estimate ``Cov(x, y~)`` where the analyst wants
+``Cov(x, y)``.  When ``y`` spreads over several bins the rounding error is
+nearly independent of everything (Sheppard's regime) and the slopes are
+unbiased; when ``y`` sits mostly in one bin they are not, and no refit on
+the release can show it: the merged-bin refits and the bootstrap's replicates
+are as coarse as the estimate.  On the synthetic cont5 shape (n = 2e4,
+``y`` in 3 bins 7.2 wide, SD 1.6) the exact binned table gave every slope
+0.26 of its value.
+
+For ``(x, y)`` jointly normal, ``E[x | y]`` is linear in ``y``, so every slope
+is multiplied by one factor ``lambda = Cov(y, y~) / Var(y)``; for a normal
+``y`` with mean ``mu`` and SD ``sigma`` binned at edges ``e_k`` with points
+``m_k``, ``lambda = sum_k m_k (phi(z_k) - phi(z_k+1)) / sigma`` with ``z_k =
+(e_k - mu) / sigma``.  The normal is fitted to the response's released
+marginal (interval-censored maximum likelihood on the bins, after the
+threshold's expected pure-noise rows are taken out; the outer bins open), so
+the bin shares place it against the grid's edges: on cont5 the exact table
+gives 0.27 (3 bins) and 0.87 (5 bins) against the 0.26 and 0.86 measured.
+The interval carries ``a = |1 - lambda|`` as a relative move of unknown sign
+(:meth:`RoundingBound.widened`), not a correction: the normal is a model.
+A response whose released mass sits in one bin measures no slope (``a =
+1``).  In two bins the shares place the edge against the mean but say nothing
+of the spread (``lambda = h phi(z) / sigma`` for any sigma): no bound is
+given and the other checks apply (on ``dpm.datasets.housing``, n = 2,000,
+epsilon 1, ``price`` in 2 bins, every interval covered in 30 releases;
+:func:`~dpmodels.binning.coarse_columns`).
+
+Post-processing of the release only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from scipy import optimize, stats
+
+from .information import marginal_frame, spurious_law
+
+__all__ = ["RoundingBound", "fit_binned_normal", "response_rounding", "slope_factor"]
+
+
+def fit_binned_normal(edges: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """Maximum-likelihood ``(mu, sigma)`` of a normal from counts on bins with
+    ``edges`` (the outer bins open: rows beyond the bounds were clipped into
+    them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpmodels.rounding import fit_binned_normal
+    >>> mu, sigma = fit_binned_normal(np.array([0.0, 1, 2, 3]), np.array([16.0, 68, 16]))
+    >>> round(mu, 3), round(sigma, 2)
+    (1.5, 0.5)
+    """
+    inner = np.asarray(edges, float)[1:-1]
+    counts = np.asarray(counts, float)
+    occupied = np.flatnonzero(counts > 0)
+    if occupied.size == 0:
+        return float("nan"), 0.0
+    width = float(np.mean(np.diff(edges)))
+    mids = (np.asarray(edges, float)[:-1] + np.asarray(edges, float)[1:]) / 2.0
+    mean = float((counts * mids).sum() / counts.sum())
+    sd = float(np.sqrt(max((counts * (mids - mean) ** 2).sum() / counts.sum(), width ** 2 / 12)))
+
+    def nll(theta):
+        mu, sigma = theta[0], math.exp(theta[1])
+        cdf = np.concatenate([[0.0], stats.norm.cdf((inner - mu) / sigma), [1.0]])
+        p = np.clip(np.diff(cdf), 1e-300, None)
+        return -float((counts * np.log(p)).sum())
+
+    best = optimize.minimize(nll, [mean, math.log(sd)], method="Nelder-Mead",
+                             options={"xatol": 1e-6 * width, "fatol": 1e-9, "maxiter": 2000})
+    return float(best.x[0]), float(math.exp(best.x[1]))
+
+
+def slope_factor(mu: float, sigma: float, edges: np.ndarray, points: np.ndarray) -> float:
+    """``lambda = Cov(y, y~) / Var(y)`` for ``y ~ N(mu, sigma^2)`` rounded to
+    ``points`` (one per bin of ``edges``, the outer bins open).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpmodels.rounding import slope_factor
+    >>> e = np.linspace(0.0, 10.0, 11)
+    >>> round(slope_factor(5.3, 1.0, e, (e[:-1] + e[1:]) / 2), 4)
+    1.0
+    >>> round(slope_factor(5.5, 0.3, e, (e[:-1] + e[1:]) / 2), 2)  # 1 - 2 exp(-2 pi^2 0.09)
+    0.66
+    """
+    if not sigma > 0:
+        return 0.0
+    z = np.concatenate([[-np.inf], (np.asarray(edges, float)[1:-1] - mu) / sigma, [np.inf]])
+    dens = stats.norm.pdf(z)
+    return float((np.asarray(points, float) * (dens[:-1] - dens[1:])).sum() / sigma)
+
+
+@dataclass(frozen=True)
+class RoundingBound:
+    """What rounding the continuous response to its bins can do to a
+    least-squares fit on the cells (module docstring)."""
+
+    variable: str
+    bins: int
+    #: The fitted normal's SD, in bins.
+    spread: float
+    #: ``lambda`` of the fitted normal: the slopes' factor.
+    factor: float
+    #: ``|E[y~] - mu|`` of the fitted normal, on the response's binned scale.
+    mean_shift: float
+
+    @property
+    def bound(self) -> float:
+        """``a = |1 - lambda|``: every slope may be scaled by ``1 -/+ a``."""
+        return abs(1.0 - self.factor) if math.isfinite(self.factor) else math.inf
+
+    @property
+    def unmeasured(self) -> bool:
+        """True when the factor may be 0: the slopes are not measured."""
+        return not self.bound < 1.0
+
+    def suggested_bins(self) -> int:
+        """Bins that would make the response's SD about 0.6 of a bin (where
+        the factor is within 0.2% of 1)."""
+        return int(math.ceil(self.bins * 0.6 / max(self.spread, 0.1)))
+
+    def widened(self, cov: np.ndarray, params: np.ndarray, constant: np.ndarray,
+                means: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """``cov`` with each standard error ``se`` of the coefficients ``ok``
+        made ``(se + r) / (1 - a)``: ``r = a |b|`` for a slope ``b``, and for
+        the constant columns the mean shift plus ``a sum_j |mean_j b_j|``
+        (the intercept moves with the slopes times the covariates' means).
+        Covers ``b / lambda`` for any ``lambda`` in ``[1 - a, 1 + a]``
+        (``b -/+ z se`` scaled by ``1 / lambda``, z > 1)."""
+        a = self.bound
+        if not a > 0 or self.unmeasured:
+            return cov
+        params = np.asarray(params, float)
+        r = a * np.abs(params)
+        tilt = a * float(np.nansum(np.abs(np.where(constant, 0.0, means * params))))
+        r = np.where(constant, self.mean_shift + tilt, r)
+        out = np.array(cov, dtype=float)
+        se = np.sqrt(np.clip(np.diag(out), 0.0, None))
+        new = (se + r) / (1.0 - a)
+        scale = np.where(ok & (se > 0) & np.isfinite(se), new / np.where(se > 0, se, 1.0), 1.0)
+        out *= np.outer(scale, scale)
+        zero = ok & ~(se > 0)
+        out[zero, zero] = new[zero] ** 2
+        return out
+
+
+def response_rounding(release, response: str) -> RoundingBound | None:
+    """The :class:`RoundingBound` of ``response`` in ``release``; None for a
+    response that is not binned (a factor or a class) or whose released mass
+    sits in two bins (module docstring)."""
+    axis = release.domain.axis(response)
+    if axis.kind != "continuous" or axis.bins < 2:
+        return None
+    marg = release.marginal([response])
+    counts = np.clip(marg[release.count_column].to_numpy(float), 0.0, None)
+    coord = axis.to_coord(marg[response].to_numpy(float))
+    code = np.clip(np.floor((coord - axis.coord_bounds[0]) / axis.width), 0,
+                   axis.bins - 1).astype(np.int64)
+    per_bin = np.bincount(code, weights=counts, minlength=axis.bins)
+    law = spurious_law(release.report)
+    if law is not None:  # the threshold's expected pure-noise rows, spread over the bins
+        _, per_row = marginal_frame(release.domain, [response])
+        per_bin = np.clip(per_bin - law[0] * law[1] * per_row, 0.0, None)
+    edges = np.asarray(axis.edges, float)
+    occupied = int(np.count_nonzero(per_bin > 0))
+    if occupied <= 1:  # one value of the response: every slope is 0 whatever the data's
+        return RoundingBound(response, axis.bins, 0.0, 0.0, math.inf)
+    if occupied == 2:  # the shares place the edge, not the spread: left to the other checks
+        return None
+    mu, sigma = fit_binned_normal(edges, per_bin)
+    points = (edges[:-1] + edges[1:]) / 2.0
+    factor = slope_factor(mu, sigma, edges, points)
+    z = np.concatenate([[-np.inf], (edges[1:-1] - mu) / sigma, [np.inf]]) if sigma > 0 else None
+    shift = (abs(float((points * np.diff(stats.norm.cdf(z))).sum()) - mu) if z is not None
+             else math.inf)
+    return RoundingBound(response, axis.bins, sigma / axis.width, factor, shift)
