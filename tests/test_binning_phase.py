@@ -13,9 +13,7 @@ the bin, and carries the largest move.  At epsilon = inf the release is the
 exact binned table, so every error here is binning.
 """
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,18 +22,9 @@ import statsmodels.formula.api as smf
 import dpmodels as dpm
 from dpmodels.errors import NotPrivateWarning, ReleaseWarning
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "validity.py"
+from .benchmark_cases import load_benchmark
 
-
-def _median4():
-    """The synthetic grid's median4 scenario (its draw, formula, bounds, levels)."""
-    spec = importlib.util.spec_from_file_location("validity_bench_phase", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench.SCENARIOS["median4"]
-
-
-SCENARIO = _median4()
+SCENARIO = load_benchmark("validity").SCENARIOS["median4"]
 DATA = SCENARIO["draw"](np.random.default_rng(0), 20_000)
 SLOPES = ["C(d)[T.yes]", "x1", "x2"]
 

@@ -10,30 +10,21 @@ normal fitted to the response's released bins and carried in the standard
 errors; at a factor that may be 0 the coefficients are declared unmeasured.
 """
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 import statsmodels.formula.api as smf
+from scipy import stats
 
 import dpmodels as dpm
 from dpmodels.errors import NotPrivateWarning, ReleaseWarning
 from dpmodels.rounding import fit_binned_normal, response_rounding, slope_factor
-from scipy import stats
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "validity.py"
 
 
-def _cont5():
-    spec = importlib.util.spec_from_file_location("validity_bench_rounding", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench.SCENARIOS["cont5"]
+from .benchmark_cases import load_benchmark
 
-
-SCENARIO = _cont5()
+SCENARIO = load_benchmark("validity").SCENARIOS["cont5"]
 DATA = SCENARIO["draw"](np.random.default_rng(0), 20_000)
 FULL = smf.ols(SCENARIO["formula"], DATA).fit().params
 SLOPES = [f"x{j}" for j in range(1, 5)]  # x5's coefficient is 0
