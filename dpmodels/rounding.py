@@ -15,9 +15,11 @@ For ``(x, y)`` jointly normal, ``E[x | y]`` is linear in ``y``, so every slope
 is multiplied by one factor ``lambda = Cov(y, y~) / Var(y)``; for a normal
 ``y`` with mean ``mu`` and SD ``sigma`` binned at edges ``e_k`` with points
 ``m_k``, ``lambda = sum_k m_k (phi(z_k) - phi(z_k+1)) / sigma`` with ``z_k =
-(e_k - mu) / sigma``.  The normal is fitted to the response's released
-marginal (interval-censored maximum likelihood on the bins, after the
-threshold's expected pure-noise rows are taken out; the outer bins open), so
+(e_k - mu) / sigma`` (:func:`slope_factor` truncates it to the declared
+bounds, where the response lives).  The normal is fitted to the response's
+released marginal (interval-censored maximum likelihood on the bins,
+truncated to the bounds, after the threshold's expected pure-noise rows are
+taken out), so
 the bin shares place it against the grid's edges: on cont5 the exact table
 gives 0.27 (3 bins) and 0.87 (5 bins) against the 0.26 and 0.86 measured.
 The interval carries ``a = |1 - lambda|`` as a relative move of unknown sign
@@ -43,13 +45,29 @@ from scipy import optimize, stats
 
 from .information import marginal_frame, spurious_law
 
-__all__ = ["RoundingBound", "fit_binned_normal", "response_rounding", "slope_factor"]
+__all__ = ["RoundingBound", "fit_binned_normal", "response_rounding", "rounded_mean_shift",
+           "slope_factor"]
+
+
+def _truncated(mu: float, sigma: float, edges: np.ndarray):
+    """A normal ``N(mu, sigma^2)`` truncated to ``[edges[0], edges[-1]]``: the
+    bins' probabilities, ``E[(y - mu) 1{y in bin k}]``, the mean and the
+    variance."""
+    z = (np.asarray(edges, float) - mu) / sigma
+    cdf, pdf = stats.norm.cdf(z), stats.norm.pdf(z)
+    total = max(float(cdf[-1] - cdf[0]), 1e-300)
+    p = np.diff(cdf) / total
+    part = sigma * (pdf[:-1] - pdf[1:]) / total
+    mean = mu + float(part.sum())
+    zpdf = np.where(np.isfinite(z), z * pdf, 0.0)
+    second = sigma ** 2 * (1.0 + (zpdf[0] - zpdf[-1]) / total)
+    return p, part, mean, max(second - (mean - mu) ** 2, 0.0)
 
 
 def fit_binned_normal(edges: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """Maximum-likelihood ``(mu, sigma)`` of a normal from counts on bins with
-    ``edges`` (the outer bins open: rows beyond the bounds were clipped into
-    them).
+    """Maximum-likelihood ``(mu, sigma)`` of a normal truncated to the outer
+    edges (the declared bounds: the response lives within them) from counts
+    on the bins of ``edges``.
 
     Examples
     --------
@@ -59,21 +77,18 @@ def fit_binned_normal(edges: np.ndarray, counts: np.ndarray) -> tuple[float, flo
     >>> round(mu, 3), round(sigma, 2)
     (1.5, 0.5)
     """
-    inner = np.asarray(edges, float)[1:-1]
+    edges = np.asarray(edges, float)
     counts = np.asarray(counts, float)
-    occupied = np.flatnonzero(counts > 0)
-    if occupied.size == 0:
+    if not counts.sum() > 0:
         return float("nan"), 0.0
     width = float(np.mean(np.diff(edges)))
-    mids = (np.asarray(edges, float)[:-1] + np.asarray(edges, float)[1:]) / 2.0
+    mids = (edges[:-1] + edges[1:]) / 2.0
     mean = float((counts * mids).sum() / counts.sum())
     sd = float(np.sqrt(max((counts * (mids - mean) ** 2).sum() / counts.sum(), width ** 2 / 12)))
 
     def nll(theta):
-        mu, sigma = theta[0], math.exp(theta[1])
-        cdf = np.concatenate([[0.0], stats.norm.cdf((inner - mu) / sigma), [1.0]])
-        p = np.clip(np.diff(cdf), 1e-300, None)
-        return -float((counts * np.log(p)).sum())
+        p = _truncated(theta[0], math.exp(theta[1]), edges)[0]
+        return -float((counts * np.log(np.clip(p, 1e-300, None))).sum())
 
     best = optimize.minimize(nll, [mean, math.log(sd)], method="Nelder-Mead",
                              options={"xatol": 1e-6 * width, "fatol": 1e-9, "maxiter": 2000})
@@ -81,8 +96,9 @@ def fit_binned_normal(edges: np.ndarray, counts: np.ndarray) -> tuple[float, flo
 
 
 def slope_factor(mu: float, sigma: float, edges: np.ndarray, points: np.ndarray) -> float:
-    """``lambda = Cov(y, y~) / Var(y)`` for ``y ~ N(mu, sigma^2)`` rounded to
-    ``points`` (one per bin of ``edges``, the outer bins open).
+    """``lambda = Cov(y, y~) / Var(y)`` for ``y`` normal ``(mu, sigma^2)``
+    truncated to the outer edges and rounded to ``points`` (one per bin of
+    ``edges``).
 
     Examples
     --------
@@ -96,9 +112,17 @@ def slope_factor(mu: float, sigma: float, edges: np.ndarray, points: np.ndarray)
     """
     if not sigma > 0:
         return 0.0
-    z = np.concatenate([[-np.inf], (np.asarray(edges, float)[1:-1] - mu) / sigma, [np.inf]])
-    dens = stats.norm.pdf(z)
-    return float((np.asarray(points, float) * (dens[:-1] - dens[1:])).sum() / sigma)
+    p, part, mean, var = _truncated(mu, sigma, edges)
+    if not var > 0:
+        return 0.0
+    cov = float((np.asarray(points, float) * (part - (mean - mu) * p)).sum())
+    return float(cov / var)
+
+
+def rounded_mean_shift(mu: float, sigma: float, edges: np.ndarray, points: np.ndarray) -> float:
+    """``|E[y~] - E[y]|`` for the truncated normal of :func:`slope_factor`."""
+    p, _, mean, _ = _truncated(mu, sigma, edges)
+    return abs(float((np.asarray(points, float) * p).sum()) - mean)
 
 
 @dataclass(frozen=True)
@@ -181,7 +205,5 @@ def response_rounding(release, response: str) -> RoundingBound | None:
     mu, sigma = fit_binned_normal(edges, per_bin)
     points = (edges[:-1] + edges[1:]) / 2.0
     factor = slope_factor(mu, sigma, edges, points)
-    z = np.concatenate([[-np.inf], (edges[1:-1] - mu) / sigma, [np.inf]]) if sigma > 0 else None
-    shift = (abs(float((points * np.diff(stats.norm.cdf(z))).sum()) - mu) if z is not None
-             else math.inf)
+    shift = rounded_mean_shift(mu, sigma, edges, points) if sigma > 0 else math.inf
     return RoundingBound(response, axis.bins, sigma / axis.width, factor, shift)
