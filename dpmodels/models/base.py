@@ -16,8 +16,9 @@ from ..accountant import Accountant
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import (PicklableNamespace, caller_namespace, equation_names, formula_namespace,
                        formula_variables, user_stacklevel)
-from ..information import (CONTAMINATION_LIMIT, absent_levels, column_information,
-                           level_contamination, unidentified_columns)
+from ..information import (CONTAMINATION_LIMIT, RELEASE_CONTAMINATION_LIMIT, absent_levels,
+                           column_information, level_contamination, release_contamination,
+                           unidentified_columns)
 from ..binning import BinningDiagnostic, coarse_columns
 from ..bootstrap import (
     DEFAULT_N_BOOT,
@@ -571,7 +572,20 @@ class DPModel:
                 f"unbounded intervals); declare tighter bounds for {bound.variable} or more bins "
                 f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}})",
                 ReleaseWarning, stacklevel=user_stacklevel())
-        out = loose | empty | crowded | binned | rough
+        swamped = np.zeros(n_params, bool)
+        share = release_contamination(self.release, self.variables)
+        if share is not None and share >= RELEASE_CONTAMINATION_LIMIT:
+            swamped = ~(loose | empty | crowded | binned | rough)
+        if swamped.any():
+            warnings.warn(
+                f"an expected {share:.0%} of the released rows are the threshold's pure-noise "
+                f"cells (more than {RELEASE_CONTAMINATION_LIMIT:.0%}: more noise rows than data), "
+                "which pull every slope towards 0 by an amount no fit on the release can "
+                f"measure, so the release carries no information about {_joined(labels, swamped)}"
+                ": their standard errors are set to infinity (p = 1, unbounded intervals). "
+                + self._fewer_spurious_hint(),
+                ReleaseWarning, stacklevel=user_stacklevel())
+        out = loose | empty | crowded | binned | rough | swamped
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any() or loose.any())}
 
