@@ -95,17 +95,20 @@ def test_enough_bins_leave_the_fit_alone():
     assert np.all(np.isfinite(res.bse))
 
 
-def test_a_response_in_one_bin_measures_nothing():
-    """Bounds 25 SDs wide on each side: every row of y falls in the middle of 3
-    bins, so every slope is 0 whatever the data's.  No coefficient is
-    measured: infinite standard errors and a warning naming the response and
-    the bins to ask for."""
-    kw = {"bounds": dict(SCENARIO["kw"]["bounds"], y=(-40.0, 41.0))}
-    model, res, told = _fit(3, kw=kw)
-    assert response_rounding(model.release, "y").unmeasured
+@pytest.mark.parametrize("bounds, occupied", [((-40.0, 41.0), 1), ((-26.5, 54.5), 2)])
+def test_a_response_in_one_or_two_of_its_bins_measures_nothing(bounds, occupied):
+    """3 bins 27 wide: every row of y (SD 1.6) falls in the middle bin, or,
+    with an edge at its mean, in two bins.  One value makes every slope 0;
+    two place the edge but not the spread, so any factor fits.  No
+    coefficient is measured: infinite standard errors and a warning naming
+    the response and the bins to ask for."""
+    model, res, told = _fit(3, kw={"bounds": dict(SCENARIO["kw"]["bounds"], y=bounds)})
+    bound = response_rounding(model.release, "y")
+    assert bound.unmeasured and bound.occupied == occupied
     assert np.all(np.isinf(res.bse)) and np.all(res.pvalues == 1.0)
     msg = [m for m in told if "binned too coarsely" in m]
-    assert msg and "bins={'y':" in msg[0] and "x1" in msg[0]
+    assert msg and f"sit in {occupied} of its 3 bins" in msg[0] and "bins={'y':" in msg[0]
+    assert "x1" in msg[0]
 
 
 def test_two_bins_are_left_to_the_other_checks():

@@ -565,11 +565,14 @@ class DPModel:
         if rough.any():
             warnings.warn(
                 f"{bound.variable} is binned too coarsely for its spread to measure "
-                f"{_joined(labels, rough)}: a normal fitted to its released bins has a standard "
-                f"deviation of {bound.spread:.2f} bins, so rounding {bound.variable} to its "
-                f"{bound.bins} bins can scale every least-squares slope by a factor anywhere from "
-                "0 to 2 (dpmodels.rounding). Their standard errors are set to infinity (p = 1, "
-                f"unbounded intervals); declare tighter bounds for {bound.variable} or more bins "
+                f"{_joined(labels, rough)}: its released rows (the threshold's expected noise "
+                f"rows taken out) sit in {bound.occupied} of its {bound.bins} bins"
+                + (f", and a normal fitted to them has a standard deviation of "
+                   f"{bound.spread:.2f} bins" if bound.occupied > 2 else "")
+                + f", so rounding {bound.variable} to its bins can scale every least-squares "
+                "slope by a factor the release cannot bound (dpmodels.rounding). Their standard "
+                "errors are set to infinity (p = 1, unbounded intervals); declare tighter bounds "
+                f"for {bound.variable} or more bins "
                 f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}})",
                 ReleaseWarning, stacklevel=user_stacklevel())
         swamped = np.zeros(n_params, bool)
