@@ -164,11 +164,13 @@ class RoundingBound:
     def widened(self, cov: np.ndarray, params: np.ndarray, constant: np.ndarray,
                 means: np.ndarray, ok: np.ndarray) -> np.ndarray:
         """``cov`` with each standard error ``se`` of the coefficients ``ok``
-        made ``(se + r) / (1 - a)``: ``r = a |b|`` for a slope ``b``, and for
-        the constant columns the mean shift plus ``a sum_j |mean_j b_j|``
-        (the intercept moves with the slopes times the covariates' means).
-        Covers ``b / lambda`` for any ``lambda`` in ``[1 - a, 1 + a]``
-        (``b -/+ z se`` scaled by ``1 / lambda``, z > 1)."""
+        made ``sqrt(se^2 + r^2) / (1 - a)``: ``r = a |b|`` for a slope ``b``,
+        and for the constant columns the mean shift plus ``a sum_j |mean_j
+        b_j|`` (the intercept moves with the slopes times the covariates'
+        means).  The estimate of ``lambda b`` carries ``r`` as a shift of
+        unknown sign, added in quadrature like the binning check's others
+        (:attr:`~dpmodels.intervals.DPInference.mse`), and dividing by ``1 -
+        a`` scales the interval to ``b`` for the smallest factor."""
         a = self.bound
         if not a > 0 or self.unmeasured:
             return cov
@@ -178,7 +180,7 @@ class RoundingBound:
         r = np.where(constant, self.mean_shift + tilt, r)
         out = np.array(cov, dtype=float)
         se = np.sqrt(np.clip(np.diag(out), 0.0, None))
-        new = (se + r) / (1.0 - a)
+        new = np.sqrt(se ** 2 + r ** 2) / (1.0 - a)
         scale = np.where(ok & (se > 0) & np.isfinite(se), new / np.where(se > 0, se, 1.0), 1.0)
         out *= np.outer(scale, scale)
         zero = ok & ~(se > 0)

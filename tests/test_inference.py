@@ -142,6 +142,12 @@ def test_default_population_removes_spurious_cells_and_restores_hidden_mass():
 
 # ---- the covariance plugs into the results ------------------------------------------------
 
+def _rounded(inf, variances):
+    """``variances`` widened by the response's rounding bound, as the covariance is."""
+    ok = np.ones(variances.size, bool)
+    return np.diag(inf.binning.rounded(np.diag(variances), inf.params, ok))
+
+
 def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     model = dpm.dp_ols(HOUSING_FORMULA, housing_small, epsilon=1.0, bounds=HOUSING_BOUNDS,
                        levels=HOUSING_LEVELS, bins=10, random_state=7)
@@ -161,7 +167,8 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     assert inf.replicates.shape[0] == sum(p.n_ok for p in inf.parts)
     each = [np.diag(np.cov(p.replicates, rowvar=False)) + p.bias ** 2 for p in inf.parts]
     shifts2 = sum(shift ** 2 for shift in inf.binning.shifts)
-    np.testing.assert_allclose(np.diag(inf.cov), np.max(each, axis=0) + shifts2)
+    # (then widened for price's rounding to its bins: dpmodels.rounding)
+    np.testing.assert_allclose(np.diag(inf.cov), _rounded(inf, np.max(each, axis=0) + shifts2))
     assert np.all(np.linalg.eigvalsh(inf.cov) > -1e-9 * np.abs(inf.cov).max())
     pick = np.argmax(each, axis=0)
     np.testing.assert_allclose(inf.bias, [inf.parts[j].bias[i] for i, j in enumerate(pick)])
@@ -171,7 +178,8 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     mse = np.cov(one.replicates, rowvar=False) + np.outer(one.bias, one.bias)
     for shift in one.binning.shifts:
         mse += np.outer(shift, shift)
-    np.testing.assert_allclose(one.cov, mse)
+    np.testing.assert_allclose(one.cov, one.binning.rounded(mse, one.params,
+                                                            np.ones(mse.shape[0], bool)))
     np.testing.assert_allclose(res.tvalues, res.params / inf.se)
     np.testing.assert_allclose(res.pvalues, 2 * stats.norm.sf(np.abs(res.tvalues)))
     ci = res.conf_int(0.1)
@@ -295,7 +303,7 @@ def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     # the shifts widen the default interval: se^2 = spread^2 + bias^2 + shifts^2 (spread^2 +
     # bias^2: the larger of the two populations' bootstraps)
     expected = _core_mse_diag(inf) + sum(v ** 2 for v in inf.binning.shifts)
-    np.testing.assert_allclose(inf.se ** 2, expected)
+    np.testing.assert_allclose(inf.se ** 2, _rounded(inf, expected))
     assert inf.se[1] > 1.1 * inf.spread_se[1]
     lo, hi = res.conf_int().loc["x"]
     assert lo < 0.5 < hi  # the population slope, which the spread alone misses here

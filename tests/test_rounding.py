@@ -73,12 +73,13 @@ def test_three_bins_attenuate_and_the_interval_carries_it():
     ratios = (res.params / FULL)[SLOPES]
     assert ratios.between(0.15, 0.4).all(), ratios
     assert bound.factor == pytest.approx(ratios.mean(), abs=0.05)
-    # the standard errors carry the factor: (se + a |b|) / (1 - a) over the spread's
+    # the standard errors carry the factor: sqrt(se^2 + (a b)^2) / (1 - a)
     check = res.dp_inference.binning
-    assert check.rounding is bound or check.rounding == bound
-    naive_se = np.sqrt(np.diag(check.rounding.widened(np.eye(1), np.ones(1), np.zeros(1, bool),
-                                                      np.zeros(1), np.ones(1, bool))))
-    assert naive_se[0] == pytest.approx((1 + bound.bound) / (1 - bound.bound))
+    assert check.rounding == bound
+    widened = np.sqrt(np.diag(check.rounding.widened(np.eye(1), np.ones(1), np.zeros(1, bool),
+                                                     np.zeros(1), np.ones(1, bool))))
+    a = bound.bound
+    assert widened[0] == pytest.approx(np.sqrt(1 + a ** 2) / (1 - a))
     ci = res.conf_int()
     covered = (ci[0] <= FULL) & (FULL <= ci[1])
     assert covered[SLOPES].all(), ci.assign(full=FULL)
