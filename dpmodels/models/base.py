@@ -556,12 +556,25 @@ class DPModel:
                 + "}; the cells grow with them), fewer variables, a larger epsilon, or "
                 "method='auto'",
                 ReleaseWarning, stacklevel=user_stacklevel())
+        swamped = np.zeros(n_params, bool)
+        share = release_contamination(self.release, self.variables)
+        if share is not None and share >= RELEASE_CONTAMINATION_LIMIT:
+            swamped = ~(loose | empty | crowded | binned)
+        if swamped.any():
+            warnings.warn(
+                f"an expected {share:.0%} of the released rows are the threshold's pure-noise "
+                f"cells (more than {RELEASE_CONTAMINATION_LIMIT:.0%}: more noise rows than data), "
+                "which pull every slope towards 0 by an amount no fit on the release can "
+                f"measure, so the release carries no information about {_joined(labels, swamped)}"
+                ": their standard errors are set to infinity (p = 1, unbounded intervals). "
+                + self._fewer_spurious_hint(),
+                ReleaseWarning, stacklevel=user_stacklevel())
         rough = np.zeros(n_params, bool)
         bound = (response_rounding(self.release, self.response_variables[0])
                  if coarse and not self.response_phase and len(self.response_variables) == 1
                  else None)
         if bound is not None and bound.unmeasured:
-            rough = ~(loose | empty | crowded | binned)
+            rough = ~(loose | empty | crowded | binned | swamped)
         if rough.any():
             warnings.warn(
                 f"{bound.variable} is binned too coarsely for its spread to measure "
@@ -574,19 +587,6 @@ class DPModel:
                 "errors are set to infinity (p = 1, unbounded intervals); declare tighter bounds "
                 f"for {bound.variable} or more bins "
                 f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}})",
-                ReleaseWarning, stacklevel=user_stacklevel())
-        swamped = np.zeros(n_params, bool)
-        share = release_contamination(self.release, self.variables)
-        if share is not None and share >= RELEASE_CONTAMINATION_LIMIT:
-            swamped = ~(loose | empty | crowded | binned | rough)
-        if swamped.any():
-            warnings.warn(
-                f"an expected {share:.0%} of the released rows are the threshold's pure-noise "
-                f"cells (more than {RELEASE_CONTAMINATION_LIMIT:.0%}: more noise rows than data), "
-                "which pull every slope towards 0 by an amount no fit on the release can "
-                f"measure, so the release carries no information about {_joined(labels, swamped)}"
-                ": their standard errors are set to infinity (p = 1, unbounded intervals). "
-                + self._fewer_spurious_hint(),
                 ReleaseWarning, stacklevel=user_stacklevel())
         out = loose | empty | crowded | binned | rough | swamped
         return {"uninformative": out if out.any() else None,
