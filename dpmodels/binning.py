@@ -216,10 +216,7 @@ class BinningDiagnostic:
         lower = {}
         for name in names:
             axis = domain.axis(name)
-            coord = axis.to_coord(frame[name].to_numpy(float))
-            code = np.clip(np.floor((coord - axis.coord_bounds[0]) / axis.width), 0,
-                           axis.bins - 1).astype(np.int64)
-            lower[name] = axis.edges[code]
+            lower[name] = axis.edges[axis.codes(frame[name].to_numpy(float))[0]]
         parts = []
         for offset, _ in places:
             part = frame.copy()

@@ -197,9 +197,7 @@ def response_rounding(release, response: str) -> RoundingBound | None:
         return None
     marg = release.marginal([response])
     counts = np.clip(marg[release.count_column].to_numpy(float), 0.0, None)
-    coord = axis.to_coord(marg[response].to_numpy(float))
-    code = np.clip(np.floor((coord - axis.coord_bounds[0]) / axis.width), 0,
-                   axis.bins - 1).astype(np.int64)
+    code = axis.codes(marg[response].to_numpy(float))[0]
     per_bin = np.bincount(code, weights=counts, minlength=axis.bins)
     law = spurious_law(release.report)
     if law is not None:  # the threshold's expected pure-noise rows, spread over the bins
