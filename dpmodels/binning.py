@@ -33,7 +33,7 @@ from .domain import Domain
 from .information import EXACT_CELLS, columns_varying, marginal_frame, released_design, spurious_law
 from .intervals import BINNING_MIN_BINS, BINNING_MIN_BINS_ONE, BinningCheck, largest_move
 from .representatives import Representer, representer_for
-from .rounding import response_rounding
+from .rounding import RoundingBound
 
 __all__ = ["BinningDiagnostic", "coarse_columns", "coarsen_frame"]
 
@@ -69,13 +69,18 @@ class BinningDiagnostic:
         Also refit with the continuous response's points moved within their
         bins (:meth:`_phase_fit`): for models whose estimate is not a linear
         function of the response (quantile regression).
+    rounding : RoundingBound or None
+        Least squares on a continuous response: what its rounding to bins
+        can do (:func:`~dpmodels.rounding.response_rounding`), carried by the
+        check.
     """
 
     def __init__(self, release, variables: Sequence[str], cells: pd.DataFrame,
                  count_column: str, representer, build: Callable, refit: Callable,
-                 start: np.ndarray, response: Sequence[str] = (), phase: bool = False):
+                 start: np.ndarray, response: Sequence[str] = (), phase: bool = False,
+                 rounding: RoundingBound | None = None):
         self.release, self.variables = release, tuple(variables)
-        self.response, self.phase = tuple(response), phase
+        self.response, self.phase, self.rounding = tuple(response), phase, rounding
         self.cells, self.count_column = cells, count_column
         self.representer, self.build, self.refit = representer, build, refit
         self.start = np.asarray(start, dtype=float)
@@ -103,14 +108,10 @@ class BinningDiagnostic:
                             rounding=rounding, constant=constant, means=means)
 
     def _rounding(self):
-        """Least squares (``phase=False``) on a continuous response: its
-        :class:`~dpmodels.rounding.RoundingBound`, the design's constant
-        columns and the count-weighted column means; (None, None, None)
-        otherwise or when the bound is 0."""
-        names = [v for v in self.response if self.release.domain.axis(v).kind == "continuous"]
-        if self.phase or len(names) != 1:
-            return None, None, None
-        bound = response_rounding(self.release, names[0])
+        """The :attr:`rounding` bound, the design's constant columns and the
+        count-weighted column means; (None, None, None) without a bound or
+        when it is 0."""
+        bound = self.rounding
         if bound is None or not bound.bound > 0:
             return None, None, None
         X, _, valid = self.build(self.cells.drop(columns=[self.count_column]))

@@ -477,8 +477,8 @@ def _replicates(sim: ReleaseSimulator, design: CellDesign, refit: Callable, para
                 est, ok = refit(*design.expand(used, W[used]), params)
             else:  # no cell survived the threshold in any replicate: nothing to fit
                 est, ok = np.full((size, np.size(params)), np.nan), np.zeros(size, bool)
-            r = min(size, n_refit - sum(len(e) for e in refitted)) if design.representer else 0
-            r = r if used.size else 0
+            r = (min(size, n_refit - sum(len(e) for e in refitted))
+                 if design.representer and used.size else 0)
             if r > 0:  # the same replicates with refitted representatives
                 est_r, ok_r = design.refit_each(W[:, :r], refit, np.where(ok[:r, None], est[:r], params))
                 refitted.append(est_r)

@@ -8,9 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
+
+if TYPE_CHECKING:  # the rounding bound is read, not built, here
+    from .rounding import RoundingBound
 
 __all__ = ["DPInference", "BinningCheck", "INTERVALS", "DEFAULT_INTERVAL", "COV_TYPES",
            "BINNING_WARN_RATIO", "BINNING_MIN_BINS", "BINNING_MIN_BINS_ONE",
@@ -135,7 +139,7 @@ class BinningCheck:
     #: slopes (:class:`~dpmodels.rounding.RoundingBound`), with the design's
     #: constant columns and count-weighted column means; None for the other
     #: models or a response that is not binned.
-    rounding: object | None = None
+    rounding: RoundingBound | None = None
     constant: np.ndarray | None = None
     means: np.ndarray | None = None
 
@@ -256,6 +260,8 @@ class DPInference:
         what = "the bootstrap's bias"
         if self.binning is not None:
             what += " and the binning check's shifts"
+            if self.binning.rounding is not None:
+                what += ", scaled for the response's rounding to its bins"
         return f"root mean squared error of the estimate (the replicates' spread plus {what})"
 
     @property

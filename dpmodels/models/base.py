@@ -473,22 +473,28 @@ class DPModel:
                             representer=self.representer)
         start = np.asarray(start, dtype=float)
 
+        # least squares on a continuous response: what its rounding to bins can do
+        rounding = (response_rounding(self.release, self.response_variables[0])
+                    if opts["binning_check"] and not self.response_phase
+                    and len(self.response_variables) == 1 else None)
         binning = (BinningDiagnostic(self.release, self.variables, self.cells, self.count_column,
                                      self.representer, build, refit, start,
                                      response=self.response_variables,
-                                     phase=self.response_phase)
+                                     phase=self.response_phase, rounding=rounding)
                    if opts["binning_check"] else None)
 
         inference = parametric_bootstrap(
             self.release, design, refit, start, n_boot=opts["n_boot"],
             random_state=opts["random_state"], interval=opts["interval"], label=label,
             binning=binning, population=opts["population"], n_refit=opts["n_refit"],
-            **self._uninformative(res, build, start.size, coarse=opts["binning_check"]))
+            **self._uninformative(res, build, start.size, coarse=opts["binning_check"],
+                                  rounding=rounding))
         # a model that names the unmeasured coefficients in its own words warns itself
         attach_dp_inference(res, inference, warn=not self.names_unmeasured)
         return inference
 
-    def _uninformative(self, res, build, n_params: int, *, coarse: bool = True) -> dict:
+    def _uninformative(self, res, build, n_params: int, *, coarse: bool = True,
+                       rounding=None) -> dict:
         """Coefficients the released cells do not identify
         (:func:`~dpmodels.information.unidentified_columns`: a declared level
         without a released cell), that the release carries no information about
@@ -497,7 +503,11 @@ class DPModel:
         (:func:`~dpmodels.information.level_contamination`), flattened as
         ``params`` (equation by equation), or that a variable cut into too few
         bins for the binning check moves unmeasured
-        (:func:`~dpmodels.binning.coarse_columns`, with ``coarse``), with a
+        (:func:`~dpmodels.binning.coarse_columns`, with ``coarse``), that a
+        release mostly of spurious rows does not measure
+        (:func:`~dpmodels.information.release_contamination`) or that a
+        response in too few of its bins does not measure (``rounding``, a
+        :class:`~dpmodels.rounding.RoundingBound`), with a
         :class:`~dpmodels.errors.ReleaseWarning` naming them: the bootstrap's
         ``uninformative`` and ``flags_explain_failures`` arguments."""
         names = list(np.atleast_1d(res.model.exog_names))
@@ -570,9 +580,7 @@ class DPModel:
                 + self._fewer_spurious_hint(),
                 ReleaseWarning, stacklevel=user_stacklevel())
         rough = np.zeros(n_params, bool)
-        bound = (response_rounding(self.release, self.response_variables[0])
-                 if coarse and not self.response_phase and len(self.response_variables) == 1
-                 else None)
+        bound = rounding
         if bound is not None and bound.unmeasured:
             rough = ~(loose | empty | crowded | binned | swamped)
         if rough.any():
