@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["outer_rows", "full_rank", "solve_ok", "batched_newton"]
+__all__ = ["outer_rows", "full_rank", "solve_ok", "support_projectors", "batched_newton"]
 
 
 def outer_rows(X: np.ndarray) -> np.ndarray:
@@ -37,15 +37,61 @@ def solve_ok(A: np.ndarray, c: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 
 
-def batched_newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8):
+def support_projectors(X: np.ndarray, W: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    """Per replicate (column of ``W``), the orthogonal projector onto the row
+    space of the design over the cells it weighs (``W > 0``): ``(b, p, p)``,
+    the identity where those rows have full rank.  A likelihood of ``X theta``
+    is flat along the rest (a declared factor level no cell holds, or its
+    reference level), so that is where Newton's steps must not go."""
+    p = X.shape[1]
+    G = ((np.ascontiguousarray(W.T) > 0).astype(float) @ outer_rows(X)).reshape(-1, p, p)
+    d = np.sqrt(np.einsum("bii->bi", G))
+    d = np.where(d > 0, d, 1.0)
+    vals, vecs = np.linalg.eigh(G / d[:, :, None] / d[:, None, :])
+    keep = vals > tol * np.maximum(vals.max(axis=1, keepdims=True), 1.0)
+    # G = D Gs D: the row space of G is D times the scaled matrix's range
+    # (D V_keep), orthonormalised per replicate
+    out = np.empty_like(G)
+    for i in range(G.shape[0]):
+        if keep[i].all():
+            out[i] = np.eye(p)
+            continue
+        q, _ = np.linalg.qr(vecs[i][:, keep[i]] * d[i][:, None])
+        out[i] = q @ q.T
+    return out
+
+
+def batched_newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8, *,
+                   flat_directions: np.ndarray | None = None):
     """Damped Newton ascent for all replicates at once.
 
     ``grad_hess(theta) -> (g (b, k), I (b, k, k))`` with ``I`` minus the
     Hessian; ``loglik(theta) -> (b,)``.  Starts every replicate at ``start``;
     a step that lowers the log-likelihood is halved (up to 30 times).
     Returns the estimates and a mask of converged replicates.
+
+    ``flat_directions``: None, or the projector ``(p, p)`` onto the row space
+    of the design the estimate was fitted on (:func:`support_projectors`),
+    when that design was rank-deficient.  A replicate whose own weighted
+    design is rank-deficient only along those directions steps within its
+    row space (each of the ``k / p`` equations alike): its estimate is the
+    maximum whose component along them is the start's.  Every other singular
+    ``I`` (a new flat direction, separation) fails the replicate.
     """
     b = W.shape[1]
+    proj = flat = eye = None
+    if flat_directions is not None:
+        main = np.asarray(flat_directions, float)
+        p, k = X.shape[1], np.size(start)
+        P = support_projectors(X, W)
+        # null(replicate) within null(main): main's projector kills the replicate's null space
+        within = np.all(np.abs(main @ (np.eye(p) - P)) < 1e-8, axis=(1, 2))
+        flat = within & ~np.all(np.abs(P - np.eye(p)) < 1e-12, axis=(1, 2))
+        if flat.any():
+            eye = np.eye(k)
+            proj = np.zeros((b, k, k))
+            for e in range(k // p):
+                proj[:, e * p:(e + 1) * p, e * p:(e + 1) * p] = P
     theta = np.repeat(np.asarray(start, float)[None, :], b, axis=0)
     ll = loglik(theta)
     active = np.ones(b, bool)
@@ -56,6 +102,11 @@ def batched_newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8):
         if idx.size == 0:
             break
         g, info = grad_hess(theta[idx], idx)
+        if proj is not None:  # P I P + (1 - P) on the flat replicates: steps stay in P's range
+            sub = flat[idx]
+            Pi = proj[idx[sub]]
+            info[sub] = Pi @ info[sub] @ Pi + (eye - Pi)
+            g[sub] = (Pi @ g[sub][..., None])[..., 0]
         ok = full_rank(info)
         step = np.zeros_like(g)
         step[ok] = np.linalg.solve(info[ok], g[ok][..., None])[..., 0]

@@ -364,13 +364,18 @@ def test_response_with_a_single_released_value_raises(binary_frame):
         model.fit()
 
 
-def test_factor_level_without_released_cells_raises_clear_error(binary_frame):
+def test_factor_level_without_released_cells(binary_frame):
+    """The naive fit refuses, naming the column; the default (dp) fit gives it
+    an infinite SE and a warning (tests/test_absent_levels.py)."""
     df = binary_frame[binary_frame["g"] != "c"]
     with pytest.warns(dpm.NotPrivateWarning):
         model = dp_logit("y ~ k + C(g)", df, epsilon=float("inf"), levels=LEVELS)
     with pytest.raises(SingularDesignError, match=r"C\(g\)\[T\.c\]") as info:
-        model.fit()
+        model.fit(cov_type="naive")
     assert isinstance(info.value, np.linalg.LinAlgError)
+    with pytest.warns(dpm.ReleaseWarning, match=r"C\(g\)\[T\.c\] is not identified"):
+        res = model.fit(random_state=0)
+    assert np.isinf(res.bse["C(g)[T.c]"]) and np.isfinite(res.bse.drop("C(g)[T.c]")).all()
 
 
 # ---- the housing data ---------------------------------------------------------------------

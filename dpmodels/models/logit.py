@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import warnings
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ from ..formula import FormulaVariables, formula_variables, user_stacklevel
 from ..newton import check_binary_levels
 from scipy.special import expit
 
-from ..batched import batched_newton, outer_rows
+from ..batched import batched_newton, outer_rows, support_projectors
 from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
@@ -66,12 +67,14 @@ def _lhs_is_variable(formula: str, name: str) -> bool:
             and node.args[0].value == name)
 
 
-def refit_logit(X, y, W, start):
+def refit_logit(X, y, W, start, *, flat_directions=None):
     """Frequency-weighted logit MLE for every column of ``W`` (C, b).
 
     Arrays are laid out replicate by cell, ``(b, C)``, so that a subset of
     replicates is a block of rows; the linear predictors the line search
-    computed are reused by the next Newton step.
+    computed are reused by the next Newton step.  ``flat_directions``: see
+    :func:`~dpmodels.batched.batched_newton` (a design the cells leave
+    rank-deficient).
     """
     C, p = X.shape
     XX = outer_rows(X)
@@ -94,7 +97,7 @@ def refit_logit(X, y, W, start):
         info = ((Wb * mu * (1.0 - mu)) @ XX).reshape(idx.size, p, p)
         return g, info
 
-    return batched_newton(X, W, start, grad_hess, loglik)
+    return batched_newton(X, W, start, grad_hess, loglik, flat_directions=flat_directions)
 
 
 class _DPChoiceModel(DPModel):
@@ -180,15 +183,27 @@ class _DPChoiceModel(DPModel):
             "use a larger epsilon, fewer bins or a lower threshold"
         )
 
+    def _refit(self, n_classes: int):
+        """The batched refit of this family (``refit(X, y, W, start, *, flat_directions)``)."""
+        return refit_logit
+
     def _fit_model(self, model, classes: np.ndarray, n_classes: int, param_names: list[str],
-                   separation: str, fit_kwargs: dict):
-        """Checks on the released design, then the maximum likelihood fit."""
+                   separation: str, fit_kwargs: dict, *, flat_ok: bool = False):
+        """Checks on the released design, then the maximum likelihood fit.
+
+        A design the released cells leave rank-deficient (a declared level
+        no released cell holds, or its reference level) is refused, unless
+        ``flat_ok`` (the dp covariance, whose release checks give the
+        coefficients concerned infinite standard errors and name them): the
+        fit is then the maximum with no component along the flat directions,
+        and ``self._flat`` holds their projector for the bootstrap's refits."""
         if separation not in _SEPARATION_CHOICES:
             raise ValueError(f"separation must be one of {_SEPARATION_CHOICES}, got {separation!r}")
         X = model.exog
         k = X.shape[1]
         rank = np.linalg.matrix_rank(X) if X.size else 0
-        if rank < k:
+        self._flat = None
+        if rank < k and not (flat_ok and rank > 0):
             zero = [nm for nm, col in zip(model.exog_names, X.T) if not np.any(col)]
             what = (f"{', '.join(zero)} {'is' if len(zero) == 1 else 'are'} 0 in every released "
                     "cell (no released cell has that level or value)" if zero
@@ -197,8 +212,11 @@ class _DPChoiceModel(DPModel):
             raise SingularDesignError(
                 f"the design matrix of the released cells has rank {rank} < {k} columns: {what}. "
                 "The likelihood has no unique maximum: use a larger epsilon, fewer bins, a "
-                "lower threshold, or merge levels / drop the term"
+                "lower threshold, or merge levels / drop the term (or cov_type='dp', which fits "
+                "it and reports the coefficients concerned as unmeasured)"
             )
+        if rank < k:
+            self._flat = support_projectors(X, np.asarray(model.weights, float)[:, None])[0]
         found: tuple[str, ...] | None = None
         if separation != "ignore":
             B = separation_direction(X, classes, n_classes)
@@ -220,7 +238,8 @@ class _DPChoiceModel(DPModel):
                             RuntimeWarning):
                     warnings.simplefilter("ignore", cat)
             try:
-                res = model.fit(**fit_kwargs)
+                res = (model.fit(**fit_kwargs) if self._flat is None
+                       else self._flat_fit(model, classes, n_classes))
             except np.linalg.LinAlgError as exc:
                 if found:
                     raise SeparationError(
@@ -232,6 +251,27 @@ class _DPChoiceModel(DPModel):
         res._results.privacy = self.privacy
         res._results.release = self.release
         res._results.separation = found
+        return res
+
+    def _flat_fit(self, model, classes: np.ndarray, n_classes: int):
+        """The maximum likelihood fit on a rank-deficient design: Newton's
+        steps within the design's row space from 0 (the batched refit), wrapped
+        as the model's results.  There is no model-based covariance (its
+        Hessian is singular); the dp covariance replaces it."""
+        k = model.exog.shape[1] * (n_classes - 1)
+        w = np.asarray(model.weights, float)[:, None]
+        theta, ok = self._refit(n_classes)(np.asarray(model.exog, float), classes.astype(float),
+                                           w, np.zeros(k), flat_directions=self._flat)
+        if not ok[0]:
+            raise np.linalg.LinAlgError("Newton's method within the design's row space "
+                                        "did not converge")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HessianInversionWarning)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = model.fit(start_params=theta[0], method="bfgs", maxiter=0, disp=False)
+        res._results.mle_retvals = {**res._results.mle_retvals, "converged": True,
+                                    "rank_deficient": True}
+        res._results.mle_settings = {**res._results.mle_settings, "optimizer": "newton"}
         return res
 
     def _name_unmeasured(self, res, inference, param_names: list[str]) -> None:
@@ -363,12 +403,14 @@ class DPLogit(_DPChoiceModel):
         model = self._formula_model(FreqLogit, frame, weights=w)
         res = self._fit_model(model, np.asarray(model.endog).astype(int), 2,
                               list(model.exog_names), separation,
-                              dict(method=method, maxiter=maxiter, **kwargs))
+                              dict(method=method, maxiter=maxiter, **kwargs),
+                              flat_ok=kind == "dp")
         if order is not None:
             res._results.response_coding = (
                 f"{self.response} = 1 for {order[1]!r}, 0 for {order[0]!r}")
         if kind == "dp":
-            inference = self._dp_inference(res, refit_logit, np.asarray(res.params), opts,
+            inference = self._dp_inference(res, partial(refit_logit, flat_directions=self._flat),
+                                           np.asarray(res.params), opts,
                                            label="DP Logit bootstrap")
             self._name_unmeasured(res, inference, list(model.exog_names))
         return res

@@ -34,7 +34,7 @@ __all__ = ["DPMNLogit", "DPMNLogitResultsWrapper", "dp_mnlogit"]
 _PAIRS_AT_ONCE = 8
 
 
-def refit_mnlogit(X, y, W, start, n_classes: int):
+def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
     """Frequency-weighted multinomial logit MLE for every column of ``W``.
 
     ``y`` holds class codes 0..J-1; parameters are flattened equation by
@@ -42,7 +42,8 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
     replicate, equation, cell ``(b, J-1, C)``: the linear predictors are one
     matrix product, every sum over the equations and every product of two
     equations is an operation on ``(b, C)`` slabs, and a subset of
-    replicates is a block of rows.
+    replicates is a block of rows.  ``flat_directions``: see
+    :func:`~dpmodels.batched.batched_newton`.
     """
     C, p = X.shape
     J1 = n_classes - 1
@@ -104,7 +105,7 @@ def refit_mnlogit(X, y, W, start, n_classes: int):
         info = blocks.reshape(b, J1, J1, p, p).transpose(0, 1, 3, 2, 4)
         return g, info.reshape(b, J1 * p, J1 * p)
 
-    return batched_newton(X, W, start, grad_hess, loglik)
+    return batched_newton(X, W, start, grad_hess, loglik, flat_directions=flat_directions)
 
 
 class DPMNLogitResultsWrapper(FreqMNLogitResultsWrapper):
@@ -150,6 +151,10 @@ class DPMNLogit(_DPChoiceModel):
 
     _name = "DP MNLogit"
     _func = "dp_mnlogit"
+
+    def _refit(self, n_classes: int):
+        """The batched refit of the multinomial logit with ``n_classes`` classes."""
+        return partial(refit_mnlogit, n_classes=n_classes)
     _example_levels = "['a', 'b', 'c']"
 
     def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
@@ -226,7 +231,8 @@ class DPMNLogit(_DPChoiceModel):
         param_names = flat_param_names(model)
         res = self._fit_model(model, np.asarray(model.endog, dtype=int), int(model.J),
                               param_names, separation,
-                              dict(method=method, maxiter=maxiter, **kwargs))
+                              dict(method=method, maxiter=maxiter, **kwargs),
+                              flat_ok=kind == "dp")
         kept = [str(model._ynames_map[j]) for j in range(int(model.J))]
         coding = f"{self.response} levels in the order {kept}; base level {kept[0]!r}"
         if absent:
@@ -238,7 +244,7 @@ class DPMNLogit(_DPChoiceModel):
         if kind == "dp":
             classes = np.unique(np.asarray(model.data.orig_endog, dtype=float))
             inference = self._dp_inference(
-                res, partial(refit_mnlogit, n_classes=int(model.J)),
+                res, partial(refit_mnlogit, n_classes=int(model.J), flat_directions=self._flat),
                 np.asarray(res.params).ravel(order="F"), opts, label="DP MNLogit bootstrap",
                 classes=classes)
             self._name_unmeasured(res, inference, param_names)
