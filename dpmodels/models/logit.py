@@ -212,8 +212,9 @@ class _DPChoiceModel(DPModel):
             raise SingularDesignError(
                 f"the design matrix of the released cells has rank {rank} < {k} columns: {what}. "
                 "The likelihood has no unique maximum: use a larger epsilon, fewer bins, a "
-                "lower threshold, or merge levels / drop the term (or cov_type='dp', which fits "
-                "it and reports the coefficients concerned as unmeasured)"
+                "lower threshold, or merge levels / drop the term"
+                + ("" if flat_ok else " (or cov_type='dp', which fits it and reports the "
+                   "coefficients concerned as unmeasured)")
             )
         if rank < k:
             self._flat = support_projectors(X, np.asarray(model.weights, float)[:, None])[0]
@@ -382,8 +383,11 @@ class DPLogit(_DPChoiceModel):
             One response value has no released cell, or ``separation="raise"``
             and the cells are separated.
         SingularDesignError
-            The design of the released cells is rank-deficient (e.g. a factor
-            level with no released cell).
+            ``cov_type="naive"`` and the design of the released cells is
+            rank-deficient (e.g. a factor level with no released cell).  The
+            default dp covariance fits it instead: the coefficients the cells
+            do not identify get infinite standard errors and a warning naming
+            them and the level.
         """
         kind, opts = dp_options(cov_type, n_boot, random_state, cov_kwds)
         frame, w, order = self._response_frame()
