@@ -355,11 +355,13 @@ def parametric_bootstrap(
     n_refit: int = DEFAULT_N_REFIT,
     uninformative: np.ndarray | None = None,
     flags_explain_failures: bool = True,
+    no_information_why: str = "",
 ) -> DPInference:
     """Bootstrap ``refit`` over replicate releases of ``release``.
 
     ``uninformative`` marks coefficients the release says nothing about
-    (:mod:`dpmodels.information`): their SE is infinite.
+    (:mod:`dpmodels.information`): their SE is infinite; ``no_information_why``
+    says why, for the summary (:attr:`DPInference.no_information_why`).
     ``flags_explain_failures``: see :attr:`DPInference.flags_explain_failures`.
 
     When the design places cells through a representer fitted to the
@@ -419,7 +421,8 @@ def parametric_bootstrap(
                   for ax in design.sub.axes if whole_number_bins(ax))
     common = dict(params=params, interval=interval, seeded=seeded,
                   uninformative=uninformative, whole_number_bins=whole,
-                  flags_explain_failures=flags_explain_failures)
+                  flags_explain_failures=flags_explain_failures,
+                  no_information_why=no_information_why)
     if len(runs) == 1:
         est, n_failed, target, description = runs[0]
         inf = DPInference(replicates=est, n_boot=int(n_boot), n_failed=n_failed,

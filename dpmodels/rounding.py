@@ -58,21 +58,27 @@ __all__ = ["RoundingBound", "fit_binned_normal", "response_rounding", "rounded_m
 def _truncated(mu: float, sigma: float, edges: np.ndarray):
     """A normal ``N(mu, sigma^2)`` truncated to ``[edges[0], edges[-1]]``: the
     bins' probabilities, ``E[(y - mu) 1{y in bin k}]``, the mean and the
-    variance."""
-    z = (np.asarray(edges, float) - mu) / sigma
-    cdf, pdf = stats.norm.cdf(z), stats.norm.pdf(z)
-    total = max(float(cdf[-1] - cdf[0]), 1e-300)
-    p = np.diff(cdf) / total
-    part = sigma * (pdf[:-1] - pdf[1:]) / total
-    mean = mu + float(part.sum())
-    zpdf = np.where(np.isfinite(z), z * pdf, 0.0)
-    second = sigma ** 2 * (1.0 + (zpdf[0] - zpdf[-1]) / total)
-    return p, part, mean, max(second - (mean - mu) ** 2, 0.0)
+    variance.  A sigma the optimizer tries far out gives infinities, never a
+    numpy warning (which would reach the user)."""
+    sigma = np.float64(sigma)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        z = (np.asarray(edges, float) - mu) / sigma
+        cdf, pdf = stats.norm.cdf(z), stats.norm.pdf(z)
+        total = max(float(cdf[-1] - cdf[0]), 1e-300)
+        p = np.diff(cdf) / total
+        part = sigma * (pdf[:-1] - pdf[1:]) / total
+        mean = mu + float(part.sum())
+        zpdf = np.where(np.isfinite(z), z * pdf, 0.0)
+        second = sigma ** 2 * (1.0 + (zpdf[0] - zpdf[-1]) / total)
+        var = second - (mean - mu) ** 2
+    return p, part, mean, float(max(var, 0.0)) if not np.isnan(var) else 0.0
 
 
 def _binned_nll(theta: np.ndarray, edges: np.ndarray, counts: np.ndarray) -> float:
     """Minus the log-likelihood of ``(mu, log sigma)`` for counts on bins."""
-    p = _truncated(theta[0], math.exp(theta[1]), edges)[0]
+    with np.errstate(over="ignore"):
+        sigma = np.exp(np.float64(theta[1]))
+    p = _truncated(theta[0], sigma, edges)[0]
     return -float((counts * np.log(np.clip(p, 1e-300, None))).sum())
 
 

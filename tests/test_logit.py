@@ -391,3 +391,22 @@ def test_housing_logit_is_close_to_the_raw_fit():
     assert res.mle_retvals["converged"] and res.separation == ()
     rel_err = np.abs(res.params / ref.params - 1)
     assert rel_err.max() < 0.15, rel_err
+
+
+def test_the_dp_summary_tests_the_model_with_the_dp_covariance(mixed_binary):
+    """Under cov_type="dp" the summary's header shows the joint Wald test of
+    every slope with the bootstrap's covariance, not statsmodels' LLR p-value
+    (the likelihood ratio of the noisy cells as if they were rows: 1e-100 and
+    smaller where the dp test says far less).  It is the same test as
+    ``wald_test`` on those coefficients; the naive summary keeps the LLR."""
+    model = dp_logit("y ~ x + C(g)", mixed_binary, epsilon=0.3, bounds=MIXED_BOUNDS,
+                     levels=MIXED_LEVELS, random_state=2)
+    res = model.fit(random_state=0)
+    text = str(res.summary())
+    assert "Wald p-value (dp)" in text and "LLR p-value" not in text
+    slopes = [nm for nm in res.params.index if nm != "Intercept"]
+    assert np.isfinite(res.bse[slopes]).all()
+    wald = res.wald_test(", ".join(f"{nm} = 0" for nm in slopes), scalar=True)
+    assert res.dp_wald_pvalue() == pytest.approx(float(wald.pvalue), rel=1e-6, abs=1e-300)
+    assert f"{res.dp_wald_pvalue():#6.4g}" in text
+    assert "LLR p-value" in str(model.fit(cov_type="naive").summary())

@@ -116,3 +116,31 @@ def test_two_bins_are_left_to_the_other_checks():
     """2 bins: the shares say where the edge sits, not the spread; no bound."""
     model, _, _ = _fit(2)
     assert response_rounding(model.release, "y") is None
+
+
+def test_the_normal_fit_never_lets_a_numpy_warning_reach_the_user():
+    """Released mass piled in one end bin sends the optimizer to large SDs;
+    ``sigma ** 2`` overflowed there and numpy's "overflow encountered in
+    scalar power" reached the command line (found on a randhie release)."""
+    edges = np.linspace(0.0, 4.615, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mu, sigma = fit_binned_normal(edges, np.array([500.0, 0.0, 0.0, 0.0, 5.0]))
+    assert np.isfinite(mu) and sigma > 0
+
+
+def test_the_summary_gives_the_rounding_as_the_reason():
+    """Every row of y in one of its 5 bins (30 wide; y's SD is 1.6): the
+    summary's no-information line says the response is binned too coarsely,
+    not the threshold's spurious cells (the stock reason it fell back to),
+    and its R-squared of a constant response is NaN without numpy's divide
+    warning."""
+    model, res, told = _fit(5, kw={"bounds": dict(SCENARIO["kw"]["bounds"], y=(-40.0, 110.0))})
+    bound = response_rounding(model.release, "y")
+    assert bound.unmeasured and bound.occupied == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        text = str(res.summary())
+    note = [ln for ln in text.splitlines() if "carries no information" in ln]
+    assert note and "binned too coarsely" in note[0]
+    assert "spurious cells alone" not in note[0]

@@ -597,8 +597,22 @@ class DPModel:
                 f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}})",
                 ReleaseWarning, stacklevel=user_stacklevel())
         out = loose | empty | crowded | binned | rough | swamped
+        reasons = [(loose, f"not identified by the released cells ({self.unidentified_why()})"),
+                   (empty, "the noisy count behind them is not above what the threshold's "
+                           "spurious cells alone put there"),
+                   (crowded, "they rest on factor levels or response classes the threshold's "
+                             "spurious cells dominate"),
+                   (binned, f"{', '.join(few) if binned.any() else ''} cut into too few bins "
+                            "for the binning check"),
+                   (swamped, "the release is mostly the threshold's pure-noise rows"),
+                   (rough, f"{bound.variable if rough.any() else ''} binned too coarsely for its "
+                           "spread (rounding)")]
+        said = [(mask, why) for mask, why in reasons if mask.any()]
+        why = (said[0][1] if len(said) == 1 else
+               "; ".join(f"{_joined(labels, mask)}: {text}" for mask, text in said))
         return {"uninformative": out if out.any() else None,
-                "flags_explain_failures": bool(empty.any() or loose.any())}
+                "flags_explain_failures": bool(empty.any() or loose.any()),
+                "no_information_why": why if out.any() else ""}
 
     def unidentified_why(self) -> str:
         """Why the released cells leave coefficients unidentified: the declared

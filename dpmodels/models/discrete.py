@@ -32,7 +32,7 @@ therefore refused.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
+from scipy import sparse, stats
 from scipy.optimize import linprog
 from scipy.special import logsumexp
 from statsmodels.base.model import LikelihoodModel
@@ -240,6 +240,8 @@ class _FreqResults(DPInferenceResultsMixin):
             ("LL-Null:", [f"{self.llnull:#8.5g}"]),
             ("LLR p-value:", [f"{self.llr_pvalue:#6.4g}"]),
         ]
+        if self.cov_type == "dp":  # the likelihood ratio of noisy cells is not a test
+            top_right[-1] = ("Wald p-value (dp):", [f"{self.dp_wald_pvalue():#6.4g}"])
         smry = Summary()
         yname, yname_list = self._get_endog_name(yname, yname_list)
         smry.add_table_2cols(self, gleft=top_left, gright=top_right, yname=yname, xname=xname,
@@ -247,6 +249,43 @@ class _FreqResults(DPInferenceResultsMixin):
         smry.add_table_params(self, yname=yname_list, xname=xname, alpha=alpha, use_t=self.use_t)
         notes = self._summary_notes()
         return add_privacy_block(smry, self.privacy, notes, results=self)
+
+    def dp_wald_pvalue(self) -> float:
+        """p-value of the joint Wald test that every coefficient but the
+        constant(s) is 0, with the results' covariance (under the dp
+        covariance: the bootstrap's, noise included), over the coefficients
+        whose variance is finite (an unmeasured one adds no evidence).  NaN
+        when none is.  Shown in the dp summary in place of statsmodels' LLR
+        p-value, the likelihood ratio of the noisy cells as if they were rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dpmodels as dpm
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(0, 1, 2000)
+        >>> df = pd.DataFrame({"x": x, "y": (rng.random(2000) < x).astype(int)})
+        >>> res = dpm.dp_logit("y ~ x", df, epsilon=3.0, bounds={"x": (0, 1)},
+        ...                    levels={"y": [0, 1]}, method="histogram",
+        ...                    random_state=0).fit(random_state=1)
+        >>> bool(res.dp_wald_pvalue() < 1e-6)
+        True
+        """
+        params = np.asarray(self.params, float).ravel(order="F")
+        cov = np.asarray(self.cov_params(), float)
+        k = int(self.model.exog.shape[1])
+        const = np.zeros(k, bool)
+        idx = getattr(self.model.data, "const_idx", None)
+        if idx is not None:
+            const[np.atleast_1d(idx)] = True
+        keep = ~np.tile(const, params.size // k) & np.isfinite(np.diag(cov)) & np.isfinite(params)
+        if not keep.any():
+            return float("nan")
+        b, V = params[keep], cov[np.ix_(keep, keep)]
+        rank = np.linalg.matrix_rank(V)
+        if rank == 0:
+            return float("nan")
+        stat = float(b @ np.linalg.pinv(V) @ b)
+        return float(stats.chi2.sf(stat, rank))
 
     def _summary_title(self, title):
         if title is not None:

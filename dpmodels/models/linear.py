@@ -201,6 +201,19 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     def uncentered_tss(self):
         return float(np.sum(self.model.weights * self.model.endog**2))
 
+    @cache_readonly
+    def rsquared(self):
+        """statsmodels' R-squared; NaN, without numpy's divide warning, when
+        every released cell has the same response (a total sum of squares of 0)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(RegressionResults.rsquared.func(self))
+
+    @cache_readonly
+    def rsquared_adj(self):
+        """statsmodels' adjusted R-squared (NaN as :attr:`rsquared` is)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(RegressionResults.rsquared_adj.func(self))
+
     @cache_writable()
     def scale(self):
         return self.ssr / self.df_resid
