@@ -8,11 +8,30 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import stats
 
 from .errors import DPModelsError, ReleaseWarning
 from .intervals import DPInference
 
 __all__ = ["DPInferenceResultsMixin", "attach_dp_inference"]
+
+
+def _contrast_cov(R: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """``R V R'`` for a covariance with coefficients of infinite variance (the
+    release does not measure them): a contrast that involves one has an
+    infinite variance and no covariance with the others (statsmodels' plain
+    product would give NaN from 0 * inf); the rest is the finite product."""
+    lost = ~np.isfinite(np.diag(V))
+    finite = np.where(np.isfinite(V), V, 0.0)
+    finite[lost, :] = 0.0
+    finite[:, lost] = 0.0
+    out = R @ finite @ R.T
+    touched = np.any(R[:, lost] != 0, axis=1)
+    if touched.any():
+        out[touched, :] = 0.0
+        out[:, touched] = 0.0
+        out[touched, touched] = np.inf
+    return out
 
 
 class DPInferenceResultsMixin:
@@ -45,6 +64,9 @@ class DPInferenceResultsMixin:
         "dp", the bootstrap's covariance is the one every contrast uses."""
         if cov_p is None and self._dp_active():
             cov_p = self.dp_inference.cov
+            if r_matrix is not None and column is None and other is None:
+                return _contrast_cov(np.atleast_2d(np.asarray(r_matrix, float)),
+                                     np.asarray(cov_p, float))
         return super().cov_params(r_matrix=r_matrix, column=column, scale=scale, cov_p=cov_p,
                                   other=other)
 
@@ -65,14 +87,90 @@ class DPInferenceResultsMixin:
     def _dp_no_information(self) -> bool:
         return self._dp_active() and bool(self.dp_inference._no_information().any())
 
+    def wald_test(self, r_matrix, cov_p=None, invcov=None, use_f=None, df_constraints=None,
+                  scalar=True):
+        """statsmodels' Wald test (``f_test`` calls it); under cov_type "dp",
+        with the bootstrap's covariance, in which a coefficient the release
+        does not measure (infinite variance) adds no evidence: the test uses
+        the restrictions' measured part, with statsmodels' degrees of freedom
+        (conservative).  A restriction on unmeasured coefficients only has a
+        statistic of 0 and p = 1."""
+        quiet = False
+        if cov_p is None and invcov is None and self._dp_active():
+            full = np.asarray(self.cov_params(), float)
+            lost = ~np.isfinite(full)
+            if lost.any():  # statsmodels forms R V R': 0 * inf would make it NaN
+                cov_p = np.where(lost, 0.0, full)
+                quiet = self._touches(r_matrix, ~np.isfinite(np.diag(full)))
+        with warnings.catch_warnings():
+            if quiet:  # the rank statsmodels finds short is the unmeasured coefficients'
+                warnings.filterwarnings("ignore", "covariance of constraints does not have "
+                                        "full rank")
+                warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+            res = super().wald_test(r_matrix, cov_p=cov_p, invcov=invcov, use_f=use_f,
+                                    df_constraints=df_constraints, scalar=scalar)
+        dof = getattr(res, "df_num", None) if res.distribution == "F" else res.df_denom
+        if cov_p is not None and invcov is None and self._dp_active() and int(dof) == 0:
+            # every restriction is on unmeasured coefficients: no evidence against it
+            res.statistic = 0.0
+            if res.distribution == "F":
+                res.fvalue = 0.0
+            res.pvalue = 1.0
+        return res
+
+    def _touches(self, r_matrix, lost: np.ndarray) -> bool:
+        """Whether the restrictions ``r_matrix`` involve a coefficient in ``lost``."""
+        try:
+            from patsy import DesignInfo
+
+            R = np.atleast_2d(DesignInfo(list(self.model.data.cov_names))
+                              .linear_constraint(r_matrix).coefs)
+        except Exception:  # noqa: BLE001  (a form statsmodels parses its own way)
+            return False
+        return R.shape[1] == lost.size and bool(np.any(R[:, lost] != 0))
+
+    def measured_wald(self) -> tuple[float, int] | None:
+        """The Wald statistic that every coefficient but the constant(s) is 0,
+        with the results' covariance (under cov_type "dp", the bootstrap's),
+        over the coefficients whose variance is finite, and its degrees of
+        freedom; None when there is none.  A coefficient with an infinite
+        variance adds no evidence, so this tests the same null hypothesis with
+        the evidence the release has (a valid test, with less power)."""
+        params = np.asarray(self.params, float).ravel(order="F")
+        cov = np.asarray(self.cov_params(), float)
+        k = int(self.model.exog.shape[1])
+        const = np.zeros(k, bool)
+        idx = getattr(self.model.data, "const_idx", None)
+        if idx is not None:
+            const[np.atleast_1d(idx)] = True
+        keep = ~np.tile(const, params.size // k) & np.isfinite(np.diag(cov)) & np.isfinite(params)
+        if not keep.any():
+            return None
+        V = cov[np.ix_(keep, keep)]
+        rank = int(np.linalg.matrix_rank(V))
+        if rank == 0:
+            return None
+        b = params[keep]
+        return float(b @ np.linalg.pinv(V) @ b), rank
+
     @property
     def fvalue(self):
-        """F statistic; NaN when a coefficient has no information (infinite SE)."""
-        return np.nan if self._dp_no_information() else super().fvalue
+        """F statistic that every slope is 0; under cov_type "dp" with
+        coefficients the release does not measure (infinite SE), over the
+        measured ones (:meth:`measured_wald`), NaN when none is."""
+        if not self._dp_no_information():
+            return super().fvalue
+        test = self.measured_wald()
+        return np.nan if test is None else test[0] / test[1]
 
     @property
     def f_pvalue(self):
-        return np.nan if self._dp_no_information() else super().f_pvalue
+        """p-value of :attr:`fvalue` (F with the residual degrees of freedom)."""
+        if not self._dp_no_information():
+            return super().f_pvalue
+        test = self.measured_wald()
+        return np.nan if test is None else float(
+            stats.f.sf(test[0] / test[1], test[1], self.df_resid))
 
     # ---- statsmodels' comparisons and diagnostics on dp results ------------------------
     #

@@ -91,3 +91,50 @@ def test_naive_fits_keep_statsmodels_comparisons(fits):
     classical = (s_naive.ssr - l_naive.ssr) / l_naive.scale
     assert df_diff == 1 and F == pytest.approx(classical, rel=1e-9)
     assert sm.stats.anova_lm(s_naive, l_naive).loc[1, "F"] == pytest.approx(classical, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def partly_measured():
+    """A moments fit of housing (n = 3,000, epsilon 1) in which the release
+    does not measure two county contrasts (infinite SEs)."""
+    df = dpm.datasets.housing(n=3000, seed=0)
+    levels = {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 3, 4]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpm.dp_ols("price ~ size + C(year) + C(county)", df, epsilon=1.0,
+                         bounds={"price": (1e5, 9e5), "size": (0, 3000)}, levels=levels,
+                         method="moments", random_state=0).fit(random_state=0)
+    lost = [nm for nm in res.params.index if np.isinf(res.bse[nm])]
+    assert lost and len(lost) < len(res.params) - 1
+    return res, lost
+
+
+def test_tests_use_the_measured_coefficients_and_never_give_nan(partly_measured):
+    """The model F (summary header) and f_test over every slope test the same
+    null with the measured slopes' evidence (F over their rank; before: NaN
+    in the summary and statsmodels' "asymptotically non-normal" error); a
+    t_test of an unmeasured coefficient is z = 0, p = 1 with an unbounded
+    interval (before: NaN), and an F test of unmeasured ones only is F = 0,
+    p = 1 (before: NaN), without statsmodels' warnings about their rank."""
+    res, lost = partly_measured
+    slopes = [nm for nm in res.params.index if nm != "Intercept"]
+    measured = [nm for nm in slopes if nm not in lost]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # statsmodels' rank warning is about the lost ones
+        every = res.f_test(", ".join(f"{nm} = 0" for nm in slopes))
+        none = res.f_test(", ".join(f"{nm} = 0" for nm in lost))
+    only = res.f_test(", ".join(f"{nm} = 0" for nm in measured))
+    assert int(every.df_num) == len(measured)
+    assert float(np.squeeze(every.fvalue)) == pytest.approx(float(np.squeeze(only.fvalue)))
+    # by hand: the measured block of the dp covariance
+    cov = res.cov_params().loc[measured, measured].to_numpy()
+    b = res.params[measured].to_numpy()
+    assert float(np.squeeze(only.fvalue)) == pytest.approx(
+        b @ np.linalg.solve(cov, b) / len(measured), rel=1e-8)
+    assert res.fvalue == pytest.approx(float(np.squeeze(only.fvalue)))
+    assert res.f_pvalue == pytest.approx(float(only.pvalue))
+    assert "nan" not in str(res.summary()).split("Prob (F-statistic):")[1].split()[0]
+    frame = res.t_test(f"{lost[0]} = 0").summary_frame()
+    assert np.isinf(frame["std err"].iloc[0]) and frame["P>|z|"].iloc[0] == 1.0
+    assert np.isinf(frame["Conf. Int. Upp."].iloc[0])
+    assert float(np.squeeze(none.fvalue)) == 0.0 and float(none.pvalue) == 1.0

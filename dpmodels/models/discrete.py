@@ -270,22 +270,8 @@ class _FreqResults(DPInferenceResultsMixin):
         >>> bool(res.dp_wald_pvalue() < 1e-6)
         True
         """
-        params = np.asarray(self.params, float).ravel(order="F")
-        cov = np.asarray(self.cov_params(), float)
-        k = int(self.model.exog.shape[1])
-        const = np.zeros(k, bool)
-        idx = getattr(self.model.data, "const_idx", None)
-        if idx is not None:
-            const[np.atleast_1d(idx)] = True
-        keep = ~np.tile(const, params.size // k) & np.isfinite(np.diag(cov)) & np.isfinite(params)
-        if not keep.any():
-            return float("nan")
-        b, V = params[keep], cov[np.ix_(keep, keep)]
-        rank = np.linalg.matrix_rank(V)
-        if rank == 0:
-            return float("nan")
-        stat = float(b @ np.linalg.pinv(V) @ b)
-        return float(stats.chi2.sf(stat, rank))
+        test = self.measured_wald()
+        return float("nan") if test is None else float(stats.chi2.sf(*test))
 
     def _summary_title(self, title):
         if title is not None:
