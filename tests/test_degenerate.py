@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 
@@ -37,6 +38,34 @@ def test_a_newton_logit_fit_is_never_degenerate_looking(seed):
                              levels={"vote": [0, 1]}, method="newton", random_state=seed)
         try:
             res = model.fit(n_boot=100, random_state=seed)
+        except DPModelsError as exc:
+            assert "degenerate" in str(exc)
+            return
+    assert res.nobs > len(res.params) + 1 and res.df_resid > 0
+    assert not np.isnan(np.asarray(res.bse)).any()
+    assert not [w for w in rec if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("fn, method", [(dpm.dp_ols, "moments"), (dpm.dp_ols, "histogram"),
+                                        (dpm.dp_quantreg, "newton"),
+                                        (dpm.dp_quantreg, "histogram")])
+@pytest.mark.parametrize("seed", range(3))
+def test_twelve_rows_are_degenerate_or_an_honest_fit(fn, method, seed):
+    """12 rows, 4 parameters, epsilon 0.3, on every route of least squares and
+    quantile regression: a degenerate refusal, or a fit whose noisy total
+    exceeds the parameters, with no NaN standard error and no numpy or
+    kernel-sparsity RuntimeWarning (the histogram's median regression warned
+    that its naive sparsity was undefined, under the dp covariance that
+    replaces it)."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.uniform(0, 1, (12, 3)), columns=["x1", "x2", "x3"])
+    df["y"] = df.x1 + rng.normal(0, 0.3, 12)
+    bounds = {"y": (-2, 3), "x1": (0, 1), "x2": (0, 1), "x3": (0, 1)}
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        try:
+            res = fn("y ~ x1 + x2 + x3", df, epsilon=0.3, bounds=bounds, method=method,
+                     random_state=seed).fit(n_boot=50, random_state=seed)
         except DPModelsError as exc:
             assert "degenerate" in str(exc)
             return

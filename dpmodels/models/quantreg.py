@@ -593,7 +593,11 @@ class DPQuantReg(DPModel):
         if model.nobs <= model.exog.shape[1]:
             warnings.warn("the noisy total is not larger than the number of parameters",
                           ReleaseWarning, stacklevel=user_stacklevel())
-        res = model.fit(q=q, vcov=vcov, kernel=kernel, bandwidth=bandwidth, **kwargs)
+        with warnings.catch_warnings():
+            if kind == "dp":  # the kernel SEs are replaced: their undefined sparsity is moot
+                warnings.filterwarnings("ignore", "the sparsity estimate is not finite",
+                                        RuntimeWarning)
+            res = model.fit(q=q, vcov=vcov, kernel=kernel, bandwidth=bandwidth, **kwargs)
         res._results.privacy = self.privacy
         res._results.release = self.release
         unresolved, message = self._unresolved(res, q)
