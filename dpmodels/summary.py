@@ -71,7 +71,9 @@ def dp_header(smry: Summary, results) -> None:
     OLS (noisy moments)" (not the helper class, "FreqWLS"), "No. Observations:"
     the public n, and "Noisy total:" (in place of the clock's "Time:") the
     noisy number of rows the fit weighs (statsmodels' nobs, which its degrees
-    of freedom use)."""
+    of freedom use).  A header or diagnostics statistic the release does not
+    give (numpy's ``nan``: Durbin-Watson of cells, the moments' residual
+    diagnostics, a test with no measured coefficient) reads "n/a"."""
     report = getattr(results, "privacy", None)
     if report is None or not smry.tables:
         return
@@ -80,6 +82,13 @@ def dp_header(smry: Summary, results) -> None:
     if family == "QuantReg" and source == "Newton steps":
         source = "quantile steps"
     values = {"Model:": f"DP {family} ({source})", "No. Observations:": f"{int(report.n):,}"}
+    for k, table in enumerate(smry.tables):
+        if k == 1:  # the coefficients' table shows what the fit gives
+            continue
+        for row in table:
+            for cell in row:  # a statistic the release does not give: n/a, not numpy's nan
+                if str(cell.data).strip().lower() == "nan":
+                    cell.data = "n/a"
     for row in smry.tables[0]:
         cells = list(row)
         for i, cell in enumerate(cells[:-1]):

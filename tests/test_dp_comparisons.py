@@ -5,6 +5,7 @@ never across two releases."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -138,3 +139,12 @@ def test_tests_use_the_measured_coefficients_and_never_give_nan(partly_measured)
     assert np.isinf(frame["std err"].iloc[0]) and frame["P>|z|"].iloc[0] == 1.0
     assert np.isinf(frame["Conf. Int. Upp."].iloc[0])
     assert float(np.squeeze(none.fvalue)) == 0.0 and float(none.pvalue) == 1.0
+
+
+def test_statistics_the_release_does_not_give_read_n_a(partly_measured):
+    """The moments give no residuals (omnibus, Jarque-Bera, Durbin-Watson):
+    the summary says n/a where statsmodels printed numpy's nan."""
+    res, _ = partly_measured
+    text = str(res.summary())
+    assert "Durbin-Watson:" in text and "n/a" in text.split("Durbin-Watson:")[1].split()[0]
+    assert not re.search(r"\bnan\b", text, re.IGNORECASE)

@@ -100,7 +100,7 @@ class NewtonQuantRegResults(FreqQuantRegResults):
 
     def _summary_notes(self) -> list[str]:
         return [f"Quantile q = {self.q:g}. nobs is the noisy number of complete rows; the "
-                "check loss is not released (Pseudo R-squared is NaN)."] + inference_notes(self)
+                "check loss is not released (Pseudo R-squared: n/a)."] + inference_notes(self)
 
 
 def _ald_cdf(u, tau: float, sigma: float):
