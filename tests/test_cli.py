@@ -487,3 +487,27 @@ def test_fit_takes_sample_aggregate_for_every_model(tmp_path):
                                   random_state=1).fit()
     got = pd.DataFrame(doc["params"]).to_numpy(float)
     np.testing.assert_allclose(got, np.asarray(res.params, float))
+
+
+def test_a_column_release_fitted_on_another_scale_warns_through_the_command_line(tmp_path):
+    """issue 26, randhie as docs/cli.md shows it: `dpmodels release` on a column
+    list bins mdvis linearly; `dpmodels fit ols "np.log1p(mdvis) ~ x"` on it
+    warns on stderr, naming the variable and the formula to release instead
+    (tests/test_scales.py checks the same through the Python API)."""
+    rng = np.random.default_rng(3)
+    n = 4_000
+    pd.DataFrame({"mdvis": np.minimum(rng.lognormal(0.5, 1.0, n), 100.0).round(1),
+                  "x": rng.uniform(0, 10, n).round(3)}).to_csv(tmp_path / "visits.csv",
+                                                             index=False)
+    (tmp_path / "schema.toml").write_text(
+        "[variables.mdvis]\nbounds = [0, 100]\n\n[variables.x]\nbounds = [0, 10]\n")
+    made = cli("release", "mdvis, x", "--data", "visits.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--seed", 1, "--out", "rel.json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    fit = cli("fit", "ols", "np.log1p(mdvis) ~ x", "--release", "rel.json", "--seed", 2,
+              cwd=tmp_path)
+    assert fit.returncode == 0, fit.stderr
+    said = " ".join(fit.stderr.split())
+    assert "'mdvis' is binned on the linear scale" in said and "np.log1p(mdvis)" in said
+    assert "formula" in said
+    assert "overflow" not in said and "RuntimeWarning" not in said
