@@ -39,12 +39,19 @@ FITS = {
 @pytest.mark.parametrize("name", list(FITS))
 def test_no_information_is_explained_in_the_mechanisms_words(frame, name):
     factory, formula, extra, words = FITS[name]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
         res = factory(formula, frame, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
                       random_state=3, **extra).fit(random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         naive = factory(formula, frame, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
                         random_state=3, **extra).fit(cov_type="naive")
+    # the warnings say it in the mechanism's words too
+    said = [str(w.message) for w in told if issubclass(w.category, dpm.ReleaseWarning)
+            and "ghost" in str(w.message)]
+    assert said and not [m for m in said for wrong in ("threshold", "spurious", "cells")
+                         if wrong in m], said
     text = str(res.summary())
     assert re.search(r"no information about[^:]*C\(g\)\[T\.ghost\]", text), text
     assert re.search(words, text), text
