@@ -51,11 +51,8 @@ def support_projectors(X: np.ndarray, W: np.ndarray, tol: float = 1e-10) -> np.n
     keep = vals > tol * np.maximum(vals.max(axis=1, keepdims=True), 1.0)
     # G = D Gs D: the row space of G is D times the scaled matrix's range
     # (D V_keep), orthonormalised per replicate
-    out = np.empty_like(G)
-    for i in range(G.shape[0]):
-        if keep[i].all():
-            out[i] = np.eye(p)
-            continue
+    out = np.repeat(np.eye(p)[None], G.shape[0], axis=0)
+    for i in np.flatnonzero(~keep.all(axis=1)):  # only the rank-deficient replicates
         q, _ = np.linalg.qr(vecs[i][:, keep[i]] * d[i][:, None])
         out[i] = q @ q.T
     return out

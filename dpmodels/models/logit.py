@@ -413,8 +413,8 @@ class DPLogit(_DPChoiceModel):
             res._results.response_coding = (
                 f"{self.response} = 1 for {order[1]!r}, 0 for {order[0]!r}")
         if kind == "dp":
-            inference = self._dp_inference(res, partial(refit_logit, flat_directions=self._flat),
-                                           np.asarray(res.params), opts,
+            refit = partial(self._refit(2), flat_directions=self._flat)
+            inference = self._dp_inference(res, refit, np.asarray(res.params), opts,
                                            label="DP Logit bootstrap")
             self._name_unmeasured(res, inference, list(model.exog_names))
         return res

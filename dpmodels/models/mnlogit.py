@@ -151,11 +151,11 @@ class DPMNLogit(_DPChoiceModel):
 
     _name = "DP MNLogit"
     _func = "dp_mnlogit"
+    _example_levels = "['a', 'b', 'c']"
 
     def _refit(self, n_classes: int):
         """The batched refit of the multinomial logit with ``n_classes`` classes."""
         return partial(refit_mnlogit, n_classes=n_classes)
-    _example_levels = "['a', 'b', 'c']"
 
     def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
             separation: str = "warn", n_boot: int | None = None, random_state=None,
@@ -244,7 +244,7 @@ class DPMNLogit(_DPChoiceModel):
         if kind == "dp":
             classes = np.unique(np.asarray(model.data.orig_endog, dtype=float))
             inference = self._dp_inference(
-                res, partial(refit_mnlogit, n_classes=int(model.J), flat_directions=self._flat),
+                res, partial(self._refit(int(model.J)), flat_directions=self._flat),
                 np.asarray(res.params).ravel(order="F"), opts, label="DP MNLogit bootstrap",
                 classes=classes)
             self._name_unmeasured(res, inference, param_names)
