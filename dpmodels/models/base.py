@@ -516,7 +516,8 @@ class DPModel:
             return {"uninformative": None}
         eqs = n_params // k
         labels = flat_param_names(res.model)
-        loose = np.tile(unidentified_columns(self.release, self.variables, build, k), eqs)
+        loose = np.tile(unidentified_columns(self.release, self.variables, build, k)
+                        | self._flat_columns(k), eqs)
         if loose.any():
             warnings.warn(
                 f"{_joined(labels, loose)} {'is' if loose.sum() == 1 else 'are'} not identified "
@@ -613,6 +614,12 @@ class DPModel:
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any() or loose.any()),
                 "no_information_why": why if out.any() else ""}
+
+    def _flat_columns(self, k: int) -> np.ndarray:
+        """Design columns the fit itself held along flat directions of the
+        likelihood (a model that fits rank-deficient designs says which);
+        none here."""
+        return np.zeros(k, bool)
 
     def unidentified_why(self) -> str:
         """Why the released cells leave coefficients unidentified: the declared

@@ -254,6 +254,17 @@ class _DPChoiceModel(DPModel):
         res._results.separation = found
         return res
 
+    def _flat_columns(self, k: int) -> np.ndarray:
+        """The columns with a component along the flat directions the last fit
+        held at their start (``self._flat``): flagged with the unidentified
+        ones whatever the rank tolerance of
+        :func:`~dpmodels.information.unidentified_columns`, so that no
+        coefficient the replicates held still gets a finite error."""
+        flat = getattr(self, "_flat", None)
+        if flat is None or flat.shape[0] != k:
+            return np.zeros(k, bool)
+        return np.diag(np.eye(k) - flat) > 1e-12
+
     def _flat_fit(self, model, classes: np.ndarray, n_classes: int):
         """The maximum likelihood fit on a rank-deficient design: Newton's
         steps within the design's row space from 0 (the batched refit), wrapped
