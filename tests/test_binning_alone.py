@@ -54,7 +54,8 @@ def test_each_variables_binning_is_carried_where_the_joint_refit_cancels():
     assert len(check.shifts) == 2 + (check.spurious is not None)
     spread2 = np.max([np.var(p.replicates, axis=0, ddof=1) + p.bias ** 2 for p in inf.parts],
                      axis=0) if inf.parts else inf.spread_se ** 2 + inf.bias ** 2
-    carried = spread2 + sum(v ** 2 for v in check.shifts)
+    # (+ the covariates' places in their bins, coefficient by coefficient)
+    carried = spread2 + sum(v ** 2 for v in check.shifts) + check.diagonal
     # (then widened for the response's rounding to its 5 bins: dpmodels.rounding)
     carried = np.diag(check.rounded(np.diag(carried), inf.params, np.ones(carried.size, bool)))
     np.testing.assert_allclose(inf.se ** 2, carried)

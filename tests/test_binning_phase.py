@@ -55,12 +55,14 @@ def test_a_flat_binned_median_is_caught_by_moving_the_response_within_its_bins()
         i = list(res.params.index).index(name)
         miss = full[name] - res.params[name]
         assert np.sign(phase[i]) == np.sign(miss) and abs(phase[i]) > 0.5 * abs(miss), name
-    # ... carried as a shift: SE^2 = spread^2 + bias^2 + the shifts' squares
+    # ... carried as a shift: SE^2 = spread^2 + bias^2 + the shifts' squares (+ the
+    # covariates' places in their bins, coefficient by coefficient)
     inf = res.dp_inference
     assert any(np.array_equal(s, phase) for s in check.shifts)
     spread2 = np.max([np.var(p.replicates, axis=0, ddof=1) + p.bias ** 2 for p in inf.parts],
                      axis=0) if inf.parts else inf.spread_se ** 2 + inf.bias ** 2
-    np.testing.assert_allclose(inf.se ** 2, spread2 + sum(v ** 2 for v in check.shifts))
+    np.testing.assert_allclose(inf.se ** 2, spread2 + sum(v ** 2 for v in check.shifts)
+                               + check.diagonal)
     # and every interval holds the population coefficient (the scenario's truth; x3's
     # full-data estimate, 0.021, is its own sampling error away from 0)
     truth = pd.Series(SCENARIO["truth"]).reindex(res.params.index)

@@ -166,7 +166,7 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     assert len(inf.parts) == 2 and [p.n_boot for p in inf.parts] == [60, 60]
     assert inf.replicates.shape[0] == sum(p.n_ok for p in inf.parts)
     each = [np.diag(np.cov(p.replicates, rowvar=False)) + p.bias ** 2 for p in inf.parts]
-    shifts2 = sum(shift ** 2 for shift in inf.binning.shifts)
+    shifts2 = sum(shift ** 2 for shift in inf.binning.shifts) + inf.binning.diagonal
     # (then widened for price's rounding to its bins: dpmodels.rounding)
     np.testing.assert_allclose(np.diag(inf.cov), _rounded(inf, np.max(each, axis=0) + shifts2))
     assert np.all(np.linalg.eigvalsh(inf.cov) > -1e-9 * np.abs(inf.cov).max())
@@ -178,6 +178,7 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     mse = np.cov(one.replicates, rowvar=False) + np.outer(one.bias, one.bias)
     for shift in one.binning.shifts:
         mse += np.outer(shift, shift)
+    mse += np.diag(one.binning.diagonal)  # the covariates' places in their bins, alone
     np.testing.assert_allclose(one.cov, one.binning.rounded(mse, one.params,
                                                             np.ones(mse.shape[0], bool)))
     np.testing.assert_allclose(res.tvalues, res.params / inf.se)
@@ -302,7 +303,8 @@ def test_binning_warning_fires_when_bins_are_coarse_against_the_noise():
     assert "binning may bias Intercept, x" in res.summary().as_text()
     # the shifts widen the default interval: se^2 = spread^2 + bias^2 + shifts^2 (spread^2 +
     # bias^2: the larger of the two populations' bootstraps)
-    expected = _core_mse_diag(inf) + sum(v ** 2 for v in inf.binning.shifts)
+    expected = (_core_mse_diag(inf) + sum(v ** 2 for v in inf.binning.shifts)
+                + inf.binning.diagonal)
     np.testing.assert_allclose(inf.se ** 2, _rounded(inf, expected))
     assert inf.se[1] > 1.1 * inf.spread_se[1]
     lo, hi = res.conf_int().loc["x"]
