@@ -93,7 +93,7 @@ from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
 from .release import (PrivateHistogram, _check_epsilon, _columns_of, _dtype_of, _nrows,
                       release_variables)
-from .report import _closing_rows, report_html, report_text
+from .report import ReleaseReport, _closing_rows
 from .validation import check_choice, check_dtypes, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
@@ -356,7 +356,7 @@ def project_to_counts(x: np.ndarray, n: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class LocalReport:
+class LocalReport(ReleaseReport):
     """The privacy report of a local release.
 
     Attributes
@@ -383,6 +383,9 @@ class LocalReport:
     seeded : bool
     budget : str
     """
+
+    title = "Privacy report (LOCAL)"
+    html_title = "Privacy report (local)"
 
     epsilon: float
     private: bool
@@ -429,16 +432,6 @@ class LocalReport:
             ("Noisy total:", f"{self.noisy_total:,}"),
         ]
         return rows + _closing_rows(self)
-
-    def __str__(self) -> str:
-        return report_text(self, "Privacy report (LOCAL)")
-
-    def _repr_html_(self) -> str:
-        return report_html(self, "Privacy report (local)")
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
 
 
 @dataclass(frozen=True, repr=False)  # PrivateHistogram's own repr

@@ -45,7 +45,7 @@ import patsy
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from .budget import exact_parts
 from .formula import formula_variables, user_stacklevel
-from .report import opening_rows, report_html, report_text
+from .report import ReleaseReport, opening_rows
 from .models.base import _frame_namespace, _refuse_signed
 from .models.logit import DPLogit
 from .models.mnlogit import DPMNLogit
@@ -80,7 +80,7 @@ _MAX_SUBSETS_CHECKED = 256
 
 
 @dataclass(frozen=True)
-class ProjectedReport:
+class ProjectedReport(ReleaseReport):
     """Privacy report of a projected-histogram model: the selection and the
     histogram, and how epsilon was split between them.
 
@@ -101,6 +101,9 @@ class ProjectedReport:
     selection : SelectionReport or None
     histogram : PrivacyReport
     """
+
+    title = "Privacy report (projected histogram)"
+    html_title = "Privacy report"
 
     epsilon: float
     private: bool
@@ -126,6 +129,14 @@ class ProjectedReport:
     def noisy_total(self) -> int:
         return self.histogram.noisy_total
 
+    @property
+    def budget(self) -> str:
+        """How the selection and the histogram were charged to an accountant."""
+        sel = self.selection
+        if sel is None or sel.budget == self.histogram.budget:
+            return self.histogram.budget
+        return f"selection: {sel.budget}; histogram: {self.histogram.budget}"
+
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
         rows = opening_rows(self)
@@ -147,16 +158,6 @@ class ProjectedReport:
         hist = self.histogram.rows()[1:]  # without its own "Privacy:" line
         return rows + [(("Histogram " + k[0].lower() + k[1:]) if k == "Mechanism:" else k, v)
                        for k, v in hist]
-
-    def __str__(self) -> str:
-        return report_text(self, "Privacy report (projected histogram)")
-
-    def _repr_html_(self) -> str:
-        return report_html(self)
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
 
 
 def _factor_variables(code: str, lhs: str, columns, namespace, response: str) -> set[str]:

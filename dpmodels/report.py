@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PrivacyReport", "MomentsReport", "opening_rows", "report_text", "report_html",
-           "noisy_count_text"]
+__all__ = ["ReleaseReport", "PrivacyReport", "MomentsReport", "opening_rows", "report_text",
+           "report_html", "noisy_count_text"]
 
 
 def report_text(report, title: str = "Privacy report") -> str:
@@ -68,8 +68,55 @@ def _closing_rows(report) -> list[tuple[str, str]]:
     ]
 
 
+class ReleaseReport:
+    """The base of every release's privacy report.
+
+    A report is a frozen value made with its release, public like it: every
+    field is a public input or a function of the noisy release (PRIVACY.md
+    rule 5).  Each mechanism's report carries at least :attr:`FIELDS` (as
+    fields or properties) and says what it released in :meth:`rows`, (label,
+    value) pairs in display order; the base turns them into text
+    (``str(report)``, titled :attr:`title`) and an HTML table (its
+    ``_repr_html_``).  Results print it under their summary.
+
+    Examples
+    --------
+    >>> import dpmodels as dpm
+    >>> df = dpm.datasets.housing(200)
+    >>> rel = dpm.release(df, columns=["price"], epsilon=1.0, bounds={"price": (1e5, 9e5)},
+    ...                   random_state=0)
+    >>> isinstance(rel.report, ReleaseReport), str(rel.report).splitlines()[0]
+    (True, 'Privacy report')
+    """
+
+    #: What every report carries: the guarantee (``epsilon``; ``private`` is
+    #: False only at ``epsilon = inf``), the ``mechanism``, the public ``n``,
+    #: whether a ``seeded`` generator drew the noise, and the accountant's
+    #: ``budget`` line.
+    FIELDS = ("epsilon", "private", "mechanism", "n", "seeded", "budget")
+    #: The text report's title.
+    title = "Privacy report"
+    #: The HTML table's caption ("" for the title).
+    html_title = ""
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs, in display order, for summaries."""
+        raise NotImplementedError(f"{type(self).__name__} must say what it released (rows)")
+
+    def __str__(self) -> str:
+        return report_text(self, self.title)
+
+    def _repr_html_(self) -> str:
+        return report_html(self, self.html_title or self.title)
+
+    @property
+    def is_finite(self) -> bool:
+        """True unless ``epsilon = inf`` (a release that is not private)."""
+        return math.isfinite(self.epsilon)
+
+
 @dataclass(frozen=True)
-class PrivacyReport:
+class PrivacyReport(ReleaseReport):
     """What was released and under which guarantee.
 
     Attributes
@@ -150,19 +197,9 @@ class PrivacyReport:
         ]
         return rows + _closing_rows(self)
 
-    def __str__(self) -> str:
-        return report_text(self)
-
-    def _repr_html_(self) -> str:
-        return report_html(self)
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
-
 
 @dataclass(frozen=True)
-class MomentsReport:
+class MomentsReport(ReleaseReport):
     """The privacy report of a noisy-moments release (:mod:`dpmodels.moments`).
 
     Attributes
@@ -216,10 +253,3 @@ class MomentsReport:
              f"{noisy_count_text(self.clipped_rows)}"),
         ]
         return rows + _closing_rows(self)
-
-    __str__ = PrivacyReport.__str__
-    _repr_html_ = PrivacyReport._repr_html_
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)

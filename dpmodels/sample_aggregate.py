@@ -142,6 +142,7 @@ from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
 from .formula import caller_namespace, equation_names, user_stacklevel
 from .randomness import random_source
+from .report import ReleaseReport
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
            "default_blocks", "build_sample_aggregate", "normal_laplace_quantile", "firth_step",
@@ -220,7 +221,7 @@ def default_blocks(n: int, p: int, epsilon: float, family: str = "ols") -> int:
 
 
 @dataclass(frozen=True)
-class SampleAggregateReport:
+class SampleAggregateReport(ReleaseReport):
     """The privacy report of a sample-and-aggregate release.
 
     Attributes
@@ -277,20 +278,6 @@ class SampleAggregateReport:
             ("Bias correction:", self.bias_correction),
         ]
         return rows + _closing_rows(self)
-
-    def __str__(self) -> str:
-        from .report import report_text
-
-        return report_text(self)
-
-    def _repr_html_(self) -> str:
-        from .report import report_html
-
-        return report_html(self)
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
 
 
 @dataclass(frozen=True, eq=False)

@@ -89,7 +89,7 @@ from .exact import LogRate, geometric
 from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
-from .report import _closing_rows, report_html, report_text
+from .report import ReleaseReport, _closing_rows
 from .validation import _check_accountant, _check_bins, _check_bounds, _check_levels, check_random_state
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
@@ -119,7 +119,7 @@ MECHANISM = ("exponential mechanism, greedy k-discernibility (PRIVATEKD, Vinterb
 
 
 @dataclass(frozen=True)
-class SelectionReport:
+class SelectionReport(ReleaseReport):
     """The privacy report of a private feature selection.
 
     Attributes
@@ -149,6 +149,8 @@ class SelectionReport:
     seeded : bool
     budget : str
     """
+
+    title = "Feature selection report"
 
     epsilon: float
     private: bool
@@ -187,16 +189,6 @@ class SelectionReport:
             ("Dropped:", ", ".join(self.dropped) or "none"),
             ("Public n:", f"{self.n} ({self.n_source})"),
         ] + _closing_rows(self)
-
-    def __str__(self) -> str:
-        return report_text(self, "Feature selection report")
-
-    def _repr_html_(self) -> str:
-        return report_html(self, "Feature selection report")
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ from .errors import (
 from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
-from .report import _closing_rows, report_html, report_text
+from .report import ReleaseReport, _closing_rows
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]
@@ -377,7 +377,7 @@ def smoothed_cells(bits: RandomBits, ids: np.ndarray, counts: np.ndarray, n: int
 
 
 @dataclass(frozen=True)
-class SmoothedSampleReport:
+class SmoothedSampleReport(ReleaseReport):
     """The privacy report of :func:`smoothed_sample`.
 
     Attributes
@@ -443,16 +443,6 @@ class SmoothedSampleReport:
             ("Missing values:", self.missing),
         ]
         return rows + _closing_rows(self)
-
-    def __str__(self) -> str:
-        return report_text(self)
-
-    def _repr_html_(self) -> str:
-        return report_html(self)
-
-    @property
-    def is_finite(self) -> bool:
-        return math.isfinite(self.epsilon)
 
 
 @dataclass(frozen=True)
