@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .errors import BudgetExceededError
 
-__all__ = ["Accountant", "Spend"]
+__all__ = ["Accountant", "Spend", "charge"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,23 @@ class Accountant:
 
     def __repr__(self) -> str:
         return f"Accountant(total_epsilon={self.total_epsilon!r}, spent={self.spent!r})"
+
+
+def charge(accountant: Accountant | None, epsilon: float, label: str) -> str:
+    """Charge a release's ``epsilon`` to ``accountant`` (if any) and return
+    the report's budget line.  Every release calls it once, after everything
+    that can refuse and before the first noise draw (PRIVACY.md rule 10).
+
+    Examples
+    --------
+    >>> acct = Accountant(2.0)
+    >>> charge(acct, 0.5, "release of ['y']")
+    'charged epsilon=0.5; accountant: 0.5 of 2 spent'
+    >>> charge(None, 0.5, "release of ['y']")
+    'no accountant'
+    """
+    if accountant is None:
+        return "no accountant"
+    accountant.spend(epsilon, label)
+    return (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
+            f"{accountant.total_epsilon:g} spent")

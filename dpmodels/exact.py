@@ -59,7 +59,7 @@ from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_log, mpi_mul, mpi
 from .randomness import RandomBits, random_source
 
 __all__ = ["LogRate", "geometric", "discrete_laplace", "discrete_laplace_tail",
-           "bernoulli_positions", "MIN_EPSILON", "MAX_DRAW"]
+           "bernoulli_positions", "uniform_below", "MIN_EPSILON", "MAX_DRAW"]
 
 #: Smallest epsilon a release accepts: below it the noise (scale 2/epsilon)
 #: can no longer be held in 64-bit counts with certainty for every cell of the
@@ -348,3 +348,37 @@ def bernoulli_positions(source, rate: LogRate, n_trials: int) -> np.ndarray:
             done = end
         nxt += done
     return np.concatenate(found) if found else np.zeros(0, np.uint64)
+
+
+def uniform_below(bits: RandomBits, bound: int, size: int) -> np.ndarray:
+    """``size`` independent, exactly uniform integers in ``[0, bound)`` (uint64)
+    from 64-bit words (the one uniform sampler of every mechanism: the local
+    channels' proposals, the selection's candidates, the smoothed sample's
+    rows and cells): a word below the largest multiple of ``bound`` that
+    fits in 64 bits is kept (``w % bound``), the others are redrawn.
+
+    Examples
+    --------
+    >>> from dpmodels.randomness import random_source
+    >>> u = uniform_below(random_source(0), 6, 10_000)
+    >>> int(u.max()), sorted(set(u.tolist())) == list(range(6))
+    (5, True)
+    """
+    bound, size = int(bound), int(size)
+    if not 1 <= bound <= 1 << 64:
+        raise ValueError(f"bound must be in [1, 2**64], got {bound}")
+    if size <= 0:
+        return np.zeros(0, np.uint64)
+    if bound == 1:
+        return np.zeros(size, np.uint64)
+    if bound & (bound - 1) == 0:  # a power of two: the top bits of a word
+        return bits.words(size) >> np.uint64(64 - (bound.bit_length() - 1))
+    limit = np.uint64(((1 << 64) // bound) * bound)  # < 2**64: bound is not a power of 2
+    out = np.empty(size, np.uint64)
+    pending = np.arange(size)
+    while pending.size:
+        w = bits.words(pending.size)
+        ok = w < limit
+        out[pending[ok]] = w[ok] % np.uint64(bound)
+        pending = pending[~ok]
+    return out

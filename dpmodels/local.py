@@ -84,10 +84,10 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .domain import Domain, build_domain
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
-from .exact import LogRate, bernoulli_positions, geometric
+from .exact import LogRate, bernoulli_positions, geometric, uniform_below
 from .formula import caller_namespace, user_stacklevel
 from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
@@ -270,27 +270,13 @@ def _fair_bits(bits, size: int) -> np.ndarray:
     return (bits.words(size) >> np.uint64(63)).astype(np.int64)
 
 
-def _uniform_below(bits, k: int, size: int) -> np.ndarray:
-    """``size`` exactly uniform integers in ``[0, k)``: a word modulo k,
-    rejecting the words of the top partial block."""
-    out = np.empty(size, np.int64)
-    limit = (1 << 64) - (1 << 64) % k  # the largest multiple of k <= 2**64
-    todo = np.arange(size)
-    while todo.size:
-        w = bits.words(todo.size)
-        ok = np.ones(todo.size, bool) if limit == 1 << 64 else w < np.uint64(limit)
-        out[todo[ok]] = (w[ok] % np.uint64(k)).astype(np.int64)
-        todo = todo[~ok]
-    return out
-
-
 def _krr_exact(bits, cells: np.ndarray, k: int, epsilon: float) -> np.ndarray:
     """k-RR by rejection (module docstring): exact."""
     out = np.empty(cells.size, np.int64)
     todo = np.arange(cells.size)
     rate = LogRate.of_q(2.0 * epsilon)  # rho = exp(-epsilon): P(G >= 1) = e^-eps
     while todo.size:
-        prop = _uniform_below(bits, k, todo.size)
+        prop = uniform_below(bits, k, todo.size).astype(np.int64)
         same = prop == cells[todo]
         accept = same.copy()
         other = np.flatnonzero(~same)
@@ -706,11 +692,7 @@ def randomize(
     cells = _row_cells(data, domain, names, missing, n)
 
     # ---- the channel, row by row ------------------------------------------------------
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"local release of {list(names)}")
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, f"local release of {list(names)}")
     bits = random_source(random_state)
     C, per_row = ch.counts(bits, cells)
     del cells

@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import DPModelsError, NotPrivateWarning
@@ -992,11 +992,7 @@ def release_moments(
     passes = _Passes(data, space, domain, missing, chunk_rows)
     loc_counts = passes.run(lambda rows_of: location_counts(rows_of, space)[1])
 
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"moments of {list(names)}")
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, f"moments of {list(names)}")
     bits = random_source(random_state)
     q = space.q
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .errors import DomainError, DPModelsError
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
@@ -410,11 +410,7 @@ def release_newton(
     passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
     loc_counts = passes.run(lambda rows: location_counts(rows, space)[1])
 
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"Newton steps of {list(names)}")
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, f"Newton steps of {list(names)}")
     bits = random_source(random_state)
     q = space.q
     offsets, scales, radius, clipped, split = scaled_ball(

@@ -55,7 +55,7 @@ import pandas as pd
 import patsy
 from scipy import stats
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .errors import DomainError, DPModelsError
 from .exact import discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
@@ -520,11 +520,7 @@ def release_quantile_steps(
     passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
     loc_counts = passes.run(lambda rows: location_counts(rows, space)[1])
 
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"quantile steps of {list(names)}")
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, f"quantile steps of {list(names)}")
     bits = random_source(random_state)
     k = space.q + 1
     offsets, scales, radius, clipped, split = scaled_ball(

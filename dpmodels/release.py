@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import (
@@ -592,10 +592,7 @@ def release(
             raise _unreadable_values_error(data, domain) from None
 
     # ---- noise: only after the counts were taken without error --------------------
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"release of {list(names)}")
-        budget = f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of {accountant.total_epsilon:g} spent"
+    budget = charge(accountant, epsilon, f"release of {list(names)}")
     bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
     if math.isinf(epsilon):
         noisy = NoisyCells(exact.ids, exact.counts)

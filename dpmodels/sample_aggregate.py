@@ -136,7 +136,7 @@ import numpy as np
 import patsy
 from scipy import optimize, special, stats
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
@@ -983,11 +983,7 @@ def release_sample_aggregate(
     X = np.where(np.isfinite(X), X, 0.0)  # a transform undefined off the grid: per-row map
     design = _Design(X, np.asarray(y, float), np.asarray(valid, bool))
 
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, label)
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, label)
     bits = random_source(random_state)
     # the partition: a uniform permutation from the release's source (public inputs only)
     order = np.argsort(_mix(bits.words(n_rows)), kind="stable")

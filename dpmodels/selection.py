@@ -76,7 +76,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .domain import Domain, build_domain
 from .errors import (
     DomainError,
@@ -85,7 +85,7 @@ from .errors import (
     NotPrivateWarning,
     UnknownVariableError,
 )
-from .exact import LogRate, geometric
+from .exact import LogRate, geometric, uniform_below
 from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
@@ -262,19 +262,6 @@ def _refine(blocks: np.ndarray, codes: np.ndarray, size: int) -> tuple[np.ndarra
     return inv.astype(np.int64).ravel(), int(u.size)
 
 
-def _uniform_index(bits: RandomBits, m: int, size: int) -> np.ndarray:
-    """``size`` independent uniform draws on {0, ..., m-1}: the top bits of
-    random words, rejecting values >= m (exact)."""
-    if m == 1:
-        return np.zeros(size, np.int64)
-    nbits = (m - 1).bit_length()
-    out = np.empty(0, np.int64)
-    while out.size < size:
-        w = bits.words(2 * (size - out.size) + 4) >> np.uint64(64 - nbits)
-        out = np.concatenate([out, w[w < np.uint64(m)].astype(np.int64)])
-    return out[:size]
-
-
 def exponential_choice(bits: RandomBits, deficits: np.ndarray, r: float) -> int:
     """Index ``i`` drawn with ``P(i) ∝ exp(-r * deficits[i])`` exactly
     (``deficits``: non-negative integers, one of them 0).
@@ -292,7 +279,7 @@ def exponential_choice(bits: RandomBits, deficits: np.ndarray, r: float) -> int:
     cap = int(deficits.max()) + 1
     batch = 2 * m + 8
     while True:
-        idx = _uniform_index(bits, m, batch)
+        idx = uniform_below(bits, m, batch).astype(np.int64)
         g = geometric(bits, rate, batch, cap=cap)
         ok = g >= deficits[idx]
         if ok.any():
@@ -670,11 +657,7 @@ def select_features(
 def _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_source,
                    random_state, accountant) -> FeatureSelection:
     """Charge the accountant, then run PRIVATEKD on the coded rows."""
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"feature selection for {target!r}")
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, f"feature selection for {target!r}")
     bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
     private = math.isfinite(epsilon)
     r = score_scale(epsilon, k, n_rows) if private else None

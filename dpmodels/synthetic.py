@@ -77,7 +77,7 @@ import pandas as pd
 from mpmath.libmp import from_float, from_int, mpf_cmp, to_float
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_log, mpi_mul
 
-from .accountant import Accountant
+from .accountant import Accountant, charge
 from .domain import Axis, Domain, build_domain
 from .errors import (
     DomainError,
@@ -90,6 +90,7 @@ from .errors import (
 from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
+from .exact import uniform_below
 from .report import ReleaseReport, _closing_rows
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
@@ -114,38 +115,6 @@ MECHANISM = ("smoothed histogram (Wasserman & Zhou, Theorem 5): size rows drawn 
 # ---------------------------------------------------------------------------------------
 # the shared pieces: exact uniform integers, bin index -> values, frames
 # ---------------------------------------------------------------------------------------
-
-
-def uniform_below(bits: RandomBits, bound: int, size: int) -> np.ndarray:
-    """``size`` independent, exactly uniform integers in ``[0, bound)`` (uint64)
-    from 64-bit words: a word below the largest multiple of ``bound`` that
-    fits in 64 bits is kept (``w % bound``), the others are redrawn.
-
-    Examples
-    --------
-    >>> from dpmodels.randomness import random_source
-    >>> u = uniform_below(random_source(0), 6, 10_000)
-    >>> int(u.max()), sorted(set(u.tolist())) == list(range(6))
-    (5, True)
-    """
-    bound, size = int(bound), int(size)
-    if not 1 <= bound <= 1 << 64:
-        raise ValueError(f"bound must be in [1, 2**64], got {bound}")
-    if size <= 0:
-        return np.zeros(0, np.uint64)
-    if bound == 1:
-        return np.zeros(size, np.uint64)
-    if bound & (bound - 1) == 0:  # a power of two: the top bits of a word
-        return bits.words(size) >> np.uint64(64 - (bound.bit_length() - 1))
-    limit = np.uint64(((1 << 64) // bound) * bound)  # < 2**64: bound is not a power of 2
-    out = np.empty(size, np.uint64)
-    pending = np.arange(size)
-    while pending.size:
-        w = bits.words(pending.size)
-        ok = w < limit
-        out[pending[ok]] = w[ok] % np.uint64(bound)
-        pending = pending[~ok]
-    return out
 
 
 def _unit_floats(bits: RandomBits, shape) -> np.ndarray:
@@ -656,11 +625,7 @@ def smoothed_sample(
         raise _unreadable_values_error(data, domain) from None
 
     # ---- the draws: only after the counts were taken without error ----------------
-    budget = "no accountant"
-    if accountant is not None:
-        accountant.spend(epsilon, f"smoothed sample of {list(names)}")
-        budget = (f"charged epsilon={epsilon:g}; accountant: {accountant.spent:g} of "
-                  f"{accountant.total_epsilon:g} spent")
+    budget = charge(accountant, epsilon, f"smoothed sample of {list(names)}")
     bits = random_source(random_state)
     cells = smoothed_cells(bits, exact.ids, exact.counts, n_public, m, delta_used, size)
     del exact
