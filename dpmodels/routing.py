@@ -8,7 +8,7 @@ applies builds the model, and when none applies the function goes on to its
 usual choice between the histogram and its other release.  A new mechanism
 is one module plus one line in :data:`ROUTES`; ``applies`` must read public
 inputs only (the arguments' types and values, never the rows: PRIVACY.md
-rule 4) and import nothing heavy.
+rule 4), leave the call as it found it, and import nothing heavy.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .methods import HISTOGRAM_OPTIONS
 
 __all__ = ["Call", "Route", "ROUTES", "route", "check_options"]
 
@@ -46,6 +48,12 @@ class Call:
     q: Any = None
     namespace: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # select=None asks for the usual path, which takes no such keyword: dropped here,
+        # once, so that every route's ``applies`` reads the call without changing it
+        if "select" in self.options and self.options["select"] is None:
+            self.options.pop("select")
 
 
 @dataclass(frozen=True)
@@ -79,8 +87,6 @@ ROUTES.append(Route("local", ("ols", "logit", "quantreg", "mnlogit"), _local_app
 
 
 def _projected_applies(call: Call) -> bool:
-    if "select" in call.options and call.options["select"] is None:
-        call.options.pop("select")  # select=None: the usual path (it takes no such keyword)
     return call.options.get("select") is not None
 
 
@@ -126,7 +132,7 @@ def route(call: Call):
 
 
 #: Keyword options of the default releases (the histogram's, and ``missing``).
-DEFAULT_OPTIONS = ("missing", "threshold_A", "max_spurious_cells", "representatives")
+DEFAULT_OPTIONS = ("missing",) + HISTOGRAM_OPTIONS
 #: The dp_* functions' own arguments (for "did you mean" in the error message).
 COMMON_ARGUMENTS = ("formula", "data", "epsilon", "bounds", "levels", "bins", "threshold", "n",
                     "random_state", "accountant", "method", "q")
