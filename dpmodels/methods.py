@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from . import registry as _registry
 from .errors import DPModelsError
 from .validation import check_choice
 
@@ -51,58 +52,40 @@ class Release(Protocol):
     def privacy(self): ...
 
 
+#: The tables below are views of :data:`dpmodels.registry.MECHANISMS`, the one
+#: place a mechanism is declared.
+ENGINES = _registry.ENGINES
 #: The releases by name: (module, release function, release type).  dp_quantreg's
 #: method="newton" is registered as "quantile-newton" (its own release).
-RELEASES = {
-    "histogram": ("dpmodels.release", "release", "PrivateHistogram"),
-    "moments": ("dpmodels.moments", "release_moments", "PrivateMoments"),
-    "newton": ("dpmodels.newton", "release_newton", "PrivateNewton"),
-    "quantile-newton": ("dpmodels.quantile_steps", "release_quantile_steps",
-                        "PrivateQuantileSteps"),
-    "sample-aggregate": ("dpmodels.sample_aggregate", "release_sample_aggregate",
-                         "PrivateSampleAggregate"),
-}
-
+RELEASES = {m.name: (m.release.split(":")[0], m.release.split(":")[1], m.release_type)
+            for m in _registry.MECHANISMS if m.release_type is not None}
 #: Methods the dp_* functions' routes take (dpmodels.routing) before the choices below;
 #: named in their error messages.
-ROUTED_METHODS = ("sample-aggregate",)
-OLS_METHODS = ("auto", "histogram", "moments")
-QUANTREG_METHODS = ("auto", "histogram", "newton")
-LOGIT_METHODS = ("auto", "histogram", "newton")
-MNLOGIT_METHODS = ("auto", "histogram")
+ROUTED_METHODS = tuple(dict.fromkeys(m.method for m in _registry.MECHANISMS
+                                     if m.routed and m.method is not None))
+
+
+def _own_methods(family: str) -> tuple[str, ...]:
+    return ("auto",) + tuple(m.method for m in _registry.MECHANISMS
+                             if family in m.families and not m.routed and m.method)
+
+
+OLS_METHODS = _own_methods("ols")
+QUANTREG_METHODS = _own_methods("quantreg")
+LOGIT_METHODS = _own_methods("logit")
+MNLOGIT_METHODS = _own_methods("mnlogit")
 #: Each dp_* family's own methods (ROUTED_METHODS come on top).
-FAMILY_METHODS = {"ols": OLS_METHODS, "logit": LOGIT_METHODS, "quantreg": QUANTREG_METHODS,
-                  "mnlogit": MNLOGIT_METHODS}
+FAMILY_METHODS = {family: _own_methods(family) for family in _registry.FAMILIES}
 #: The RELEASES name of a family's method, where it is not the method's name.
-METHOD_RELEASES = {("quantreg", "newton"): "quantile-newton"}
-#: Where a release's rows may live: "pandas" (a DataFrame), "dict" (a mapping of
-#: arrays), "polars" (a DataFrame), "polars-lazy" (a LazyFrame), "dask", "duckdb"
-#: (a relation), "spark".
-ENGINES = ("pandas", "dict", "polars", "polars-lazy", "dask", "duckdb", "spark")
-#: The engines each release reads, by RELEASES' names, the routes' (dpmodels.routing:
-#: "projected" selects on the rows, "local" is dpmodels.local.randomize) and
-#: OTHER_RELEASES'.  The histogram counts inside every engine (dpmodels.engines); the
-#: moments and Newton-type releases read in-memory rows or a Dask DataFrame partition by
-#: partition; the others read the rows in this process.  On any other engine a release
-#: raises a DPModelsError saying to convert the data, before anything is read or spent
-#: (tests/test_engines_contract.py tries every pair both ways).
-RELEASE_ENGINES = {
-    "histogram": ENGINES,
-    "moments": ("pandas", "dict", "polars", "dask"),
-    "newton": ("pandas", "dict", "polars", "dask"),
-    "quantile-newton": ("pandas", "dict", "polars", "dask"),
-    "sample-aggregate": ("pandas", "dict", "polars"),
-    "projected": ("pandas", "dict"),
-    "local": ("pandas", "dict"),
-    "select_features": ("pandas", "dict"),
-    "smoothed_sample": ("pandas", "dict"),
-}
+METHOD_RELEASES = {(family, m.method): m.name for m in _registry.MECHANISMS
+                   for family in m.families if m.method and m.method != m.name}
+#: The engines each mechanism reads, by its registry name.  On any other engine a
+#: release raises a DPModelsError saying to convert the data, before anything is read
+#: or spent (tests/test_engines_contract.py tries every pair both ways).
+RELEASE_ENGINES = {m.name: m.engines for m in _registry.MECHANISMS}
 #: Releases made by a function of their own, not a dp_* method: (module, function).
-OTHER_RELEASES = {
-    "select_features": ("dpmodels.selection", "select_features"),
-    "smoothed_sample": ("dpmodels.synthetic", "smoothed_sample"),
-    "local": ("dpmodels.local", "randomize"),
-}
+OTHER_RELEASES = {m.name: tuple(m.release.split(":")) for m in _registry.MECHANISMS
+                  if m.own_function}
 #: "auto" keeps the histogram for OLS when the formula has at most this many
 #: continuous variables (response included) and its factors have at least
 #: HISTOGRAM_MIN_CELLS level combinations: there the factors carry the model,

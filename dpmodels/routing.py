@@ -1,14 +1,13 @@
 """Routes a ``dp_*`` call to a model built on a mechanism other than the
 formula's default releases (:mod:`dpmodels.methods` chooses among those).
 
-A route is a pair (``applies``, ``build``) registered for some of the four
-model families ("ols", "logit", "quantreg", "mnlogit").  Each ``dp_*``
-function hands its whole call to :func:`route` first; the first route that
-applies builds the model, and when none applies the function goes on to its
-usual choice between the histogram and its other release.  A new mechanism
-is one module plus one line in :data:`ROUTES`; ``applies`` must read public
-inputs only (the arguments' types and values, never the rows: PRIVACY.md
-rule 4), leave the call as it found it, and import nothing heavy.
+A route is a pair (``applies``, ``build``) of a routed mechanism of the
+registry (:mod:`dpmodels.registry`), for some of the four model families
+("ols", "logit", "quantreg", "mnlogit").  Each ``dp_*`` function hands its
+whole call to :func:`route` first; the first route that applies builds the
+model, and when none applies the function goes on to its usual choice
+between the histogram and its other release
+(:func:`dpmodels.registry.build_model`).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import registry as _registry
 from .methods import HISTOGRAM_OPTIONS
 
 __all__ = ["Call", "Route", "ROUTES", "route", "check_options"]
@@ -49,6 +49,13 @@ class Call:
     namespace: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
 
+    @property
+    def quantiles(self) -> tuple[float, ...]:
+        """dp_quantreg's ``q`` as a tuple of quantiles (the median by default)."""
+        from .quantile_steps import _quantiles
+
+        return _quantiles(0.5 if self.q is None else self.q)
+
     def __post_init__(self):
         # select=None asks for the usual path, which takes no such keyword: dropped here,
         # once, so that every route's ``applies`` reads the call without changing it
@@ -67,53 +74,10 @@ class Route:
     build: Callable[[Call], Any]
 
 
-#: The registered routes, tried in order.
-ROUTES: list[Route] = []
-
-
-def _local_applies(call: Call) -> bool:
-    # a marker attribute of LocalRelease / LocalHistogram: no import of dpmodels.local
-    return bool(getattr(type(call.data), "_dpm_local", False))
-
-
-def _local_build(call: Call):
-    from .local import build_model
-
-    return build_model(call)
-
-
-ROUTES.append(Route("local", ("ols", "logit", "quantreg", "mnlogit"), _local_applies,
-                    _local_build))
-
-
-def _projected_applies(call: Call) -> bool:
-    return call.options.get("select") is not None
-
-
-def _projected_build(call: Call):
-    from .projected import build_projected
-
-    return build_projected(call)
-
-
-ROUTES.append(Route("projected", ("logit", "mnlogit"), _projected_applies, _projected_build))
-
-
-def _sample_aggregate_applies(call: Call) -> bool:
-    # method="sample-aggregate", or a sample-aggregate release handed in as data (a marker
-    # attribute: no import of dpmodels.sample_aggregate)
-    return (call.method == "sample-aggregate"
-            or bool(getattr(type(call.data), "_dpm_sample_aggregate", False)))
-
-
-def _sample_aggregate_build(call: Call):
-    from .sample_aggregate import build_sample_aggregate
-
-    return build_sample_aggregate(call)
-
-
-ROUTES.append(Route("sample-aggregate", ("ols", "logit", "quantreg", "mnlogit"),
-                    _sample_aggregate_applies, _sample_aggregate_build))
+#: The registered routes, tried in order: the routed mechanisms of
+#: :data:`dpmodels.registry.MECHANISMS`.
+ROUTES: list[Route] = [Route(m.name, m.families, m.applies, m.build)
+                       for m in _registry.MECHANISMS if m.routed]
 
 
 def route(call: Call):

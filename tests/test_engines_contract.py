@@ -3,12 +3,9 @@ or refuses the data, and every pair that runs passes the neighbour property
 test (PRIVACY.md rule 5) and the bad-input corpus (rule 10).
 
 The table of pairs is generated from the registry, not listed here:
-:data:`dpmodels.methods.FAMILY_METHODS` and ``ROUTED_METHODS`` (each dp_*
-family's methods), ``METHOD_RELEASES`` (the release a method makes),
-:data:`dpmodels.routing.ROUTES` (the routes: ``select=``, a local release),
-``OTHER_RELEASES`` (releases with a function of their own) and
-``RELEASE_ENGINES`` (the engines each release reads), over
-:data:`dpmodels.methods.ENGINES`.  A new method of a family, or an engine
+:data:`dpmodels.registry.MECHANISMS` (each mechanism's families, its
+``method=`` or its route, and the engines it reads), over
+:data:`dpmodels.registry.ENGINES`.  A new method of a family, or an engine
 added to a release, is covered by these tests without a new test; a new
 route or release function needs an invoker below
 (``test_every_registered_release_is_reached`` says which).
@@ -63,13 +60,12 @@ from dpmodels.errors import DPModelsError
 from dpmodels.methods import (
     ENGINES,
     FAMILY_METHODS,
-    METHOD_RELEASES,
     OTHER_RELEASES,
     RELEASE_ENGINES,
     RELEASES,
     ROUTED_METHODS,
 )
-from dpmodels.routing import ROUTES
+from dpmodels.registry import MECHANISMS as REGISTRY
 
 from .test_bad_inputs import BOUNDS, CASES, FRAME, LEVELS, MODELS as ENTRY_MODELS, RESPONSE
 from .test_bad_inputs import _c as corpus_case
@@ -121,20 +117,18 @@ class Mechanism:
 
 
 def registry_mechanisms() -> list[Mechanism]:
-    """Every release path the registry declares."""
+    """Every release path the registry declares (dpmodels.registry.MECHANISMS):
+    one per family a mechanism serves, named by its ``method=`` or, for a
+    route without one, by the mechanism; one for a release function of its own."""
     out = []
-    for family, own in FAMILY_METHODS.items():
-        for method in own + ROUTED_METHODS:
-            if method != "auto":
-                release = METHOD_RELEASES.get((family, method), method)
-                out.append(Mechanism(f"{family}/{method}", family, "method", method, release))
-    for r in ROUTES:
-        if r.name not in ROUTED_METHODS:  # (the routed methods are method= above)
-            out.extend(Mechanism(f"{family}/{r.name}", family, r.name, r.name, r.name)
-                       for family in r.families)
-    routes = {r.name for r in ROUTES}
-    out.extend(Mechanism(name, None, name, name, name) for name in OTHER_RELEASES
-               if name not in routes)
+    for m in REGISTRY:
+        if not m.families:
+            out.append(Mechanism(m.name, None, m.name, m.name, m.name))
+        for family in m.families:
+            if m.method:
+                out.append(Mechanism(f"{family}/{m.method}", family, "method", m.method, m.name))
+            else:
+                out.append(Mechanism(f"{family}/{m.name}", family, m.name, m.name, m.name))
     return out
 
 

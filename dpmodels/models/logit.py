@@ -25,11 +25,12 @@ from statsmodels.tools.sm_exceptions import (
 from ..domain import Axis, Domain, _level_index
 from ..dp_results import attach_dp_inference
 from ..errors import DomainError, DPModelsError, ReleaseWarning
-from ..formula import FormulaVariables, formula_variables, user_stacklevel
+from ..formula import FormulaVariables, user_stacklevel
 from ..newton import check_binary_levels
 from scipy.special import expit
 
 from ..batched import batched_newton, outer_rows, support_projectors
+from ..registry import build_model
 from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
@@ -559,30 +560,16 @@ def dp_logit(
     (1.0, True)
     """
     from ..methods import choose_logit_method
-    from .newton_logit import DPNewtonLogit
 
     env = formula_env(kwargs)
-    routed = route(Call("logit", formula, data, epsilon=epsilon, bounds=bounds,
-                        levels=levels, bins=bins, threshold=threshold, n=n,
-                        random_state=random_state, accountant=accountant, method=method,
-                        namespace=env, options=kwargs))
+    call = Call("logit", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
+                bins=bins, threshold=threshold, n=n, random_state=random_state,
+                accountant=accountant, method=method, namespace=env, options=kwargs)
+    routed = route(call)
     if routed is not None:
         return routed
     check_options("logit", kwargs)
     chosen = choose_logit_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
                                  threshold=threshold, options=kwargs, namespace=env, n=n,
                                  epsilon=epsilon)
-    if chosen == "newton":
-        checker = object.__new__(DPLogit)  # the response checks of dp_logit, before anything
-        checker.formula = formula
-        return DPNewtonLogit(
-            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-            random_state=random_state, accountant=accountant,
-            missing=kwargs.pop("missing", "drop"), namespace=env,
-            domain_check=lambda domain: checker._check_domain(
-                domain, formula_variables(formula, domain.names, env)))
-    return DPLogit(
-        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
-        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=env, **kwargs,
-    )
+    return build_model(call, chosen)

@@ -20,7 +20,8 @@ from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..batched import batched_newton, outer_rows
-from ..methods import ROUTED_METHODS
+from ..methods import MNLOGIT_METHODS, ROUTED_METHODS
+from ..registry import build_model
 from ..routing import Call, check_options, route
 from ..validation import check_choice
 from .base import dp_options, flat_param_names, formula_env
@@ -372,17 +373,13 @@ def dp_mnlogit(
     True
     """
     env = formula_env(kwargs)
-    routed = route(Call("mnlogit", formula, data, epsilon=epsilon, bounds=bounds,
-                        levels=levels, bins=bins, threshold=threshold, n=n,
-                        random_state=random_state, accountant=accountant, method=method,
-                        namespace=env, options=kwargs))
+    call = Call("mnlogit", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
+                bins=bins, threshold=threshold, n=n, random_state=random_state,
+                accountant=accountant, method=method, namespace=env, options=kwargs)
+    routed = route(call)
     if routed is not None:
         return routed
     check_options("mnlogit", kwargs)
-    if check_choice("method", method, ("auto", "histogram") + ROUTED_METHODS) in ROUTED_METHODS:
+    if check_choice("method", method, MNLOGIT_METHODS + ROUTED_METHODS) in ROUTED_METHODS:
         raise DPModelsError(f"method={method!r} is taken by the route (dpmodels.routing)")
-    return DPMNLogit(
-        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
-        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=env, **kwargs,
-    )
+    return build_model(call, "histogram")

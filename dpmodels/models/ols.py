@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ReleaseWarning
 from ..batched import full_rank, outer_rows, solve_ok
 from ..methods import choose_ols_method
+from ..registry import build_model
 from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
@@ -177,23 +178,14 @@ def dp_ols(
     1.0
     """
     env = formula_env(kwargs)
-    routed = route(Call("ols", formula, data, epsilon=epsilon, bounds=bounds,
-                        levels=levels, bins=bins, threshold=threshold, n=n,
-                        random_state=random_state, accountant=accountant, method=method,
-                        namespace=env, options=kwargs))
+    call = Call("ols", formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+                threshold=threshold, n=n, random_state=random_state, accountant=accountant,
+                method=method, namespace=env, options=kwargs)
+    routed = route(call)
     if routed is not None:
         return routed
     check_options("ols", kwargs)
     chosen = choose_ols_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
                                threshold=threshold, options=kwargs, namespace=env, n=n,
                                epsilon=epsilon)
-    if chosen == "moments":
-        return DPMomentsOLS(
-            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-            random_state=random_state, accountant=accountant,
-            missing=kwargs.pop("missing", "drop"), namespace=env)
-    return DPOLS(
-        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
-        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=env, **kwargs,
-    )
+    return build_model(call, chosen)

@@ -57,6 +57,7 @@ from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
+from ..registry import build_model
 from ..routing import Call, check_options, route
 from .base import DPModel, dp_options, formula_env
 from .quantreg_lp import refit_quantreg_batch
@@ -783,30 +784,17 @@ def dp_quantreg(
     [0.1, 0.9]
     """
     from ..methods import choose_quantreg_method
-    from ..quantile_steps import _quantiles
-    from .newton_quantreg import DPNewtonQuantReg
 
     env = formula_env(kwargs)
-    routed = route(Call("quantreg", formula, data, epsilon=epsilon, bounds=bounds,
-                        levels=levels, bins=bins, threshold=threshold, n=n,
-                        random_state=random_state, accountant=accountant, method=method,
-                        q=q, namespace=env, options=kwargs))
+    call = Call("quantreg", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
+                bins=bins, threshold=threshold, n=n, random_state=random_state,
+                accountant=accountant, method=method, q=q, namespace=env, options=kwargs)
+    routed = route(call)
     if routed is not None:
         return routed
     check_options("quantreg", kwargs)
-    taus = _quantiles(0.5 if q is None else q)
+    call.quantiles  # a bad q is refused before the method is chosen
     chosen = choose_quantreg_method(method, formula, data, bounds=bounds, levels=levels,
                                     bins=bins, threshold=threshold, options=kwargs,
                                     namespace=env, n=n, epsilon=epsilon)
-    if chosen == "newton":
-        return DPNewtonQuantReg(
-            formula, data, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-            random_state=random_state, accountant=accountant,
-            missing=kwargs.pop("missing", "drop"), namespace=env, q=taus)
-    model = DPQuantReg(
-        formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
-        threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-        eval_env=env, **kwargs,
-    )
-    model.default_q = taus[0]
-    return model
+    return build_model(call, chosen)
