@@ -43,7 +43,9 @@ class Release(Protocol):
     post-processing.  :class:`~dpmodels.release.PrivateHistogram` answers any
     formula over its variables; :class:`~dpmodels.moments.PrivateMoments` and
     :class:`~dpmodels.newton.PrivateNewton` answer the formula they were made
-    for (``release.space.formula``)."""
+    for (``release.space.formula``).  The report derives from
+    :class:`~dpmodels.report.ReleaseReport` (tests/test_report_contract.py
+    checks both for every mechanism of the registry)."""
 
     @property
     def report(self): ...

@@ -15,6 +15,7 @@ import warnings
 import pytest
 
 import dpmodels as dpm
+from dpmodels.methods import Release
 from dpmodels.report import ReleaseReport
 
 from .test_bad_inputs import FRAME
@@ -57,6 +58,11 @@ def test_every_mechanism_reports_through_the_base(mech):
         assert any("seeded generator" in line for line in text), text
         html = report._repr_html_()
         assert html.startswith("<table><caption>") and html.count("<tr>") == len(rows)
+        # the release a model is fitted on keeps the release protocol
+        release = getattr(made, "release", None)
+        if release is not None:
+            assert isinstance(release, Release), type(release)
+            assert isinstance(release.report, ReleaseReport)
         # a model's results carry the same report
         res = _fit(made)
     if res is not made:
