@@ -29,7 +29,7 @@ from .errors import DPModelsError
 from .validation import check_choice
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
-           "choose_quantreg_method", "QUANTREG_METHODS",
+           "choose_quantreg_method", "choose_mnlogit_method", "CHOOSERS", "QUANTREG_METHODS",
            "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "LOGIT_HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS", "MNLOGIT_METHODS", "FAMILY_METHODS", "METHOD_RELEASES",
@@ -268,6 +268,25 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
     return _choose(method, LOGIT_METHODS, "newton", PrivateNewton, formula, data, bounds,
                    levels, bins, threshold, options, namespace, prefers_newton, n=n,
                    epsilon=epsilon)
+
+
+def choose_mnlogit_method(method: str, formula: str, data, **_) -> str:
+    """Resolve dp_mnlogit's ``method``: the histogram, its one release of its
+    own (the routed ones are taken before).
+
+    Examples
+    --------
+    >>> choose_mnlogit_method("auto", "y ~ x", None)
+    'histogram'
+    """
+    if check_choice("method", method, MNLOGIT_METHODS + ROUTED_METHODS) in ROUTED_METHODS:
+        raise DPModelsError(f"method={method!r} is taken by the route (dpmodels.routing)")
+    return "histogram"
+
+
+#: The method choice of each dp_* family (``method="auto"`` resolved from public inputs).
+CHOOSERS = {"ols": choose_ols_method, "logit": choose_logit_method,
+            "quantreg": choose_quantreg_method, "mnlogit": choose_mnlogit_method}
 
 
 def _choose(method, choices, other, other_release, formula, data, bounds, levels, bins,

@@ -30,8 +30,8 @@ from ..newton import check_binary_levels
 from scipy.special import expit
 
 from ..batched import batched_newton, outer_rows, support_projectors
-from ..registry import build_model
-from ..routing import Call, check_options, route
+from ..registry import dispatch
+from ..routing import Call
 from .base import DPModel, dp_options, formula_env
 from .discrete import (
     FreqLogit,
@@ -559,17 +559,8 @@ def dp_logit(
     >>> res.privacy.epsilon, res.nobs == res.privacy.noisy_total
     (1.0, True)
     """
-    from ..methods import choose_logit_method
-
     env = formula_env(kwargs)
     call = Call("logit", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
                 bins=bins, threshold=threshold, n=n, random_state=random_state,
                 accountant=accountant, method=method, namespace=env, options=kwargs)
-    routed = route(call)
-    if routed is not None:
-        return routed
-    check_options("logit", kwargs)
-    chosen = choose_logit_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
-                                 threshold=threshold, options=kwargs, namespace=env, n=n,
-                                 epsilon=epsilon)
-    return build_model(call, chosen)
+    return dispatch(call)

@@ -14,16 +14,14 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..errors import DPModelsError, ReleaseWarning
+from ..errors import ReleaseWarning
 from ..errors import SeparationError
 from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..batched import batched_newton, outer_rows
-from ..methods import MNLOGIT_METHODS, ROUTED_METHODS
-from ..registry import build_model
-from ..routing import Call, check_options, route
-from ..validation import check_choice
+from ..registry import dispatch
+from ..routing import Call
 from .base import dp_options, flat_param_names, formula_env
 from .logit import _DPChoiceModel
 
@@ -376,10 +374,4 @@ def dp_mnlogit(
     call = Call("mnlogit", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
                 bins=bins, threshold=threshold, n=n, random_state=random_state,
                 accountant=accountant, method=method, namespace=env, options=kwargs)
-    routed = route(call)
-    if routed is not None:
-        return routed
-    check_options("mnlogit", kwargs)
-    if check_choice("method", method, MNLOGIT_METHODS + ROUTED_METHODS) in ROUTED_METHODS:
-        raise DPModelsError(f"method={method!r} is taken by the route (dpmodels.routing)")
-    return build_model(call, "histogram")
+    return dispatch(call)

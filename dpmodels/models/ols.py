@@ -8,9 +8,8 @@ import numpy as np
 
 from ..errors import ReleaseWarning
 from ..batched import full_rank, outer_rows, solve_ok
-from ..methods import choose_ols_method
-from ..registry import build_model
-from ..routing import Call, check_options, route
+from ..registry import dispatch
+from ..routing import Call
 from .base import DPModel, dp_options, formula_env
 from .linear import FreqWLS
 from .moments_ols import DPMomentsOLS
@@ -181,11 +180,4 @@ def dp_ols(
     call = Call("ols", formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
                 threshold=threshold, n=n, random_state=random_state, accountant=accountant,
                 method=method, namespace=env, options=kwargs)
-    routed = route(call)
-    if routed is not None:
-        return routed
-    check_options("ols", kwargs)
-    chosen = choose_ols_method(method, formula, data, bounds=bounds, levels=levels, bins=bins,
-                               threshold=threshold, options=kwargs, namespace=env, n=n,
-                               epsilon=epsilon)
-    return build_model(call, chosen)
+    return dispatch(call)

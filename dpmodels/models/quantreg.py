@@ -57,8 +57,8 @@ from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
-from ..registry import build_model
-from ..routing import Call, check_options, route
+from ..registry import dispatch
+from ..routing import Call
 from .base import DPModel, dp_options, formula_env
 from .quantreg_lp import refit_quantreg_batch
 
@@ -783,18 +783,8 @@ def dp_quantreg(
     >>> sorted(model.fit_many([0.1, 0.9]))
     [0.1, 0.9]
     """
-    from ..methods import choose_quantreg_method
-
     env = formula_env(kwargs)
     call = Call("quantreg", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
                 bins=bins, threshold=threshold, n=n, random_state=random_state,
                 accountant=accountant, method=method, q=q, namespace=env, options=kwargs)
-    routed = route(call)
-    if routed is not None:
-        return routed
-    check_options("quantreg", kwargs)
-    call.quantiles  # a bad q is refused before the method is chosen
-    chosen = choose_quantreg_method(method, formula, data, bounds=bounds, levels=levels,
-                                    bins=bins, threshold=threshold, options=kwargs,
-                                    namespace=env, n=n, epsilon=epsilon)
-    return build_model(call, chosen)
+    return dispatch(call)
