@@ -93,7 +93,7 @@ from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
 from .release import (PrivateHistogram, _check_epsilon, _columns_of, _dtype_of, _nrows,
                       release_variables)
-from .report import ReleaseReport, _closing_rows
+from .report import ReleaseReport, closing_rows
 from .validation import check_choice, check_dtypes, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
@@ -417,7 +417,7 @@ class LocalReport(ReleaseReport):
                 if self.missing == "drop" else "")),
             ("Noisy total:", f"{self.noisy_total:,}"),
         ]
-        return rows + _closing_rows(self)
+        return rows + closing_rows(self)
 
 
 @dataclass(frozen=True, repr=False)  # PrivateHistogram's own repr

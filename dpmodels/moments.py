@@ -88,7 +88,7 @@ from .report import MomentsReport
 from .validation import check_dtypes, check_row_count, check_used_columns
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
-           "RADIUS_SHARE", "moments_sensitivity"]
+           "RADIUS_SHARE", "moments_sensitivity", "describe_axis", "published_frame"]
 
 #: Shares of epsilon spent on the coordinates' scales and on the clipping radius.
 SCALE_SHARE = 0.1
@@ -575,7 +575,7 @@ def _to_pandas(data) -> pd.DataFrame:
         ".df(); Spark: .toPandas()), or use method='histogram', which counts inside the engine")
 
 
-def _published_frame(data: pd.DataFrame, domain: Domain, missing: str):
+def published_frame(data: pd.DataFrame, domain: Domain, missing: str):
     """The formula's variables as the public design sees them: discrete
     values matched to their declared levels (published dtype), continuous
     values clipped to their bounds; plus the mask of rows with a missing value."""
@@ -612,7 +612,7 @@ def _scaled_rows(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
     return space.scaled(np.asarray(X, float), np.asarray(y, float)[:, 0])
 
 
-def _describe(axis) -> str:
+def describe_axis(axis) -> str:
     """An axis's public declaration, without the histogram's bins."""
     if axis.kind == "continuous":
         lo, hi = axis.bounds
@@ -802,7 +802,7 @@ class _Passes:
             raise _unreadable_values_error(frame, self.domain) from None
 
     def _rows(self, frame: pd.DataFrame) -> "_RowPasses":
-        published, valid = _published_frame(frame, self.domain, self.missing)
+        published, valid = published_frame(frame, self.domain, self.missing)
         return _RowPasses(self.space, published, valid, self.chunk_rows)
 
     def _partition(self, stage, frame: pd.DataFrame):
@@ -1032,7 +1032,7 @@ def release_moments(
             (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)", eps_m),)
     report = MomentsReport(
         epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
-        n_source=n_source, variables=tuple((a.name, _describe(a)) for a in domain.axes),
+        n_source=n_source, variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=clipped,
         noisy_rows=count, seeded=bits.seeded, budget=budget)
     return PrivateMoments(space, float(count), np.asarray(sums, float), second, noise_var,

@@ -57,8 +57,8 @@ from .moments import (
     SCALE_SHARE,
     DesignSpace,
     ScaledRows,
-    _describe,
-    _published_frame,
+    describe_axis,
+    published_frame,
     _unit_epsilon,
     clipped_rows,
     design_space,
@@ -403,7 +403,7 @@ def release_newton(
 
     # ---- the rows: every check happens in the first pass ------------------------------
     def make_rows(frame: pd.DataFrame) -> _RowPasses:
-        published, valid = _published_frame(frame, domain, missing)
+        published, valid = published_frame(frame, domain, missing)
         y, y_missing = _binary_response(domain.axis(response), frame[response])
         return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
@@ -435,7 +435,7 @@ def release_newton(
                    "privately, clipped to an L1 ball of private radius, quantized; exact "
                    "discrete Laplace on each step's information and score)"),
         split=tuple(split), n=n_public, n_source=n_source,
-        variables=tuple((a.name, _describe(a)) for a in domain.axes),
+        variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget)
     return PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,

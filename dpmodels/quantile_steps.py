@@ -68,8 +68,8 @@ from .moments import (
     ScaledRows,
     _Passes,
     _RowPasses,
-    _describe,
-    _published_frame,
+    describe_axis,
+    published_frame,
     _unit_epsilon,
     clipped_rows,
     design_space,
@@ -510,7 +510,7 @@ def release_quantile_steps(
     # (the response's design is read from the DesignSpace, which pickles to Dask
     # workers; patsy's own DesignInfo does not)
     def make_rows(frame: pd.DataFrame) -> _RowPasses:
-        published, valid = _published_frame(frame, domain, missing)
+        published, valid = published_frame(frame, domain, missing)
         y = np.zeros(len(published))
         if valid.any():
             y[valid] = np.clip((_response_values(full, published[valid]) - y_centre) / y_half,
@@ -589,7 +589,7 @@ def release_quantile_steps(
                    "Laplace on the least-squares step's moments, the residual histogram and "
                    "each quantile step's band count and score)"),
         split=tuple(split), n=n_public, n_source=n_source,
-        variables=tuple((a.name, _describe(a)) for a in domain.axes),
+        variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget)
     return PrivateQuantileSteps(

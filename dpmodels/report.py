@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ReleaseReport", "PrivacyReport", "MomentsReport", "opening_rows", "report_text",
-           "report_html", "noisy_count_text"]
+__all__ = ["ReleaseReport", "PrivacyReport", "MomentsReport", "opening_rows", "closing_rows",
+           "report_text", "report_html", "noisy_count_text"]
 
 
 def report_text(report, title: str = "Privacy report") -> str:
@@ -58,7 +58,7 @@ def noisy_count_text(count: float) -> str:
     return f"{max(count, 0.0):,.0f}"
 
 
-def _closing_rows(report) -> list[tuple[str, str]]:
+def closing_rows(report) -> list[tuple[str, str]]:
     """The rows every report ends with: each variable's public domain, the
     randomness and the budget."""
     return [(f"  {name}:", desc) for name, desc in report.variables] + [
@@ -195,7 +195,7 @@ class PrivacyReport(ReleaseReport):
             ("Released cells:", f"{self.released_cells:,}"),
             ("Noisy total:", f"{self.noisy_total:,}"),
         ]
-        return rows + _closing_rows(self)
+        return rows + closing_rows(self)
 
 
 @dataclass(frozen=True)
@@ -252,4 +252,4 @@ class MomentsReport(ReleaseReport):
              f"{self.radius:.4g} (L1, scaled units); noisy rows at or beyond it: "
              f"{noisy_count_text(self.clipped_rows)}"),
         ]
-        return rows + _closing_rows(self)
+        return rows + closing_rows(self)

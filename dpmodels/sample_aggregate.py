@@ -268,7 +268,7 @@ class SampleAggregateReport(ReleaseReport):
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
-        from .report import _closing_rows, opening_rows
+        from .report import closing_rows, opening_rows
 
         rows = opening_rows(self)
         rows += [
@@ -277,7 +277,7 @@ class SampleAggregateReport(ReleaseReport):
             ("Ranges:", self.range_source),
             ("Bias correction:", self.bias_correction),
         ]
-        return rows + _closing_rows(self)
+        return rows + closing_rows(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -874,7 +874,7 @@ def release_sample_aggregate(
     >>> [round(v) for v in sa.params]
     [1, 2]
     """
-    from .moments import _describe, _is_dask, _published_frame, _to_pandas, design_space, \
+    from .moments import describe_axis, _is_dask, published_frame, _to_pandas, design_space, \
         public_inputs
 
     if namespace is None:
@@ -962,7 +962,7 @@ def release_sample_aggregate(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the rows: published values, design, response (all checks raise here) --------
-    frame, valid = _published_frame(frame_in, domain, missing)
+    frame, valid = published_frame(frame_in, domain, missing)
     from .moments import _NO_NA
 
     with np.errstate(all="ignore"):
@@ -1079,7 +1079,7 @@ def release_sample_aggregate(
         epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=pub.n,
         n_source=pub.n_source, blocks=k, block_rows=block_rows, range_source=range_source,
         bias_correction=correction or "none",
-        variables=tuple((a.name, _describe(a)) for a in domain.axes), columns=names,
+        variables=tuple((a.name, describe_axis(a)) for a in domain.axes), columns=names,
         seeded=bits.seeded, budget=budget)
     return PrivateSampleAggregate(
         family=family, formula=formula, q=q, exog_names=exog,

@@ -623,9 +623,9 @@ def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
 
 
 def _describes(report, domain: Domain) -> None:
-    from .moments import _describe
+    from .moments import describe_axis
 
-    expected = tuple((a.name, _describe(a)) for a in domain.axes)
+    expected = tuple((a.name, describe_axis(a)) for a in domain.axes)
     if report.variables != expected:
         raise SavedReleaseError(
             f"report.variables does not describe the saved domain ({report.variables} vs "

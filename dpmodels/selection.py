@@ -89,7 +89,7 @@ from .exact import LogRate, geometric, uniform_below
 from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
-from .report import ReleaseReport, _closing_rows
+from .report import ReleaseReport, closing_rows
 from .validation import _check_accountant, _check_bins, _check_bounds, _check_levels, check_random_state
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
@@ -188,7 +188,7 @@ class SelectionReport(ReleaseReport):
             ("Selected:", ", ".join(self.selected)),
             ("Dropped:", ", ".join(self.dropped) or "none"),
             ("Public n:", f"{self.n} ({self.n_source})"),
-        ] + _closing_rows(self)
+        ] + closing_rows(self)
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
 from .exact import uniform_below
-from .report import ReleaseReport, _closing_rows
+from .report import ReleaseReport, closing_rows
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]
@@ -411,7 +411,7 @@ class SmoothedSampleReport(ReleaseReport):
             ("Domain cells:", f"{self.domain_cells:,}"),
             ("Missing values:", self.missing),
         ]
-        return rows + _closing_rows(self)
+        return rows + closing_rows(self)
 
 
 @dataclass(frozen=True)

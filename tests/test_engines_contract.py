@@ -571,7 +571,7 @@ class Guard:
 #: The functions that count rows, draw the histogram's noise, or read the values of
 #: rows for the moments-type releases: (module, name).
 GUARDED = (("dpmodels.histogram", "count_cells"), ("dpmodels.release", "noisy_threshold_sparse"),
-           ("dpmodels.release", "noisy_signed_dense"), ("dpmodels.moments", "_published_frame"))
+           ("dpmodels.release", "noisy_signed_dense"), ("dpmodels.moments", "published_frame"))
 
 
 @pytest.fixture

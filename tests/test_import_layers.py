@@ -21,10 +21,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "dpmodels"
 
-#: Ceilings measured at the registry's introduction (session 39): lower them when a
-#: change lowers the count.
+#: Ceilings: lower them when a change lowers the count.  Session 39: the cycle 34
+#: modules (33 before the registry), private cross-imports 82 -> 71 (the report's
+#: closing rows and the moments' axis description and published frame named publicly).
 MAX_CYCLE = 34
-MAX_PRIVATE_IMPORTS = 82
+MAX_PRIVATE_IMPORTS = 71
 
 
 def _modules() -> dict[str, Path]:

@@ -21,7 +21,7 @@ import statsmodels.formula.api as smf
 import dpmodels as dpm
 from dpmodels.errors import DPModelsError, NotPrivateWarning, ReleaseWarning
 from dpmodels.methods import choose_ols_method
-from dpmodels.moments import PrivateMoments, _RowPasses, _published_frame, exact_statistics
+from dpmodels.moments import PrivateMoments, _RowPasses, published_frame, exact_statistics
 from dpmodels.models.moments_ols import DPMomentsOLS
 
 BOUNDS = {"x1": (1.0, 10.0), "x2": (-4.0, 4.0), "y": (-20.0, 20.0)}
@@ -73,7 +73,7 @@ def _noise_z(seed: int, df, formula="y ~ x1 + x2 + C(g)"):
     of the stated noise standard deviation."""
     mom = dpm.dp_ols(formula, df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
                      method="moments", random_state=seed).release
-    published, valid = _published_frame(df, mom.space.domain, "drop")
+    published, valid = published_frame(df, mom.space.domain, "drop")
     stats = exact_statistics(_RowPasses(mom.space, published, valid, 1 << 16), mom.space,
                              mom.offsets, mom.scales, mom.radius)
     count, sums, second = stats.decode(stats.vector)

@@ -21,7 +21,7 @@ What is checked
   which is absent from the statistics) is a replace-one neighbour pair; the L1 distance
   of their statistics must stay within ``delta``.  The search uses per-row
   contributions (the statistics are sums over rows); the worst pairs and random ones
-  are re-checked end to end on whole data sets D and D' through ``_published_frame``
+  are re-checked end to end on whole data sets D and D' through ``published_frame``
   and ``_RowPasses``.  The bound must also be tight: the worst pair of each shape
   reaches >= 90% of delta (measured: 0.991 - 0.999995, see MEASURED_WORST) and every
   setting >= 25% (measured minimum 0.309, a radius 10x the norm grid's top).
@@ -73,7 +73,7 @@ from dpmodels.formula import formula_variables
 from dpmodels.moments import (
     _LOCATION_BINS,
     _GRID_BINS,
-    _published_frame,
+    published_frame,
     _RowPasses,
     _unit_epsilon,
     design_space,
@@ -156,7 +156,7 @@ def candidate_frame(formula: str) -> pd.DataFrame:
 def rows_of(space: moments.DesignSpace, frame: pd.DataFrame, chunk_rows: int = 1 << 18):
     """The ``rows_of`` callable of ``exact_statistics`` for a frame of raw rows, built
     exactly as ``release_moments`` builds it (published frame, complete rows only)."""
-    published, valid = _published_frame(frame.reset_index(drop=True), space.domain, "drop")
+    published, valid = published_frame(frame.reset_index(drop=True), space.domain, "drop")
     return _RowPasses(space, published, valid, chunk_rows)
 
 

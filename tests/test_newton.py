@@ -19,7 +19,7 @@ import dpmodels as dpm
 from dpmodels.domain import build_domain
 from dpmodels.errors import DomainError, DPModelsError
 from dpmodels.methods import choose_logit_method
-from dpmodels.moments import _published_frame, design_space
+from dpmodels.moments import published_frame, design_space
 from dpmodels.models.newton_logit import DPNewtonLogit
 from dpmodels.moments import _RowPasses
 from dpmodels.newton import _binary_response, _step_statistics
@@ -50,7 +50,7 @@ def _step_vector(df, formula, levels, offsets, scales, radius, b):
                           bounds={k: v for k, v in BOUNDS.items() if k in df},
                           levels=levels, bins=2, n=10, epsilon=1.0)
     space = design_space(formula, domain, {}, response=False)
-    published, valid = _published_frame(df, domain, "drop")
+    published, valid = published_frame(df, domain, "drop")
     y, miss = _binary_response(domain.axis("y"), df["y"])
     rows = _RowPasses(space, published, valid & ~miss, 1 << 12, y=y)
     h, s, g, w_g, delta = _step_statistics(rows, space, offsets, scales, radius, b)

@@ -135,7 +135,7 @@ from scipy import stats
 import dpmodels.quantile_steps as quantile_steps
 from dpmodels.domain import build_domain
 from dpmodels.exact import discrete_laplace
-from dpmodels.moments import _NO_NA, _Passes, _published_frame, _RowPasses, _unit_epsilon, \
+from dpmodels.moments import _NO_NA, _Passes, published_frame, _RowPasses, _unit_epsilon, \
     clipped_rows, design_space
 from dpmodels.newton import MAX_STEP, _binary_response, _decode, _step_scale, \
     _step_statistics, noisy_step
@@ -202,7 +202,7 @@ def newton_stage() -> Stage:
     space = design_space("y ~ x", domain, {}, response=False)
 
     def make_rows(df: pd.DataFrame) -> _RowPasses:  # release_newton's make_rows
-        published, valid = _published_frame(df.reset_index(drop=True), domain, "drop")
+        published, valid = published_frame(df.reset_index(drop=True), domain, "drop")
         y, y_missing = _binary_response(domain.axis("y"), df["y"])
         return _RowPasses(space, published, valid & ~y_missing, 1 << 12, y=y)
 
@@ -216,7 +216,7 @@ def _quantile_rows(domain, formula):
     y_centre, y_half = float(full.centre[-1]), float(full.half[-1])
 
     def make_rows(df: pd.DataFrame) -> _RowPasses:  # release_quantile_steps' make_rows
-        published, valid = _published_frame(df.reset_index(drop=True), domain, "drop")
+        published, valid = published_frame(df.reset_index(drop=True), domain, "drop")
         y = np.zeros(len(published))
         if valid.any():
             (ym,) = patsy.build_design_matrices([full.infos[0]], published[valid],

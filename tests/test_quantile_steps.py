@@ -26,7 +26,7 @@ from dpmodels.errors import DomainError, DPModelsError
 from dpmodels.methods import choose_quantreg_method
 from dpmodels.models.newton_quantreg import DPNewtonQuantReg
 from dpmodels.models.quantreg import DPQuantReg
-from dpmodels.moments import _NO_NA, _published_frame, _RowPasses, design_space
+from dpmodels.moments import _NO_NA, published_frame, _RowPasses, design_space
 from dpmodels.newton import _step_scale, _step_statistics
 from dpmodels.quantile_steps import (
     QUANTILE_STEP_SHARES,
@@ -85,7 +85,7 @@ def _rows(df: pd.DataFrame):
     full = design_space(FORMULA, domain, {}, response=True)
     space = design_space(FORMULA, domain, {}, response=False)
     y_centre, y_half = float(full.centre[-1]), float(full.half[-1])
-    published, valid = _published_frame(df, domain, "drop")
+    published, valid = published_frame(df, domain, "drop")
     y = np.zeros(len(published))
     (ym,) = patsy.build_design_matrices([full.infos[0]], published[valid], NA_action=_NO_NA)
     y[valid] = np.clip((np.asarray(ym, float)[:, 0] - y_centre) / y_half, -1.0, 1.0)
@@ -555,7 +555,7 @@ def test_the_level_sensitivity_is_reached_by_some_pair(formula, levels, delta):
         row = {"y": [0.5], "a": [0.5 if combo is not None else np.nan]}
         for k, v in zip(sorted(levels), combo or [levels[k][0] for k in sorted(levels)]):
             row[k] = [v]
-        published, valid = _published_frame(pd.DataFrame(row), domain, "drop")
+        published, valid = published_frame(pd.DataFrame(row), domain, "drop")
         rows = _RowPasses(space, published, valid, 16, y=np.zeros(1))
         vectors.append(_level_counts(rows, space)[0])
     assert _max_l1(vectors) == delta
