@@ -266,6 +266,7 @@ class BinningDiagnostic:
             lo, width = axis.coord_bounds[0], axis.width
             code = np.clip(np.floor((coord - lo) / width), 0, axis.bins - 1).astype(np.int64)
             counts = np.bincount(code, weights=positive, minlength=axis.bins)
+            part = frame.copy()  # the other columns stay; this one is set per move
             for b in np.flatnonzero(counts > 0):
                 rows = code == b
                 here = float(np.average(coord[rows], weights=positive[rows]))
@@ -276,7 +277,6 @@ class BinningDiagnostic:
                         continue
                     moved = coord.copy()
                     moved[rows] += place - here
-                    part = frame.copy()
                     part[name] = axis.to_values(moved)
                     moves.append(np.abs(self._fit(part, weights) - self.start))
                 if moves:

@@ -59,7 +59,7 @@ class Release(Protocol):
 ENGINES = _registry.ENGINES
 #: The releases by name: (module, release function, release type).  dp_quantreg's
 #: method="newton" is registered as "quantile-newton" (its own release).
-RELEASES = {m.name: (m.release.split(":")[0], m.release.split(":")[1], m.release_type)
+RELEASES = {m.name: (*m.release.split(":"), m.release_type)
             for m in _registry.MECHANISMS if m.release_type is not None}
 #: Methods the dp_* functions' routes take (dpmodels.routing) before the choices below;
 #: named in their error messages.

@@ -4,10 +4,9 @@ formula's default releases (:mod:`dpmodels.methods` chooses among those).
 A route is a pair (``applies``, ``build``) of a routed mechanism of the
 registry (:mod:`dpmodels.registry`), for some of the four model families
 ("ols", "logit", "quantreg", "mnlogit").  Each ``dp_*`` function hands its
-whole call to :func:`route` first; the first route that applies builds the
-model, and when none applies the function goes on to its usual choice
-between the histogram and its other release
-(:func:`dpmodels.registry.build_model`).
+whole call to :func:`dpmodels.registry.dispatch`, which tries :func:`route`
+first: the first route that applies builds the model, and when none applies
+the family's method choice names the release.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
 from .formula import caller_namespace, equation_names, user_stacklevel
 from .randomness import random_source
-from .report import ReleaseReport
+from .report import ReleaseReport, closing_rows, opening_rows
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
            "default_blocks", "build_sample_aggregate", "normal_laplace_quantile", "firth_step",
@@ -268,8 +268,6 @@ class SampleAggregateReport(ReleaseReport):
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
-        from .report import closing_rows, opening_rows
-
         rows = opening_rows(self)
         rows += [
             ("Public n:", f"{self.n} ({self.n_source})"),

@@ -79,6 +79,7 @@ from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_log, mpi_mul
 
 from .accountant import Accountant, charge
 from .domain import Axis, Domain, build_domain
+from .exact import uniform_below
 from .errors import (
     DomainError,
     DPModelsError,
@@ -90,7 +91,6 @@ from .errors import (
 from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
-from .exact import uniform_below
 from .report import ReleaseReport, closing_rows
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
