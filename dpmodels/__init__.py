@@ -43,7 +43,7 @@ from .selection import FeatureSelection, SelectionReport, select_features
 from .synthetic import SmoothedSample, smoothed_sample
 from .unbounded import Unbounded
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "dp_ols",

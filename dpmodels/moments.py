@@ -61,6 +61,8 @@ split, refusals, neighbours).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import ast
 import itertools
 import math
@@ -502,7 +504,7 @@ class ScaledRows:
         >>> bool((back.sums == mom.sums).all())
         True
         """
-        from .saved import save_release
+        from .saving import save_release
 
         return save_release(self, path)
 
@@ -539,6 +541,9 @@ class PrivateMoments(ScaledRows):
         private).
     report : MomentsReport
     """
+
+    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    saved_kind: ClassVar[str] = "moments"
 
     space: DesignSpace
     count: float

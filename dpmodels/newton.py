@@ -40,6 +40,8 @@ iteration.  The parts of epsilon add up to epsilon (PRIVACY.md rule 8).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -117,6 +119,9 @@ class PrivateNewton(ScaledRows):
     step_noise : tuple of (float, float)
         The noise variances (information entry, score entry) of every step.
     """
+
+    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    saved_kind: ClassVar[str] = "newton"
 
     space: DesignSpace
     beta: np.ndarray

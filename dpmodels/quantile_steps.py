@@ -46,6 +46,8 @@ statistics and public inputs only.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -301,6 +303,9 @@ class PrivateQuantileSteps(ScaledRows):
         The response's public scaling.
     report : MomentsReport
     """
+
+    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    saved_kind: ClassVar[str] = "quantile-steps"
 
     space: DesignSpace
     quantiles: tuple

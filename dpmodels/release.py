@@ -10,6 +10,8 @@ drawn only after it succeeds.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 import numbers
 import os
@@ -78,6 +80,9 @@ class PrivateHistogram:
     counts : numpy.ndarray
     report : PrivacyReport
     """
+
+    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    saved_kind: ClassVar[str] = "histogram"
 
     domain: Domain
     cell_ids: np.ndarray
@@ -217,7 +222,7 @@ class PrivateHistogram:
         >>> dpm.load_release(path).report == rel.report
         True
         """
-        from .saved import save_release
+        from .saving import save_release
 
         return save_release(self, path)
 
