@@ -91,10 +91,10 @@ from .exact import LogRate, bernoulli_positions, geometric, uniform_below
 from .formula import caller_namespace, user_stacklevel
 from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
-from .release import (PrivateHistogram, _check_epsilon, _columns_of, _dtype_of, _nrows,
-                      release_variables)
+from .columns import columns_of, dtype_of, nrows
+from .release import PrivateHistogram, release_variables
 from .report import ReleaseReport, closing_rows
-from .validation import check_choice, check_dtypes, check_release_arguments, check_used_columns
+from .validation import check_choice, check_epsilon, check_dtypes, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
            "randomize", "project_to_counts", "MAX_LOCAL_CELLS"]
@@ -652,18 +652,18 @@ def randomize(
             "randomize reads the rows in this process: data must be a pandas DataFrame or a "
             f"mapping of column name to array, got {type(data).__name__} (convert it first, "
             "e.g. with .to_pandas())")
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     if math.isfinite(epsilon) and not math.isfinite(2.0 * epsilon):
         raise DPModelsError(f"epsilon={epsilon:g} is too large to sample exactly: use a smaller one")
-    cols = _columns_of(data)
+    cols = columns_of(data)
     if formula is not None and namespace is None:
         namespace = caller_namespace(1)
     names, discrete, scales = release_variables(cols, formula, columns, namespace)
     check_used_columns(data, names)
-    n = _nrows(data)
+    n = nrows(data)
     if n == 0:
         raise DPModelsError("data has no rows: there is nothing to randomize")
-    dtypes = {nm: _dtype_of(data, nm) for nm in names}
+    dtypes = {nm: dtype_of(data, nm) for nm in names}
     check_dtypes(dtypes)
     domain = _local_bins(bins, n, epsilon, names, dtypes, discrete=discrete, bounds=bounds,
                          levels=levels, data_columns=cols, scales=scales)

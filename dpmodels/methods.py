@@ -127,11 +127,11 @@ def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str],
     """(continuous variables' names, level combinations) of the formula."""
     from .engines import source_for
     from .formula import formula_variables
-    from .release import _columns_of, _dtype_of
+    from .columns import columns_of, dtype_of
 
     source = source_for(data)
     try:
-        cols = source.columns() if source is not None else _columns_of(data)
+        cols = source.columns() if source is not None else columns_of(data)
         fv = formula_variables(formula, cols, namespace)
     except Exception:
         return None
@@ -145,7 +145,7 @@ def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str],
             spec = levels[v]
             if isinstance(spec, str):  # "dtype": the declared Categorical's categories
                 try:
-                    dtype = source.dtypes([v])[v] if source is not None else _dtype_of(data, v)
+                    dtype = source.dtypes([v])[v] if source is not None else dtype_of(data, v)
                     spec = list(getattr(dtype, "categories", []))
                 except Exception:
                     return None
@@ -155,7 +155,7 @@ def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str],
                 return None
         else:
             try:
-                dtype = (source.dtypes([v])[v] if source is not None else _dtype_of(data, v))
+                dtype = (source.dtypes([v])[v] if source is not None else dtype_of(data, v))
             except Exception:
                 return None
             cells *= 2 if str(dtype) == "bool" else 1
@@ -387,13 +387,13 @@ def public_rows(data, n=None) -> int | None:
     1000
     """
     from .engines import source_for
-    from .release import _nrows
+    from .columns import nrows
 
     try:
         if n is not None:
             return int(n)
         source = source_for(data)
-        return int(source.nrows()) if source is not None else int(_nrows(data))
+        return int(source.nrows()) if source is not None else int(nrows(data))
     except Exception:  # invalid n or data: the release's checks name the problem
         return None
 

@@ -799,12 +799,12 @@ class _Passes:
         self.rows_of = None if self.dask else self._checked(_to_pandas(data))
 
     def _checked(self, frame: pd.DataFrame):
-        from .release import _unreadable_values_error
+        from .columns import unreadable_values_error
 
         try:
             return self.make_rows(frame)
         except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
-            raise _unreadable_values_error(frame, self.domain) from None
+            raise unreadable_values_error(frame, self.domain) from None
 
     def _rows(self, frame: pd.DataFrame) -> "_RowPasses":
         published, valid = published_frame(frame, self.domain, self.missing)
@@ -869,34 +869,34 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
     :func:`dpmodels.newton.release_newton`) that needs no value of the data:
     arguments, columns, dtypes (a schema), the public n, the domain (and the
     caller's ``domain_check``).  Raises before any budget or noise."""
-    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
-    from .validation import check_release_arguments
+    from .columns import columns_of, dtype_of, nrows
+    from .validation import check_epsilon, check_release_arguments
 
     check_release_arguments(
         data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
         bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
         accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
         domain_check=domain_check)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     source = source_for(data)
     if source is not None and source.engine != "dask":
         _to_pandas(data)  # raises for engines that count out of memory
     if type(data).__module__.startswith("polars"):
         data, source = _to_pandas(data), None
-    cols = source.columns() if source is not None else _columns_of(data)
+    cols = source.columns() if source is not None else columns_of(data)
     fv = formula_variables(formula, cols, namespace)
     if source is None:
         check_used_columns(data, fv.names)
     if n is None:
-        n_rows = source.nrows() if source is not None else _nrows(data)
+        n_rows = source.nrows() if source is not None else nrows(data)
         check_row_count(None, n_rows)
         n_public, n_source = n_rows, "rows handed in"
     else:
         n_public, n_source = int(n), "declared by the caller"
         if source is None:
-            check_row_count(n, _nrows(data))
+            check_row_count(n, nrows(data))
     dtypes = (source.dtypes(fv.names) if source is not None
-              else {nm: _dtype_of(data, nm) for nm in fv.names})
+              else {nm: dtype_of(data, nm) for nm in fv.names})
     check_dtypes(dtypes)
     domain = build_domain(fv.names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
                           bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,

@@ -54,23 +54,20 @@ from .release import (
     DEFAULT_A,
     DEFAULT_MAX_SPURIOUS_CELLS,
     PrivateHistogram,
-    _columns_of,
-    _dtype_of,
-    _nrows,
     resolve_threshold,
 )
+from .columns import columns_of, dtype_of, nrows
 from .report import PrivacyReport
 from .selection import (
     FeatureSelection,
     SelectionReport,
-    _check_epsilon,
     _run_selection,
     coded_rows,
     estimate_gamma,
     estimate_k,
     selection_domain,
 )
-from .validation import check_eval_env, check_formula_transforms, check_release_arguments
+from .validation import check_epsilon, check_eval_env, check_formula_transforms, check_release_arguments
 
 __all__ = ["ProjectedReport", "DPProjectedLogit", "DPProjectedMNLogit", "restrict_formula",
            "build_projected"]
@@ -290,7 +287,7 @@ class _Projected:
             bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
             random_state=random_state, accountant=accountant, missing=missing,
             max_spurious_cells=max_spurious_cells, namespace=namespace, domain_check=None)
-        epsilon = _check_epsilon(epsilon)
+        epsilon = check_epsilon(epsilon)
         _refuse_signed(self._name, data, epsilon, threshold)
         check_formula_transforms(formula, namespace)
         gamma = _check_gamma(gamma)
@@ -301,18 +298,18 @@ class _Projected:
                 f"pandas DataFrame or a mapping of column name to array, got "
                 f"{type(data).__name__} (an engine's frame: convert it first, e.g. with "
                 ".to_pandas())")
-        cols = _columns_of(data)
+        cols = columns_of(data)
         fv = formula_variables(formula, cols, namespace)
         response = self._response_of(fv)
         candidates = tuple(nm for nm in fv.names if nm != response)
         if not candidates:
             raise DPModelsError(f"select= needs predictors: the formula {formula!r} has none")
         kind, value = _check_select(select, candidates, response)
-        n_rows = _nrows(data)
+        n_rows = nrows(data)
         n_public = int(n) if n is not None else n_rows
         from .domain import build_domain
 
-        full = build_domain(fv.names, {nm: _dtype_of(data, nm) for nm in fv.names},
+        full = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
                             discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
                             n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
                             scales=dict(fv.scales))  # bounds/levels of every variable
@@ -417,7 +414,7 @@ class _Projected:
         from .mechanisms import discrete_laplace_sf
 
         fv = formula_variables(restricted, cols, namespace)
-        dom = build_domain(fv.names, {nm: _dtype_of(data, nm) for nm in fv.names},
+        dom = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
                            discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
                            n=max(n_public, 2), epsilon=eps_h, data_columns=cols,
                            scales=dict(fv.scales))

@@ -30,7 +30,6 @@ from .engines import source_for
 from .errors import (
     DomainTooLargeError,
     DPModelsError,
-    DPModelsTypeError,
     NotPrivateWarning,
     UnknownVariableError,
 )
@@ -43,12 +42,13 @@ from .mechanisms import (
     noisy_signed_dense,
     noisy_threshold_sparse,
 )
-from .exact import MIN_EPSILON
 from .randomness import random_source
 from .report import PrivacyReport
+from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .validation import (
     INT64_MAX,
     check_dtypes,
+    check_epsilon,
     check_release_arguments,
     check_row_count,
     check_used_columns,
@@ -255,24 +255,6 @@ class ThresholdSpec:
     A: float | None
 
 
-def _check_epsilon(epsilon) -> float:
-    """``epsilon`` as a float, or a DPModelsError (a ValueError) saying what is wrong."""
-    if epsilon is None:
-        raise DPModelsError("epsilon is required for a release from raw data (e.g. epsilon=1.0)")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise DPModelsError(f"epsilon must be a positive number, got {epsilon!r}")
-    epsilon = float(epsilon)
-    if math.isnan(epsilon) or epsilon <= 0:
-        raise DPModelsError(f"epsilon must be > 0 (smaller is more private), got {epsilon}")
-    if epsilon < MIN_EPSILON:
-        raise DPModelsError(
-            f"epsilon={epsilon:g} is below {MIN_EPSILON:g}: its noise (scale 2/epsilon = "
-            f"{2.0 / epsilon:.3g}) cannot be held exactly in 64-bit counts with the certainty "
-            "the guarantee needs. Such an epsilon releases nothing useful: use a larger one"
-        )
-    return epsilon
-
-
 def release_variables(cols: Sequence[str], formula: str | None, columns, namespace):
     """The variables a release counts: ``(names, discrete, scales)`` of the
     formula's variables (evaluated in ``namespace``), or the ``columns``
@@ -351,65 +333,6 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
             f'cut fits in a 64-bit integer) or None, got {threshold!r}'
         )
     return ThresholdSpec("fixed", float(threshold), math.ceil(threshold), None)
-
-
-def _columns_of(data) -> list[str]:
-    if isinstance(data, pd.DataFrame):
-        return [str(c) for c in data.columns]
-    if isinstance(data, Mapping):
-        return [str(c) for c in data.keys()]
-    raise DPModelsTypeError(
-        "data must be a pandas DataFrame, a mapping of column name to array, a "
-        "PrivateHistogram, or a Polars, Dask, DuckDB or PySpark data frame; "
-        f"got {type(data).__name__}"
-    )
-
-
-def _dtype_of(data, name):
-    col = data[name]
-    dtype = getattr(col, "dtype", None)
-    if dtype is not None:
-        return dtype
-    try:
-        arr = np.asarray(col)
-    except (TypeError, ValueError):  # e.g. a ragged list of lists
-        arr = None
-    if arr is None or arr.ndim != 1:
-        raise DPModelsTypeError(
-            f"data[{name!r}] must be a 1-d column of values; it is not (e.g. a list of "
-            "lists of different lengths, or a nested list)")
-    return arr.dtype
-
-
-def _nrows(data) -> int:
-    if isinstance(data, pd.DataFrame):
-        return len(data)
-    lengths = {}
-    for key, col in data.items():
-        if isinstance(col, (str, bytes)) or not hasattr(col, "__len__"):
-            raise DPModelsTypeError(
-                f"data[{key!r}] must be a column (a list or array of values), got "
-                f"{type(col).__name__}")
-        lengths[key] = len(col)
-    if len(set(lengths.values())) > 1:
-        raise DPModelsError(
-            f"the columns of data have different lengths: {lengths}; a table's columns "
-            "must all have one value per row")
-    return next(iter(lengths.values()), 0)
-
-
-def _unreadable_values_error(data, domain: Domain) -> DPModelsError:
-    """The error for a column whose values cannot be coded (e.g. unhashable
-    objects); the data holder's own values may be named (PRIVACY.md rule 10)."""
-    for axis in domain.axes:
-        try:
-            axis.codes(data[axis.name])
-        except TypeError as exc:
-            return DPModelsTypeError(
-                f"{axis.name!r} holds values that cannot be matched to its declared levels "
-                f"({exc}); recode the column to scalars (str, int, float, bool) first")
-    return DPModelsTypeError(  # pragma: no cover - count_cells and Axis.codes agree
-        f"the values of {list(domain.names)} cannot be counted; recode them to scalars first")
 
 
 def release(
@@ -533,22 +456,22 @@ def release(
         bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
         random_state=random_state, accountant=accountant, missing=missing,
         max_spurious_cells=max_spurious_cells, namespace=namespace, domain_check=domain_check)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     source = source_for(data)  # a lazy/distributed engine, or None for in-memory data
-    cols = source.columns() if source is not None else _columns_of(data)
+    cols = source.columns() if source is not None else columns_of(data)
     if formula is not None and namespace is None:
         namespace = caller_namespace(1)
     names, discrete, scales = release_variables(cols, formula, columns, namespace)
     if source is None:
         check_used_columns(data, names)  # string labels, no duplicates, 1-d columns
     if n is None:
-        n_public = source.nrows() if source is not None else _nrows(data)
+        n_public = source.nrows() if source is not None else nrows(data)
         check_row_count(None, n_public)  # no empty input
         n_source = "rows handed in"
     else:
         n_public, n_source = int(n), "declared by the caller"
     dtypes = (source.dtypes(names) if source is not None  # schema only, never values
-              else {nm: _dtype_of(data, nm) for nm in names})
+              else {nm: dtype_of(data, nm) for nm in names})
     check_dtypes(dtypes)
     domain = build_domain(
         names, dtypes, discrete=discrete,
@@ -577,7 +500,7 @@ def release(
             "max_spurious_cells"
         )
     if n is not None and source is None:  # (an engine would need a counting query)
-        check_row_count(n, _nrows(data))  # no empty input; a declared n far from it warns
+        check_row_count(n, nrows(data))  # no empty input; a declared n far from it warns
     if accountant is not None:
         accountant.check(epsilon, f"release of {list(names)}")
     if math.isinf(epsilon):
@@ -594,7 +517,7 @@ def release(
         try:
             exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
         except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
-            raise _unreadable_values_error(data, domain) from None
+            raise unreadable_values_error(data, domain) from None
 
     # ---- noise: only after the counts were taken without error --------------------
     budget = charge(accountant, epsilon, f"release of {list(names)}")

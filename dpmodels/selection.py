@@ -90,7 +90,7 @@ from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
 from .report import ReleaseReport, closing_rows
-from .validation import _check_accountant, _check_bins, _check_bounds, _check_levels, check_random_state
+from .validation import _check_accountant, _check_bins, _check_bounds, _check_levels, check_epsilon, check_random_state
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins"]
@@ -430,21 +430,15 @@ def selection_bins(n: int, m: int) -> int:
 # ---- the public function -----------------------------------------------------------------
 
 
-def _check_epsilon(epsilon) -> float:
-    from .release import _check_epsilon as check
-
-    return check(epsilon)
-
-
 def _check_names(data, target, candidates) -> tuple[str, tuple[str, ...], list[str]]:
-    from .release import _columns_of
+    from .columns import columns_of
 
     if not isinstance(data, (pd.DataFrame, Mapping)):
         raise DPModelsTypeError(
             "feature selection reads the rows in process: data must be a pandas DataFrame or a "
             f"mapping of column name to array, got {type(data).__name__} (an engine's frame: "
             "convert it first, e.g. with .to_pandas())")
-    cols = _columns_of(data)
+    cols = columns_of(data)
     if not isinstance(target, str):
         raise DPModelsTypeError(f"target must be a column name (str), got {type(target).__name__}")
     if isinstance(candidates, str) or not isinstance(candidates, Sequence):
@@ -483,12 +477,12 @@ def selection_domain(data, target: str, candidates: Sequence[str], *, bounds, le
                      n: int, epsilon: float, cols) -> Domain:
     """The public domain of the target and the candidates (``bins="auto"``:
     :func:`selection_bins`); the target must be discrete with >= 2 levels."""
-    from .release import _dtype_of
+    from .columns import dtype_of
     from .validation import check_dtypes, check_used_columns
 
     names = (target,) + tuple(candidates)
     check_used_columns(data, names)
-    dtypes = {nm: _dtype_of(data, nm) for nm in names}
+    dtypes = {nm: dtype_of(data, nm) for nm in names}
     check_dtypes(dtypes)
     auto = selection_bins(n, len(candidates))
     if isinstance(bins, str):  # "auto" (checked by _check_bins)
@@ -618,12 +612,12 @@ def select_features(
     >>> sel.report.epsilon
     1.0
     """
-    from .release import _nrows
+    from .columns import nrows
     from .validation import check_choice
 
     # ---- public inputs only, before any row is read --------------------------------
     check_random_state(random_state)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     target, cand, cols = _check_names(data, target, candidates)
     k = _check_k(k, len(cand))
     check_choice("missing", missing, ("drop", "raise"))
@@ -631,7 +625,7 @@ def select_features(
     _check_bounds(bounds)
     _check_levels(levels, bounds)
     _check_bins(bins)
-    n_rows = _nrows(data)
+    n_rows = nrows(data)
     if n_rows < 2:
         raise DPModelsError(f"data has {n_rows} row(s): a selection needs at least 2")
     domain = selection_domain(data, target, cand, bounds=bounds, levels=levels, bins=bins,

@@ -542,8 +542,8 @@ def smoothed_sample(
     >>> syn.frame.shape, round(syn.report.delta, 3), syn.report.loss_bound <= 1.0
     ((50, 2), 0.331, True)
     """
-    from .release import _check_epsilon, _columns_of, _dtype_of, _nrows
-    from .validation import (check_dtypes, check_release_arguments, check_row_count,
+    from .columns import columns_of, dtype_of, nrows
+    from .validation import (check_dtypes, check_epsilon, check_release_arguments, check_row_count,
                              check_used_columns)
     from .engines import source_for
 
@@ -558,19 +558,19 @@ def smoothed_sample(
             f"smoothed_sample reads in-memory rows, got {type(data).__name__}: convert it "
             "first to a pandas DataFrame or a mapping of columns (e.g. .to_pandas(); a Polars "
             "LazyFrame: .collect(); DuckDB: .df(); Spark: .toPandas())")
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     size = _check_size(size, allow_none=False)
     delta_given = _check_delta(delta, epsilon)
-    cols = _columns_of(data)
+    cols = columns_of(data)
     names = tuple(dict.fromkeys([columns] if isinstance(columns, str) else columns))
     unknown = [c for c in names if c not in cols]
     if unknown:
         raise UnknownVariableError(
             f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})")
     check_used_columns(data, names)
-    n_public = _nrows(data)
+    n_public = nrows(data)
     check_row_count(None, n_public)
-    dtypes = {nm: _dtype_of(data, nm) for nm in names}
+    dtypes = {nm: dtype_of(data, nm) for nm in names}
     check_dtypes(dtypes)
     domain = build_domain(names, dtypes, bounds=bounds, levels=levels,
                           bins=1 if bins is None else bins, n=max(n_public, 2),
@@ -618,11 +618,11 @@ def smoothed_sample(
             ReleaseWarning, stacklevel=user_stacklevel())
 
     # ---- the one pass over the raw rows -------------------------------------------
-    from .release import _unreadable_values_error
+    from .columns import unreadable_values_error
     try:
         exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
     except TypeError:
-        raise _unreadable_values_error(data, domain) from None
+        raise unreadable_values_error(data, domain) from None
 
     # ---- the draws: only after the counts were taken without error ----------------
     budget = charge(accountant, epsilon, f"smoothed sample of {list(names)}")

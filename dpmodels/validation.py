@@ -14,7 +14,7 @@ The rules
 * ``random_state``: None, an int >= 0 (not a bool) or a numpy Generator
   (:func:`dpmodels.randomness.check_random_state`).
 * ``epsilon``: a real number (not a bool, not a string); its value is
-  checked by :func:`dpmodels.release._check_epsilon`.
+  checked by :func:`dpmodels.release.check_epsilon`.
 * ``threshold``: "enhanced", "auto", "zero", None, or a finite real number
   whose integer cut ``ceil(threshold)`` fits in int64; ``threshold_A``: a
   finite real number > 0 (checked even when the rule does not use it).
@@ -73,11 +73,13 @@ from .errors import (
     DPModelsTypeError,
     ReleaseWarning,
 )
+from .exact import MIN_EPSILON
 
 __all__ = [
     "N_MISMATCH_FACTOR",
     "check_release_arguments",
     "check_random_state",
+    "check_epsilon",
     "check_used_columns",
     "check_dtypes",
     "check_row_count",
@@ -128,6 +130,24 @@ def check_random_state(random_state) -> None:
         raise DPModelsTypeError(f"{exc} ({_kind(random_state)})") from None
     except ValueError as exc:
         raise DPModelsError(str(exc)) from None
+
+
+def check_epsilon(epsilon) -> float:
+    """``epsilon`` as a float, or a DPModelsError (a ValueError) saying what is wrong."""
+    if epsilon is None:
+        raise DPModelsError("epsilon is required for a release from raw data (e.g. epsilon=1.0)")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise DPModelsError(f"epsilon must be a positive number, got {epsilon!r}")
+    epsilon = float(epsilon)
+    if math.isnan(epsilon) or epsilon <= 0:
+        raise DPModelsError(f"epsilon must be > 0 (smaller is more private), got {epsilon}")
+    if epsilon < MIN_EPSILON:
+        raise DPModelsError(
+            f"epsilon={epsilon:g} is below {MIN_EPSILON:g}: its noise (scale 2/epsilon = "
+            f"{2.0 / epsilon:.3g}) cannot be held exactly in 64-bit counts with the certainty "
+            "the guarantee needs. Such an epsilon releases nothing useful: use a larger one"
+        )
+    return epsilon
 
 
 def _check_epsilon_type(epsilon) -> None:
@@ -338,7 +358,7 @@ def check_release_arguments(
     without the data's column names (see the module docstring for the rules).
 
     ``random_state`` is checked first.  The value of ``epsilon`` (> 0, not
-    NaN) is left to :func:`dpmodels.release._check_epsilon`; here only its
+    NaN) is left to :func:`dpmodels.release.check_epsilon`; here only its
     type.  Raises a :class:`~dpmodels.errors.DPModelsError` naming the
     argument; touches no data.
     """
