@@ -43,7 +43,7 @@ from .selection import FeatureSelection, SelectionReport, select_features
 from .synthetic import SmoothedSample, smoothed_sample
 from .unbounded import Unbounded
 
-from .version import __version__
+from .version import __version__ as __version__  # re-exported
 
 __all__ = [
     "dp_ols",

@@ -546,7 +546,7 @@ class Ledger:
                 "(dpmodels fit MODEL FORMULA --release FILE, free), or use a smaller --epsilon")
 
     def record(self, doc: dict, epsilon: float, command: str) -> None:
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         doc["spends"].append({"timestamp": stamp, "command": command, "epsilon": epsilon})
         _write_json(self.path, doc)
 

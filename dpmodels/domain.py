@@ -217,7 +217,7 @@ class Axis:
         lo, hi = self.coord_bounds
         return (hi - lo) / self.bins
 
-    def coarsened(self, factor: int) -> "Axis":
+    def coarsened(self, factor: int) -> Axis:
         """The axis with its bins merged in groups of ``factor``; a bin count
         that is not a multiple of ``factor`` is extended past the upper bound
         (on the axis's scale) so that every coarse bin is ``factor`` bins wide.
@@ -367,7 +367,7 @@ class Axis:
         return f"discrete, {len(self.levels)} levels ({shown})"
 
 
-def whole_number_bins(axis: "Axis") -> bool:
+def whole_number_bins(axis: Axis) -> bool:
     """True when a continuous axis is binned on its own scale into bins one or
     two units wide with edges on whole numbers.  A count (visits, children)
     then sits on its bin's left edge and every representative inside the bin

@@ -95,7 +95,7 @@ class LogRate:
     _parts: tuple | None = field(default=None, repr=False)  # (epsilon, k) of no_cross
 
     @classmethod
-    def of_q(cls, epsilon: float) -> "LogRate":
+    def of_q(cls, epsilon: float) -> LogRate:
         """``rho = q = exp(-epsilon/2)``: ``log rho = -epsilon/2``, exact in float64."""
         v = -float(epsilon) / 2.0
         if not (v < 0 and math.isfinite(v)) or v * -2.0 != float(epsilon):
@@ -104,7 +104,7 @@ class LogRate:
         return cls(v, v, (exact, exact))
 
     @classmethod
-    def no_cross(cls, epsilon: float, k: int) -> "LogRate":
+    def no_cross(cls, epsilon: float, k: int) -> LogRate:
         """``rho = P(Z < k) = 1 - P(Z >= k)`` for the discrete Laplace Z of
         scale ``2/epsilon``: the probability that an empty cell stays below the
         integer threshold k."""

@@ -141,7 +141,7 @@ class Channel:
     epsilon: float
 
     @classmethod
-    def choose(cls, k: int, epsilon: float, channel: str = "auto") -> "Channel":
+    def choose(cls, k: int, epsilon: float, channel: str = "auto") -> Channel:
         """The channel of smaller debiased variance (public inputs only)."""
         if math.isinf(epsilon):
             return cls("identity", int(k), math.inf)
@@ -428,7 +428,7 @@ class LocalHistogram(PrivateHistogram):
     classes ``DPOLS`` etc. directly) bootstrap the local channel
     (:meth:`simulators`)."""
 
-    local: "LocalRelease | None" = field(default=None, repr=False, compare=False)
+    local: LocalRelease | None = field(default=None, repr=False, compare=False)
     _dpm_local = True
 
     def simulators(self, population: str = "deconvolved") -> list:

@@ -291,7 +291,6 @@ CHOOSERS = {"ols": choose_ols_method, "logit": choose_logit_method,
 
 def _choose(method, choices, other, other_release, formula, data, bounds, levels, bins,
             threshold, options, namespace, prefers_other, n=None, epsilon=None) -> str:
-    from .engines import source_for
     from .release import PrivateHistogram
 
     method = check_choice("method", method, choices + ROUTED_METHODS)

@@ -146,7 +146,7 @@ def clip_fraction(n: int, epsilon: float, q: int) -> float:
     return float(np.clip(share, CLIP_MIN, CLIP_MAX))
 
 
-def _clip_dimension(space: "DesignSpace") -> int:
+def _clip_dimension(space: DesignSpace) -> int:
     """Coordinates that drive the radius: the non-dummy ones, plus one per
     group of exclusive dummies and per other dummy."""
     in_groups = sum(len(g) for g in space.exclusive)
@@ -642,7 +642,7 @@ def quantum(radius: float) -> int:
     return int(2 ** max(0, math.floor(math.log2(QUANTUM_UNITS / radius))))
 
 
-def row_units(space: "DesignSpace", bound: np.ndarray) -> list[float]:
+def row_units(space: DesignSpace, bound: np.ndarray) -> list[float]:
     """The bounds ``B_j`` on a quantized row's coordinates, one per free
     coordinate and one (the largest) per group of exclusive dummies, of which
     a row has at most one non-zero."""
@@ -666,7 +666,7 @@ def largest_squares(units, budget: float) -> float:
     return Q
 
 
-def moments_sensitivity(radius: float, space: "DesignSpace", offsets: np.ndarray,
+def moments_sensitivity(radius: float, space: DesignSpace, offsets: np.ndarray,
                         scales: np.ndarray) -> tuple[int, int, int, int]:
     """``(g, A, w_s, Delta)``: the quantum, the bound A on ``||k||_1``, the
     weight of the sums and the L1 sensitivity of the released integer vector;
@@ -806,7 +806,7 @@ class _Passes:
         except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
             raise unreadable_values_error(frame, self.domain) from None
 
-    def _rows(self, frame: pd.DataFrame) -> "_RowPasses":
+    def _rows(self, frame: pd.DataFrame) -> _RowPasses:
         published, valid = published_frame(frame, self.domain, self.missing)
         return _RowPasses(self.space, published, valid, self.chunk_rows)
 
@@ -827,7 +827,7 @@ class _Passes:
         return tuple(_add(*col) for col in zip(*results)) if isinstance(results[0], tuple) \
             else _add(*results)
 
-    def statistics(self, offsets, scales, radius) -> "IntegerStatistics":
+    def statistics(self, offsets, scales, radius) -> IntegerStatistics:
         """Part 3's exact statistics (summed over partitions)."""
         parts = self.run(lambda rows_of: (exact_statistics(
             rows_of, self.space, offsets, scales, radius, self.chunk_rows),))
@@ -1139,7 +1139,7 @@ class IntegerStatistics:
         return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
 
 
-def scaled_ball(passes: "_Passes", space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
+def scaled_ball(passes: _Passes, space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
                 eps_r: float, n_public: int, epsilon: float, bits, clip_scale: float = 1.0,
                 extra_dimensions: int = 0):
     """The first two stages of the moments and Newton-type releases: private centres and

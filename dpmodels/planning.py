@@ -138,7 +138,7 @@ class Plan:
         return (f"Plan(model={self.model!r}, formula={self.formula!r}, n={self.n}, "
                 f"epsilon={self.epsilons}, reps={self.reps})")
 
-    def plot(self, ax: "Axes | None" = None, *, value: str = "rmse") -> "Figure":
+    def plot(self, ax: Axes | None = None, *, value: str = "rmse") -> Figure:
         """The privacy-utility curve: ``value`` (default ``rmse``) against
         epsilon on log-log axes, one line per coefficient, with a grey
         reference line of slope -1 (error proportional to 1/epsilon).

@@ -29,9 +29,8 @@ Conventions of the figures
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -252,9 +251,9 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
               ncol=2 if wide else 1, frameon=False)
 
 
-def plot_coefficients(results, ax: "Axes | None" = None, *, nonprivate=None,
+def plot_coefficients(results, ax: Axes | None = None, *, nonprivate=None,
                       alpha: float = 0.05, naive: bool = True,
-                      scale: str = "auto") -> "Figure":
+                      scale: str = "auto") -> Figure:
     """Forest plot of a dp_* fit: estimates with their dp and naive intervals.
 
     Parameters
@@ -505,8 +504,8 @@ def _spurious_per_position(release, positions: int) -> float:
     return rep.expected_spurious_cells / positions * mean_tail
 
 
-def plot_release(release: "PrivateHistogram", x: str, y: str | None = None,
-                 ax: "Axes | None" = None) -> "Figure":
+def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
+                 ax: Axes | None = None) -> Figure:
     """Bars (one variable) or a heat map (two variables) of a histogram
     release's marginal counts.
 

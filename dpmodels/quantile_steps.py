@@ -233,11 +233,11 @@ class BandCount:
     weighted: object
 
     @classmethod
-    def of(cls, rows, var) -> "BandCount":
+    def of(cls, rows, var) -> BandCount:
         var = np.maximum(np.asarray(var, float), _MIN_VARIANCE)
         return cls(1.0 / var, np.asarray(rows, float) / var)
 
-    def add(self, rows, var: float) -> "BandCount":
+    def add(self, rows, var: float) -> BandCount:
         var = np.maximum(var, _MIN_VARIANCE)
         return BandCount(self.weight_sum + 1.0 / var, self.weighted + np.asarray(rows) / var)
 

@@ -249,7 +249,7 @@ def cell_points(domain: Domain, ids, counts, *, method: str = DEFAULT_REPRESENTA
 
 
 def representer_for(release, variables: Sequence[str],
-                    method: str = DEFAULT_REPRESENTATIVES) -> "Representer | None":
+                    method: str = DEFAULT_REPRESENTATIVES) -> Representer | None:
     """The :class:`Representer` a model over ``variables`` uses, fitted on
     ``release``; None when its cells are the plain marginal (``"midpoint"``,
     or no continuous variable among ``variables``)."""
@@ -262,7 +262,7 @@ def representer_for(release, variables: Sequence[str],
 
 
 def cell_frame(release, variables: Sequence[str], method: str = DEFAULT_REPRESENTATIVES,
-               representer: "Representer | None" = None) -> pd.DataFrame:
+               representer: Representer | None = None) -> pd.DataFrame:
     """The frame a model over ``variables`` is fitted on: one row per
     representative point, each variable's value and the point's weight in
     the release's count column.
@@ -336,7 +336,7 @@ class Representer:
 
     def __init__(self, domain: Domain, ids, counts, *, method: str = DEFAULT_REPRESENTATIVES,
                  epsilon: float = math.inf, threshold: float | None = None,
-                 n: int | None = None, start: "Representer | None" = None,
+                 n: int | None = None, start: Representer | None = None,
                  one_step: bool = False):
         self._setup(domain, ids, counts, method, epsilon, threshold, n)
         if self.method == "density":
@@ -361,7 +361,7 @@ class Representer:
         self._fit = None
 
     @classmethod
-    def refitted(cls, start: "Representer", domain: Domain, cells) -> list["Representer"]:
+    def refitted(cls, start: Representer, domain: Domain, cells) -> list[Representer]:
         """``cls(domain, ids, counts, method=start.method, epsilon=start.epsilon,
         threshold=start.threshold, n=start.n, start=start, one_step=True)`` for
         every ``(ids, counts)`` of ``cells`` (e.g. the bootstrap's replicates),
@@ -386,14 +386,14 @@ class Representer:
 
     @classmethod
     def from_release(cls, release, variables: Sequence[str],
-                     method: str = DEFAULT_REPRESENTATIVES) -> "Representer":
+                     method: str = DEFAULT_REPRESENTATIVES) -> Representer:
         """Fitted on ``release`` marginalized to ``variables``."""
         marg = marginal_cells(release, variables)
         rep = release.report
         return cls(marg.domain, marg.ids, marg.counts, method=method, epsilon=rep.epsilon,
                    threshold=rep.threshold, n=rep.n)
 
-    def coarsened(self, factor: int, axes: Sequence[str]) -> "Representer":
+    def coarsened(self, factor: int, axes: Sequence[str]) -> Representer:
         """The same method fitted on the release with the bins of the
         continuous ``axes`` merged in groups of ``factor`` (bins ``f j`` to
         ``f j + f - 1``): the binning diagnostic of the dp bootstrap refits
@@ -817,7 +817,7 @@ class _Cells:
     w: np.ndarray
 
     @classmethod
-    def build(cls, basis: _Basis, pos: np.ndarray, starts: np.ndarray) -> "_Cells":
+    def build(cls, basis: _Basis, pos: np.ndarray, starts: np.ndarray) -> _Cells:
         sizes = np.diff(starts)
         return cls(pos, np.repeat(np.arange(sizes.size), sizes), starts,
                    basis.design_at(pos), basis.qweight)
@@ -837,7 +837,7 @@ class _Cells:
             return a.sum(axis=0)[None]
         return np.array([a[lo:hi].sum(axis=0) for lo, hi in self.bounds])
 
-    def take(self, groups: np.ndarray) -> tuple["_Cells", np.ndarray]:
+    def take(self, groups: np.ndarray) -> tuple[_Cells, np.ndarray]:
         """The cells of ``groups`` (increasing indices), and their positions here."""
         lo, hi = self.starts[groups], self.starts[groups + 1]
         starts = np.concatenate([[0], np.cumsum(hi - lo)])
@@ -1265,7 +1265,7 @@ def _censoring_threshold(epsilon: float, threshold: float | None, n: int | None)
     return max(int(math.ceil(0.5 * math.log(max(n or 2, 2)) / epsilon)), 1)
 
 
-def _one_step_tables(start: "DensityFit | None", sizes, family):
+def _one_step_tables(start: DensityFit | None, sizes, family):
     """The start fit's grid tables when a one-step fit on ``sizes`` can read its
     first steps off them (same family and continuous grid); else None."""
     if (start is None or not sizes or start.family != family or start.domain is None

@@ -118,7 +118,7 @@ class _Reader:
     def _name(self, key) -> str:
         return f"{self.where}.{key}" if self.where else str(key)
 
-    def sub(self, key) -> "_Reader":
+    def sub(self, key) -> _Reader:
         return _Reader(self._get(key), self._name(key))
 
     def str(self, key) -> str:
@@ -464,7 +464,7 @@ def _bandwidths(body: _Reader, m: int) -> np.ndarray:
     return h
 
 
-def _formula_release_in(doc: "_Reader", domain: Domain, namespace: Mapping, *, response: bool):
+def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, response: bool):
     """The parts every formula release (moments, Newton, quantile steps) reads
     first: its report, its body, its design space checked against the domain
     and the report's columns, and the number of design columns."""

@@ -81,7 +81,6 @@ from .accountant import Accountant, charge
 from .domain import Axis, Domain, build_domain
 from .exact import uniform_below
 from .errors import (
-    DomainError,
     DPModelsError,
     DPModelsTypeError,
     NotPrivateWarning,

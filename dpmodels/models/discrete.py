@@ -49,7 +49,7 @@ from statsmodels.base import wrapper as wrap
 from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
-from ..errors import SeparationError, SeparationWarning, SingularDesignError
+from ..errors import SeparationError, SeparationWarning, SingularDesignError  # noqa: F401 (logit's)
 from ..dp_results import DPInferenceResultsMixin
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 

@@ -281,7 +281,7 @@ class MomentsInference(DPInference):
 
     @classmethod
     def of(cls, params, reps, opts: dict, t0: float, uninformative: np.ndarray,
-           simulation: str, why: str = "") -> "MomentsInference":
+           simulation: str, why: str = "") -> MomentsInference:
         """From the replicates (rows with a non-finite value count as failed);
         ``why`` says, in the mechanism's terms, why a flagged coefficient has
         no information (the summary's warning)."""

@@ -484,7 +484,7 @@ class _QuantRegDPInference(DPInference):
     no_information: np.ndarray | None = None
 
     @classmethod
-    def wrap(cls, inference: DPInference, unresolved: np.ndarray) -> "_QuantRegDPInference":
+    def wrap(cls, inference: DPInference, unresolved: np.ndarray) -> _QuantRegDPInference:
         own = inference.uninformative
         merged = np.asarray(unresolved, bool).copy()
         if own is not None:

@@ -74,7 +74,7 @@ class DPSampleAggregate:
     def endog_names(self) -> str:
         return self.release.endog_name
 
-    def fit(self, q=None, cov_type: str = "dp", **kwargs) -> "SampleAggregateResults":
+    def fit(self, q=None, cov_type: str = "dp", **kwargs) -> SampleAggregateResults:
         """The results of the release (post-processing: no budget, no noise).
 
         Parameters
@@ -327,7 +327,7 @@ class SampleAggregateResults:
             pickle.dump(self, fh)
 
     @classmethod
-    def load(cls, fname) -> "SampleAggregateResults":
+    def load(cls, fname) -> SampleAggregateResults:
         import pickle
 
         with open(fname, "rb") as fh:
