@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
 
 from . import registry as _registry
 from .errors import DPModelsError
+from .report import Release  # the base every release derives from
 from .validation import check_choice
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
@@ -34,25 +34,6 @@ __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_me
            "LOGIT_HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS", "MNLOGIT_METHODS", "FAMILY_METHODS", "METHOD_RELEASES",
            "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES"]
-
-@runtime_checkable
-class Release(Protocol):
-    """What every release offers: its privacy report (``report``, also
-    ``privacy``), public and carried by every result fitted on it.  A release
-    is a frozen value made once from raw rows; everything computed from it is
-    post-processing.  :class:`~dpmodels.release.PrivateHistogram` answers any
-    formula over its variables; :class:`~dpmodels.moments.PrivateMoments` and
-    :class:`~dpmodels.newton.PrivateNewton` answer the formula they were made
-    for (``release.space.formula``).  The report derives from
-    :class:`~dpmodels.report.ReleaseReport` (tests/test_report_contract.py
-    checks both for every mechanism of the registry)."""
-
-    @property
-    def report(self): ...
-
-    @property
-    def privacy(self): ...
-
 
 #: The tables below are views of :data:`dpmodels.registry.MECHANISMS`, the one
 #: place a mechanism is declared.

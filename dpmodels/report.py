@@ -10,8 +10,36 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ReleaseReport", "PrivacyReport", "MomentsReport", "opening_rows", "closing_rows",
+__all__ = ["Release", "ReleaseReport", "PrivacyReport", "MomentsReport", "opening_rows", "closing_rows",
            "report_text", "report_html", "noisy_count_text"]
+
+
+class Release:
+    """The base of every release: a frozen value made once from raw rows that
+    carries its privacy report (``report``, also ``privacy``).  Everything
+    computed from a release is post-processing (PRIVACY.md rule 6).
+
+    :class:`~dpmodels.release.PrivateHistogram` answers any formula over its
+    variables; :class:`~dpmodels.moments.PrivateMoments`,
+    :class:`~dpmodels.newton.PrivateNewton` and
+    :class:`~dpmodels.quantile_steps.PrivateQuantileSteps` answer the formula
+    they were made for (``release.space.formula``); a
+    :class:`~dpmodels.sample_aggregate.PrivateSampleAggregate` holds the
+    estimate itself; a :class:`~dpmodels.local.LocalRelease` holds every row
+    randomized.  The report derives from :class:`ReleaseReport`
+    (tests/test_report_contract.py checks both for every mechanism of the
+    registry).  Deriving from this class is also how a check of the caller's
+    arguments tells a release from raw data without importing a mechanism.
+    """
+
+    __slots__ = ()
+
+    report: ReleaseReport
+
+    @property
+    def privacy(self) -> ReleaseReport:
+        """The privacy report (alias of ``report``)."""
+        return self.report
 
 
 def report_text(report, title: str = "Privacy report") -> str:

@@ -327,11 +327,12 @@ def _check_bins(bins) -> None:
 
 def _check_data(data) -> None:
     from .engines import source_for
-    from .release import PrivateHistogram
+    from .report import Release
 
-    if isinstance(data, PrivateHistogram):
+    if isinstance(data, Release):
         raise DPModelsTypeError(
-            "data is already a release (PrivateHistogram): a new release needs the raw rows; "
+            f"data is already a release ({type(data).__name__}): a new release needs the raw "
+            "rows; "
             "fit models on the release itself for free, e.g. dp_ols(formula, release)"
         )
     if isinstance(data, pd.DataFrame):

@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 import dpmodels as dpm
-from dpmodels.methods import Release
+from dpmodels.report import Release
 from dpmodels.report import ReleaseReport
 
 from .test_bad_inputs import FRAME

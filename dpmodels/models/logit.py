@@ -33,13 +33,8 @@ from ..batched import batched_newton, outer_rows, support_projectors
 from ..registry import dispatch
 from ..routing import Call
 from .base import DPModel, dp_options, formula_env
-from .discrete import (
-    FreqLogit,
-    SeparationError,
-    SeparationWarning,
-    SingularDesignError,
-    separation_direction,
-)
+from ..errors import SeparationError, SeparationWarning, SingularDesignError
+from .discrete import FreqLogit, separation_direction
 
 __all__ = ["DPLogit", "dp_logit"]
 
