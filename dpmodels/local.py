@@ -93,7 +93,7 @@ from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
 from .columns import columns_of, dtype_of, nrows
 from .release import PrivateHistogram, release_variables
-from .report import ReleaseReport, closing_rows
+from .report import Release, ReleaseReport, closing_rows
 from .validation import check_choice, check_epsilon, check_dtypes, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
@@ -442,7 +442,7 @@ class LocalHistogram(PrivateHistogram):
 
 
 @dataclass(frozen=True)
-class LocalRelease:
+class LocalRelease(Release):
     """A local release: the public domain, the channel, each channel
     output's report count and the report.
 
@@ -483,10 +483,6 @@ class LocalRelease:
         self.report_counts.setflags(write=False)
         if self.reports is not None:
             self.reports.setflags(write=False)
-
-    @property
-    def privacy(self) -> LocalReport:
-        return self.report
 
     @property
     def n(self) -> int:

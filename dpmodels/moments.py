@@ -86,7 +86,7 @@ from .formula import (PicklableNamespace, caller_namespace, formula_namespace, f
                       user_stacklevel)
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
-from .report import MomentsReport
+from .report import MomentsReport, Release
 from .validation import check_dtypes, check_row_count, check_used_columns
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
@@ -468,7 +468,7 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
                                       if k not in domain.names}))
 
 
-class ScaledRows:
+class ScaledRows(Release):
     """What the moments, Newton and quantile-steps releases share: rows scaled
     as ``v = (u - offsets) / scales`` over a :class:`DesignSpace`, and a report."""
 
@@ -481,10 +481,6 @@ class ScaledRows:
     def half(self) -> np.ndarray:
         """Design units per unit of v."""
         return self.space.half * self.scales
-
-    @property
-    def privacy(self) -> MomentsReport:
-        return self.report
 
     def save(self, path: str | os.PathLike) -> pathlib.Path:
         """Write the release to a JSON file (gzip if ``path`` ends in ``.gz``):

@@ -43,7 +43,7 @@ from .mechanisms import (
     noisy_threshold_sparse,
 )
 from .randomness import random_source
-from .report import PrivacyReport
+from .report import PrivacyReport, Release
 from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .validation import (
     INT64_MAX,
@@ -66,7 +66,7 @@ MECHANISM = "discrete Laplace (two-sided geometric) on every cell of the joint h
 
 
 @dataclass(frozen=True)
-class PrivateHistogram:
+class PrivateHistogram(Release):
     """A differentially private joint histogram.
 
     Holds the public domain, the released cells (sorted uint64 ids) with
@@ -92,11 +92,6 @@ class PrivateHistogram:
     def __post_init__(self):
         for arr in (self.cell_ids, self.counts):
             arr.setflags(write=False)
-
-    @property
-    def privacy(self) -> PrivacyReport:
-        """The privacy report (alias of ``report``)."""
-        return self.report
 
     @property
     def variables(self) -> tuple[str, ...]:

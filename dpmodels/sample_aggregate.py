@@ -142,7 +142,7 @@ from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import exact_parts
 from .formula import caller_namespace, equation_names, user_stacklevel
 from .randomness import random_source
-from .report import ReleaseReport, closing_rows, opening_rows
+from .report import Release, ReleaseReport, closing_rows, opening_rows
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
            "default_blocks", "build_sample_aggregate", "normal_laplace_quantile", "firth_step",
@@ -279,7 +279,7 @@ class SampleAggregateReport(ReleaseReport):
 
 
 @dataclass(frozen=True, eq=False)
-class PrivateSampleAggregate:
+class PrivateSampleAggregate(Release):
     """A released sample-and-aggregate estimate (everything derived from it
     is post-processing).
 
@@ -342,10 +342,6 @@ class PrivateSampleAggregate:
 
     #: Marker read by :mod:`dpmodels.routing` (a release handed in as ``data``).
     _dpm_sample_aggregate = True
-
-    @property
-    def privacy(self) -> SampleAggregateReport:
-        return self.report
 
     @property
     def sampling_sd(self) -> np.ndarray:
