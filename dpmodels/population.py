@@ -41,7 +41,7 @@ import numpy as np
 from .domain import Domain
 from .mechanisms import discrete_laplace_pmf
 
-__all__ = ["POPULATIONS", "cell_features", "poisson_loglinear", "smooth_tails",
+__all__ = ["POPULATIONS", "complement_ids", "cell_features", "poisson_loglinear", "smooth_tails",
            "deconvolved_counts", "Deconvolution"]
 
 POPULATIONS = ("deconvolved", "smooth", "release")
@@ -100,12 +100,17 @@ def poisson_loglinear(F: np.ndarray, y: np.ndarray, beta: np.ndarray | None = No
     return beta if np.all(np.isfinite(beta)) else None
 
 
+def complement_ids(support: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The ``index``-th (0-based) integers not in the sorted unique ``support``."""
+    shifted = support.astype(np.int64) - np.arange(support.size, dtype=np.int64)
+    idx = np.asarray(index, dtype=np.int64)
+    return (idx + np.searchsorted(shifted, idx, side="right")).astype(np.uint64)
+
+
 def smooth_tails(domain: Domain, ids: np.ndarray, mass: np.ndarray, k: int):
     """Expected counts of the unreleased cells under a log-linear model of the
     released ones, capped at the threshold; cells below 1e-3 dropped.
     Returns (cell ids, counts)."""
-    from .simulation import _complement_ids  # the id arithmetic lives with the simulator
-
     m = int(domain.size)
     none = (np.zeros(0, np.uint64), np.zeros(0))
     if m > SMOOTH_MAX_CELLS or m - ids.size <= 0 or ids.size < 3:
@@ -116,7 +121,7 @@ def smooth_tails(domain: Domain, ids: np.ndarray, mass: np.ndarray, k: int):
     beta = poisson_loglinear(F, mass)
     if beta is None:
         return none
-    out = _complement_ids(ids, np.arange(m - ids.size))
+    out = complement_ids(ids, np.arange(m - ids.size))
     mu = np.minimum(np.exp(np.clip(cell_features(domain, out) @ beta, -50, 50)), float(k))
     keep = mu > 1e-3
     return out[keep], mu[keep]
@@ -174,7 +179,7 @@ class Deconvolution:
         beta = poisson_loglinear(F, expected)
         it = 0
         if beta is not None:
-            for it in range(1, _EM_ITER + 1):
+            for it in range(1, _EM_ITER + 1):  # noqa: B007 (it counts the iterations run)
                 lam = np.exp(np.clip(F @ beta, -50, 50))
                 new = expected.copy()
                 for mask, log_lik in ((small, log_lik_small), (hidden, log_lik_hidden[None, :])):

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .mechanisms import discrete_laplace_sf, simulate_discrete_laplace, simulate_discrete_laplace_tail
-from .population import POPULATIONS, deconvolved_counts, smooth_tails
-from .release import PrivateHistogram
+from .population import POPULATIONS, complement_ids, deconvolved_counts, smooth_tails
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .release import PrivateHistogram
 
 __all__ = ["ReplicateChunk", "ReleaseSimulator"]
 
@@ -47,13 +50,6 @@ class ReplicateChunk:
     @property
     def size(self) -> int:
         return int(self.support_counts.shape[0])
-
-
-def _complement_ids(support: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """The ``index``-th (0-based) integers not in the sorted unique ``support``."""
-    shifted = support.astype(np.int64) - np.arange(support.size, dtype=np.int64)
-    idx = np.asarray(index, dtype=np.int64)
-    return (idx + np.searchsorted(shifted, idx, side="right")).astype(np.uint64)
 
 
 @dataclass(frozen=True)
@@ -184,7 +180,7 @@ class ReleaseSimulator:
                 z = simulate_discrete_laplace(rng, self.epsilon, size * n_out).reshape(size, n_out)
                 r, j = np.nonzero(z)
                 reps.append(r.astype(np.int64))
-                ids.append(_complement_ids(self.support, j))
+                ids.append(complement_ids(self.support, j))
                 vals.append(z[r, j])
         else:
             noisy = np.where(noisy >= self.k, noisy, 0)
@@ -194,7 +190,7 @@ class ReleaseSimulator:
                 for r in np.flatnonzero(n_new):
                     idx = rng.choice(n_out, size=int(n_new[r]), replace=False)
                     reps.append(np.full(idx.size, r, np.int64))
-                    ids.append(_complement_ids(self.support, idx))
+                    ids.append(complement_ids(self.support, idx))
                     vals.append(simulate_discrete_laplace_tail(rng, self.epsilon, self.k, idx.size))
         if reps:
             return ReplicateChunk(noisy, np.concatenate(reps), np.concatenate(ids),

@@ -37,6 +37,12 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def _is_type_checking(node) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
+
+
 def _graph(top_level_only: bool = False):
     """(edges, private imports): module -> imported dpmodels modules."""
     mods = _modules()
@@ -44,8 +50,12 @@ def _graph(top_level_only: bool = False):
     for name, path in mods.items():
         tree = ast.parse(path.read_text())
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        typing_only = {id(n) for block in ast.walk(tree) if _is_type_checking(block)
+                       for stmt in block.body for n in ast.walk(stmt)}
         nodes = tree.body if top_level_only else ast.walk(tree)
         for node in nodes:
+            if id(node) in typing_only:  # ``if TYPE_CHECKING:`` imports never run
+                continue
             if not isinstance(node, ast.ImportFrom):
                 continue
             if node.level:
