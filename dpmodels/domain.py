@@ -499,7 +499,7 @@ class Domain:
         """Per-axis codes (int64) of cell ids."""
         rest = np.asarray(ids, dtype=np.uint64)
         out = []
-        for a, s in zip(self.axes, self.strides):
+        for _axis, s in zip(self.axes, self.strides):
             out.append((rest // s).astype(np.int64))
             rest = rest % s
         return out

@@ -505,7 +505,8 @@ class DPInference:
         method : {"bc-normal", "normal", "basic", "percentile"}, optional
             "normal" (default): ``params -/+ z se`` with ``se`` from
             :attr:`mse` (spread, bootstrap bias and binning shifts); "bc-normal":
-            ``params - bias -/+ z sd`` with ``sd`` the replicates' spread; "basic": ``2 params - q(1 - alpha/2),
+            ``params - bias -/+ z sd`` with ``sd`` the replicates' spread;
+            "basic": ``2 params - q(1 - alpha/2),
             2 params - q(alpha/2)``; "percentile": ``q(alpha/2), q(1 - alpha/2)``;
             ``q`` are the replicates' quantiles moved by ``params - target``
             (the bootstrap world's estimand is the fit on the estimated

@@ -246,7 +246,7 @@ def dispatch(call):
         return routed
     check_options(call.family, call.options)
     if call.family == "quantreg":
-        call.quantiles  # a bad q is refused before the method is chosen
+        call.quantiles  # noqa: B018 (read to refuse a bad q before the method is chosen)
     chosen = CHOOSERS[call.family](
         call.method, call.formula, call.data, bounds=call.bounds, levels=call.levels,
         bins=call.bins, threshold=call.threshold, options=call.options,

@@ -119,7 +119,8 @@ def check_options(family: str, options: dict) -> None:
     >>> check_options("ols", {"blocks": 10})
     Traceback (most recent call last):
     ...
-    dpmodels.errors.DPModelsError: dp_ols takes no option blocks here (blocks applies to method='sample-aggregate')
+    dpmodels.errors.DPModelsError: dp_ols takes no option blocks here
+    (blocks applies to method='sample-aggregate')
     """
     unknown = sorted(k for k in options if k not in DEFAULT_OPTIONS)
     if not unknown:

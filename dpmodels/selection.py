@@ -90,7 +90,8 @@ from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
 from .report import ReleaseReport, closing_rows
-from .validation import _check_accountant, _check_bins, _check_bounds, _check_levels, check_epsilon, check_random_state
+from .validation import (_check_accountant, _check_bins, _check_bounds, _check_levels, check_epsilon,
+                         check_random_state)
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins"]

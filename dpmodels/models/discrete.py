@@ -134,10 +134,10 @@ class _FreqWeights:
         m, k = hf.shape[1], X.shape[1]
         H = np.empty((m, k, m, k))
         for j in range(m):
-            for l in range(j, m):
-                block = (X.T * hf[:, j, l]) @ X
-                H[j, :, l, :] = block
-                H[l, :, j, :] = block.T
+            for i in range(j, m):
+                block = (X.T * hf[:, j, i]) @ X
+                H[j, :, i, :] = block
+                H[i, :, j, :] = block.T
         return H.reshape(m * k, m * k)
 
     def _null_start_params(self) -> np.ndarray:

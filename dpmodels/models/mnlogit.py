@@ -302,7 +302,8 @@ def dp_mnlogit(
     method : {"auto", "histogram", "sample-aggregate"}
         The release the fit is made on; "auto" (default) and "histogram"
         are the perturbed joint histogram (Lei 2011).  "sample-aggregate":
-        Smith's estimator (:mod:`dpmodels.sample_aggregate`): statsmodels' fit on ``blocks`` random blocks of rows (default from
+        Smith's estimator (:mod:`dpmodels.sample_aggregate`): statsmodels' fit on
+        ``blocks`` random blocks of rows (default from
         public n, the parameters and epsilon), each clamped to
         ``param_bounds`` (a public (low, high) for all or per coefficient;
         without it a private range on 20% of epsilon), averaged, exact

@@ -248,9 +248,9 @@ class DPNewtonLogit(FormulaReleaseModel):
             with np.errstate(over="ignore"):
                 P = 1.0 / (1.0 + np.exp(-(b @ Xt.T)))
             H = per_row * ((Xt.T[None] * (P * (1.0 - P))[:, None, :]) @ Xt)
-            H = H + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)
+            H = H + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)  # noqa: B023 (called at once)
             score = (target - per_row * (P @ Xt) + xi
-                     + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
+                     + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))  # noqa: B023
             b = newton_update(b, H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
         return rel.design_params(b)
 

@@ -324,9 +324,10 @@ class DPNewtonQuantReg(FormulaReleaseModel):
             d = b @ Xt.T - plane
             band = per_row * (_ald_cdf(d + h, tau, sigma) - _ald_cdf(d - h, tau, sigma)).sum(1)
             state = state.add(
-                band + paired(lambda n: rng.laplace(0.0, math.sqrt(var_c / 2.0), n), B), var_c)
+                band + paired(lambda n: rng.laplace(0.0, math.sqrt(var_c / 2.0), n), B),  # noqa: B023
+                var_c)
             score = (per_row * (tau - _ald_cdf(d, tau, sigma)) @ Xt + xi
-                     + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))
+                     + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))  # noqa: B023
             b = quantile_update(b, gram, state.rows, h, score)
         return rel.design_params(b)
 

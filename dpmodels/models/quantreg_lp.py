@@ -278,7 +278,8 @@ def refit_quantreg_batch(
     """Exact weighted quantile regression of every column of ``W``, hot-started.
 
     The same contract and results as one cold scipy ``linprog`` per column
-    (:func:`~dpmodels.models.quantreg._solve_check_loss`), from one HiGHS model whose dual simplex starts each column
+    (:func:`~dpmodels.models.quantreg._solve_check_loss`), from one HiGHS model whose
+    dual simplex starts each column
     from the first solved column's optimal basis (see the module docstring).
 
     Parameters

@@ -147,7 +147,8 @@ def calibrate(replay: Callable[[np.ndarray, int, int], np.ndarray],
     error (PULL_Z), the estimate would solve ``m(theta) = b`` (CALIBRATION_STEPS
     Newton steps with K from b; none by default, see CALIBRATION_STEPS: the
     estimate stays b); the replicates of the world at the estimate are mapped
-    to it by ``K^-1`` (their spread widened by what the release loses).  A coefficient whose replicate error that map
+    to it by ``K^-1`` (their spread widened by what the release loses).  A coefficient
+    whose replicate error that map
     multiplies more than ``1 / SHRINK_MIN``-fold (K nearly singular along it:
     the release's estimate barely moves with it) is one the release cannot
     locate: it keeps b and is flagged.  A release whose replay pulls some
