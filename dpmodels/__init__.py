@@ -29,7 +29,8 @@ from .errors import (
     UndeclaredLevelError,
     UnknownVariableError,
 )
-from .models import DPMNLogit, DPLogit, DPOLS, DPQuantReg, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
+from .api import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
+from .models import DPMNLogit, DPLogit, DPOLS, DPQuantReg
 from .models.moments_ols import DPMomentsOLS
 from .models.newton_logit import DPNewtonLogit
 from .moments import PrivateMoments, release_moments

@@ -28,8 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Mechanism", "MECHANISMS", "FAMILIES", "ENGINES", "mechanism", "dispatch",
-           "build_model"]
+__all__ = ["Mechanism", "MECHANISMS", "FAMILIES", "ENGINES", "mechanism"]
 
 #: The dp_* model families.
 FAMILIES = ("ols", "logit", "quantreg", "mnlogit")
@@ -231,30 +230,3 @@ def mechanism(method: str, family: str) -> Mechanism:
         if m.method == method and family in m.families:
             return m
     raise KeyError((method, family))
-
-
-def dispatch(call):
-    """The model of a ``dp_*`` call: the first route that applies, else the
-    mechanism that the family's method choice (:data:`dpmodels.methods.CHOOSERS`,
-    public inputs only) names.  Options no release takes, a bad ``q`` and a
-    misspelt method are refused here, before anything is read or spent."""
-    from .methods import CHOOSERS
-    from .routing import check_options, route
-
-    routed = route(call)
-    if routed is not None:
-        return routed
-    check_options(call.family, call.options)
-    if call.family == "quantreg":
-        call.quantiles  # noqa: B018 (read to refuse a bad q before the method is chosen)
-    chosen = CHOOSERS[call.family](
-        call.method, call.formula, call.data, bounds=call.bounds, levels=call.levels,
-        bins=call.bins, threshold=call.threshold, options=call.options,
-        namespace=call.namespace, n=call.n, epsilon=call.epsilon)
-    return build_model(call, chosen)
-
-
-def build_model(call, chosen: str):
-    """The model of ``call`` on the mechanism its family's ``method=`` choice
-    ``chosen`` names (the routes were tried before)."""
-    return mechanism(chosen, call.family).build(call)

@@ -4,7 +4,7 @@ formula's default releases (:mod:`dpmodels.methods` chooses among those).
 A route is a pair (``applies``, ``build``) of a routed mechanism of the
 registry (:mod:`dpmodels.registry`), for some of the four model families
 ("ols", "logit", "quantreg", "mnlogit").  Each ``dp_*`` function hands its
-whole call to :func:`dpmodels.registry.dispatch`, which tries :func:`route`
+whole call to :func:`dispatch`, which tries :func:`route`
 first: the first route that applies builds the model, and when none applies
 the family's method choice names the release.
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import registry as _registry
-from .methods import HISTOGRAM_OPTIONS
+from .methods import CHOOSERS, HISTOGRAM_OPTIONS
 
-__all__ = ["Call", "Route", "ROUTES", "route", "check_options"]
+__all__ = ["Call", "Route", "ROUTES", "route", "check_options", "dispatch", "build_model"]
 
 
 @dataclass
@@ -136,3 +136,27 @@ def check_options(family: str, options: dict) -> None:
     raise DPModelsError(
         f"dp_{family} takes no option {', '.join(unknown)} here ("
         + ("; ".join(hints + close) if hints or close else f"its options are {known}") + ")")
+
+
+def dispatch(call):
+    """The model of a ``dp_*`` call: the first route that applies, else the
+    mechanism that the family's method choice (:data:`dpmodels.methods.CHOOSERS`,
+    public inputs only) names.  Options no release takes, a bad ``q`` and a
+    misspelt method are refused here, before anything is read or spent."""
+    routed = route(call)
+    if routed is not None:
+        return routed
+    check_options(call.family, call.options)
+    if call.family == "quantreg":
+        call.quantiles  # noqa: B018 (read to refuse a bad q before the method is chosen)
+    chosen = CHOOSERS[call.family](
+        call.method, call.formula, call.data, bounds=call.bounds, levels=call.levels,
+        bins=call.bins, threshold=call.threshold, options=call.options,
+        namespace=call.namespace, n=call.n, epsilon=call.epsilon)
+    return build_model(call, chosen)
+
+
+def build_model(call, chosen: str):
+    """The model of ``call`` on the mechanism its family's ``method=`` choice
+    ``chosen`` names (the routes were tried before)."""
+    return _registry.mechanism(chosen, call.family).build(call)

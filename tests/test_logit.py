@@ -17,7 +17,8 @@ from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSepar
 import dpmodels as dpm
 from dpmodels.errors import SeparationError, SeparationWarning, SingularDesignError
 from dpmodels.models.discrete import FreqLogit, separation_direction
-from dpmodels.models.logit import DPLogit, dp_logit
+from dpmodels.api import dp_logit
+from dpmodels.models.logit import DPLogit
 
 from .conftest import HOUSING_LEVELS
 

@@ -16,7 +16,8 @@ import statsmodels.formula.api as smf
 import dpmodels as dpm
 from dpmodels.errors import SeparationError, SeparationWarning
 from dpmodels.models.discrete import FreqMNLogit
-from dpmodels.models.mnlogit import DPMNLogit, dp_mnlogit
+from dpmodels.api import dp_mnlogit
+from dpmodels.models.mnlogit import DPMNLogit
 
 LEVELS = {"m": [0, 1, 2], "k": [1, 2, 3, 4], "g": ["a", "b", "c"], "ms": ["p", "q", "r"]}
 SPECIES = ["setosa", "versicolor", "virginica"]

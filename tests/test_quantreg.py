@@ -20,7 +20,8 @@ from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 import dpmodels as dpm
 from dpmodels.errors import ReleaseWarning
-from dpmodels.models.quantreg import DPQuantReg, FreqQuantReg, dp_quantreg
+from dpmodels.api import dp_quantreg
+from dpmodels.models.quantreg import DPQuantReg, FreqQuantReg
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS, MIXED_BOUNDS, MIXED_LEVELS
 

@@ -1,9 +1,9 @@
-"""The dp_* models: statsmodels models fitted on a private histogram."""
+"""The dp_* models: statsmodels models fitted on a private release (the
+``dp_*`` functions that build them are in :mod:`dpmodels.api`)."""
 
-from .logit import DPLogit, dp_logit
-from .mnlogit import DPMNLogit, dp_mnlogit
-from .ols import DPOLS, dp_ols
-from .quantreg import DPQuantReg, dp_quantreg
+from .logit import DPLogit
+from .mnlogit import DPMNLogit
+from .ols import DPOLS
+from .quantreg import DPQuantReg
 
-__all__ = ["DPOLS", "dp_ols", "DPLogit", "dp_logit", "DPQuantReg", "dp_quantreg",
-           "DPMNLogit", "dp_mnlogit"]
+__all__ = ["DPOLS", "DPLogit", "DPQuantReg", "DPMNLogit"]

@@ -30,13 +30,11 @@ from ..newton import check_binary_levels
 from scipy.special import expit
 
 from ..batched import batched_newton, outer_rows, support_projectors
-from ..registry import dispatch
-from ..routing import Call
-from .base import DPModel, dp_options, formula_env
+from .base import DPModel, dp_options
 from ..errors import SeparationError, SeparationWarning, SingularDesignError
 from .discrete import FreqLogit, separation_direction
 
-__all__ = ["DPLogit", "dp_logit"]
+__all__ = ["DPLogit"]
 
 _SEPARATION_CHOICES = ("warn", "raise", "ignore")
 
@@ -425,137 +423,3 @@ class DPLogit(_DPChoiceModel):
                                            label="DP Logit bootstrap")
             self._name_unmeasured(res, inference, list(model.exog_names))
         return res
-
-
-def dp_logit(
-    formula: str,
-    data,
-    *,
-    epsilon: float | None = None,
-    bounds=None,
-    levels=None,
-    bins="auto",
-    threshold="enhanced",
-    n: int | None = None,
-    random_state=None,
-    accountant=None,
-    method: str = "auto",
-    **kwargs,
-):
-    """Differentially private logistic regression from a formula, as
-    ``statsmodels.formula.api.logit``.
-
-    Parameters
-    ----------
-    formula : str
-        A patsy formula whose left-hand side is one binary variable, e.g.
-        ``"y ~ size + year + C(county)"``.
-    data : pandas.DataFrame, mapping, or PrivateHistogram
-        Raw rows (one release is made, spending ``epsilon``), or an existing
-        release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
-        debiased, projected histogram, standard errors from the local channel's
-        bootstrap (``docs/local.md``).
-    epsilon : float
-        Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high) or Unbounded
-        Public bounds of each continuous predictor
-        (:class:`~dpmodels.Unbounded` for one without: histogram only).
-    levels : dict of str to list
-        Public level sets of discrete variables, the response included:
-        ``[0, 1]`` for a 0/1 response; two labels (e.g. ``["no", "yes"]``)
-        for a two-level factor (1 = the last declared level).  Not needed
-        for a bool column; ``"dtype"`` takes a pandas Categorical's
-        categories (only if they were set from public knowledge).
-    bins : int, dict or "auto"
-        Equal-width bins per continuous variable.
-    threshold : "enhanced", "zero" or float
-        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
-        counts) is refused: the likelihood needs non-negative weights.
-    n : int, optional
-        The public number of rows (default: rows handed in).
-    random_state : None, int or Generator
-        None uses the OS's secure entropy.
-    accountant : Accountant, optional
-    method : {"auto", "histogram", "newton", "sample-aggregate"}
-        "histogram": maximum likelihood on the perturbed joint histogram.
-        "newton": four Newton steps of the likelihood, each from noisy
-        sufficient statistics of the step (:mod:`dpmodels.newton`): every
-        covariate count, no binning.  "auto" (default) chooses from public
-        inputs only (:func:`dpmodels.methods.choose_logit_method`).
-        "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
-        statsmodels' fit on ``blocks`` random blocks of rows (default from
-        public n, the parameters and epsilon), each clamped to
-        ``param_bounds`` (a public (low, high) for all or per coefficient;
-        without it a private range on 20% of epsilon), averaged, exact
-        discrete Laplace noise.
-    **kwargs
-        ``threshold_A``, ``missing``, ``max_spurious_cells``,
-        ``representatives``: see :func:`dpmodels.release` (histogram only,
-        except ``missing``).  ``select`` (int k, "auto", a list of
-        predictors or a :class:`~dpmodels.selection.FeatureSelection`) and
-        ``gamma``: a projected histogram (Vinterbo 2012, HLR): private
-        feature selection on ``(1 - gamma) * epsilon``, then the histogram
-        of the response and the selected variables on the rest; the terms of
-        dropped variables are not estimated (:mod:`dpmodels.projected`).
-
-    Returns
-    -------
-    DPLogit or DPNewtonLogit
-        Call ``.fit()`` for the results.
-
-    Raises
-    ------
-    DomainError
-        Before anything is released, when the response is continuous, has
-        one declared level or more than two, or is numeric with levels other
-        than 0 and 1.
-    DPModelsError
-        Before anything is released, for ``threshold=None`` or a response that
-        is not a single variable.
-
-    Notes
-    -----
-    The response is coded 0/1 as follows: a numeric response must have the
-    levels 0 and 1; a bool response is 1 for True; any other two-level
-    factor is 1 for its *last declared* level and 0 for its first (e.g.
-    ``levels={"ys": ["no", "yes"]}``, or the category order of a pandas
-    Categorical declared with ``levels={"ys": "dtype"}``), as
-    :func:`~dpmodels.models.mnlogit.dp_mnlogit` takes the first declared
-    level as its base (statsmodels' own ``smf.logit`` does not take a
-    non-numeric response).  The coding is a function of the declared
-    levels only, and is shown in the summary.
-
-    The fit maximizes ``sum_c w_c log L(y_c | x_c)`` over the released cells
-    ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.
-    By default (``fit(cov_type="dp")``) standard errors, tests and intervals
-    come from a parametric bootstrap of the release and include sampling, the
-    privacy noise and the threshold, not the binning (see
-    ``docs/inference.md``); ``cov_type="naive"`` gives those of the expanded
-    data set.  Continuous predictors enter at their bin midpoints.
-
-    Examples
-    --------
-    >>> import dpmodels as dpm
-    >>> from dpmodels.models.logit import dp_logit
-    >>> df = dpm.datasets.housing(n=20_000, seed=0)
-    >>> df["y"] = (df["price"] > 500_000).astype(int)
-    >>> model = dp_logit("y ~ size + year + C(county)", df, epsilon=1.0,
-    ...                  bounds={"size": (0, 3000)},
-    ...                  levels={"y": [0, 1], "year": [1, 2, 3, 4],
-    ...                          "county": [f"County{i}" for i in range(1, 7)]},
-    ...                  random_state=0)
-    >>> res = model.fit()
-    >>> list(res.params.index[:3])
-    ['Intercept', 'C(county)[T.County2]', 'C(county)[T.County3]']
-    >>> p = res.predict(df.iloc[:5])
-    >>> bool(((p > 0) & (p < 1)).all())
-    True
-    >>> res.privacy.epsilon, res.nobs == res.privacy.noisy_total
-    (1.0, True)
-    """
-    env = formula_env(kwargs)
-    call = Call("logit", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
-                bins=bins, threshold=threshold, n=n, random_state=random_state,
-                accountant=accountant, method=method, namespace=env, options=kwargs)
-    return dispatch(call)

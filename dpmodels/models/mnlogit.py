@@ -20,12 +20,10 @@ from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from functools import partial
 
 from ..batched import batched_newton, outer_rows
-from ..registry import dispatch
-from ..routing import Call
-from .base import dp_options, flat_param_names, formula_env
+from .base import dp_options, flat_param_names
 from .logit import _DPChoiceModel
 
-__all__ = ["DPMNLogit", "DPMNLogitResultsWrapper", "dp_mnlogit"]
+__all__ = ["DPMNLogit", "DPMNLogitResultsWrapper"]
 
 
 #: Up to this many replicates, refit_mnlogit forms all pairs of equations' Hessian
@@ -248,131 +246,3 @@ class DPMNLogit(_DPChoiceModel):
                 classes=classes)
             self._name_unmeasured(res, inference, param_names)
         return res
-
-
-def dp_mnlogit(
-    formula: str,
-    data,
-    *,
-    epsilon: float | None = None,
-    bounds=None,
-    levels=None,
-    bins="auto",
-    threshold="enhanced",
-    n: int | None = None,
-    random_state=None,
-    accountant=None,
-    method: str = "auto",
-    **kwargs,
-) -> DPMNLogit:
-    """Differentially private multinomial logit from a formula, as
-    ``statsmodels.formula.api.mnlogit``.
-
-    Parameters
-    ----------
-    formula : str
-        A patsy formula whose left-hand side is one discrete variable, e.g.
-        ``"species ~ length + width"``.
-    data : pandas.DataFrame, mapping, or PrivateHistogram
-        Raw rows (one release is made, spending ``epsilon``), or an existing
-        release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
-        debiased, projected histogram, standard errors from the local channel's
-        bootstrap (``docs/local.md``).
-    epsilon : float
-        Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high) or Unbounded
-        Public bounds of each continuous predictor
-        (:class:`~dpmodels.Unbounded` for one without).
-    levels : dict of str to list
-        Public level sets of discrete variables, the response included (at
-        least two levels; the first declared is the base).  Not needed for
-        a bool column; ``"dtype"`` takes a pandas Categorical's categories
-        (only if they were set from public knowledge).
-    bins : int, dict or "auto"
-        Equal-width bins per continuous variable.
-    threshold : "enhanced", "zero" or float
-        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
-        counts) is refused: the likelihood needs non-negative weights.
-    n : int, optional
-        The public number of rows (default: rows handed in).
-    random_state : None, int or Generator
-        None uses the OS's secure entropy.
-    accountant : Accountant, optional
-    method : {"auto", "histogram", "sample-aggregate"}
-        The release the fit is made on; "auto" (default) and "histogram"
-        are the perturbed joint histogram (Lei 2011).  "sample-aggregate":
-        Smith's estimator (:mod:`dpmodels.sample_aggregate`): statsmodels' fit on
-        ``blocks`` random blocks of rows (default from
-        public n, the parameters and epsilon), each clamped to
-        ``param_bounds`` (a public (low, high) for all or per coefficient;
-        without it a private range on 20% of epsilon), averaged, exact
-        discrete Laplace noise.
-    **kwargs
-        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.  ``select`` (int k, "auto", a list of
-        predictors or a :class:`~dpmodels.selection.FeatureSelection`) and
-        ``gamma``: a projected histogram (Vinterbo 2012, HMLR): private
-        feature selection on ``(1 - gamma) * epsilon``, then the histogram
-        of the response and the selected variables on the rest
-        (:mod:`dpmodels.projected`).
-
-    Returns
-    -------
-    DPMNLogit
-        Call ``.fit()`` for the results.
-
-    Raises
-    ------
-    DomainError
-        Before anything is released, when the response is continuous or has
-        a single declared level.
-    DPModelsError
-        Before anything is released, for ``threshold=None`` or a response that
-        is not a single variable.
-
-    Notes
-    -----
-    The equations are named ``y=level`` as in statsmodels.  Numeric levels
-    are sorted, as statsmodels sorts them; other levels (strings, bools) keep
-    their **declared order**, and the first declared level is the base (for
-    ``levels={"band": ["low", "mid", "high"]}`` the equations are
-    ``band=mid`` and ``band=high``, and the outcome columns of ``params`` and
-    ``predict`` are named by the levels).  The coding is a function of the
-    declared levels only.  (``smf.mnlogit`` does not take a non-numeric
-    response; ``sm.MNLogit`` would sort the levels.)  A declared level
-    without any released cell is left out, with a warning.
-
-    The fit maximizes ``sum_c w_c log P(y_c | x_c)`` over the released cells
-    ``c`` with noisy counts ``w_c``: the likelihood of the expanded data set.
-    By default (``fit(cov_type="dp")``) standard errors, tests and intervals
-    come from a parametric bootstrap of the release and include sampling, the
-    privacy noise and the threshold, not the binning (see
-    ``docs/inference.md``); ``cov_type="naive"`` gives those of the expanded
-    data set.
-
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> from dpmodels.models.mnlogit import dp_mnlogit
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.uniform(0, 10, 20_000)
-    >>> eta = np.column_stack([np.zeros_like(x), -2 + 0.4 * x, 2 - 0.4 * x])
-    >>> p = np.exp(eta) / np.exp(eta).sum(1, keepdims=True)
-    >>> kind = np.array(["a", "b", "c"])[(rng.random(x.size)[:, None] > p.cumsum(1)).sum(1)]
-    >>> df = pd.DataFrame({"kind": kind, "x": x})
-    >>> res = dp_mnlogit("kind ~ x", df, epsilon=1.0, bounds={"x": (0, 10)},
-    ...                  levels={"kind": ["a", "b", "c"]}, random_state=0).fit()
-    >>> res.params.shape
-    (2, 2)
-    >>> res.model.endog_names, list(res.params.index)
-    ('kind', ['Intercept', 'x'])
-    >>> probs = res.predict(df.iloc[:4])
-    >>> np.allclose(np.asarray(probs).sum(axis=1), 1.0)
-    True
-    """
-    env = formula_env(kwargs)
-    call = Call("mnlogit", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
-                bins=bins, threshold=threshold, n=n, random_state=random_state,
-                accountant=accountant, method=method, namespace=env, options=kwargs)
-    return dispatch(call)

@@ -8,13 +8,10 @@ import numpy as np
 
 from ..errors import ReleaseWarning
 from ..batched import full_rank, outer_rows, solve_ok
-from ..registry import dispatch
-from ..routing import Call
-from .base import DPModel, dp_options, formula_env
+from .base import DPModel, dp_options
 from .linear import FreqWLS
-from .moments_ols import DPMomentsOLS
 
-__all__ = ["DPOLS", "dp_ols"]
+__all__ = ["DPOLS"]
 
 
 def refit_ols(X, y, W, start):
@@ -86,98 +83,3 @@ class DPOLS(DPModel):
             self._dp_inference(res, refit_ols, np.asarray(res.params), opts,
                                label="DP OLS bootstrap")
         return res
-
-
-def dp_ols(
-    formula: str,
-    data,
-    *,
-    epsilon: float | None = None,
-    bounds=None,
-    levels=None,
-    bins="auto",
-    threshold="enhanced",
-    n: int | None = None,
-    random_state=None,
-    accountant=None,
-    method: str = "auto",
-    **kwargs,
-) -> DPOLS | DPMomentsOLS:
-    """Differentially private OLS from a formula, as ``statsmodels.formula.api.ols``.
-
-    Parameters
-    ----------
-    formula : str
-        A patsy formula, e.g. ``"price ~ size + year + C(county)"``.
-    data : pandas.DataFrame, mapping, PrivateHistogram or PrivateMoments
-        Raw rows (one release is made, spending ``epsilon``), or an existing
-        release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
-        debiased, projected histogram, standard errors from the local channel's
-        bootstrap (``docs/local.md``).
-    epsilon : float
-        Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high) or Unbounded
-        Public bounds of each continuous variable, response included
-        (:class:`~dpmodels.Unbounded` for one without: histogram only).
-    levels : dict of str to list
-        Public level sets of discrete variables (``C(x)``, or numeric
-        variables with few values such as ``year``).
-    bins : int, dict or "auto"
-        Equal-width bins per continuous variable.
-    threshold : "enhanced", "zero", float or None
-        Cell threshold; see :func:`dpmodels.release`.
-    n : int, optional
-        The public number of rows (default: rows handed in).
-    random_state : None, int or Generator
-        None uses the OS's secure entropy.
-    accountant : Accountant, optional
-    method : {"auto", "histogram", "moments", "sample-aggregate"}
-        The release the fit is made on.  "histogram": the perturbed joint
-        histogram (Lei 2011; :func:`dpmodels.release`).  "moments": noisy
-        first and second moments of the design, rows clipped to a private
-        L1 radius (:mod:`dpmodels.moments`): every covariate count, no
-        binning bias.  "auto" (default) chooses from public inputs only
-        (:func:`dpmodels.methods.choose_ols_method`): the histogram when
-        factors carry the model (at most three continuous variables, response
-        included, and at least 8 level combinations), when histogram options
-        (``bins``, ``threshold``, ``representatives``, ...) are given, or for
-        an engine's data frame or a histogram release; moments otherwise.
-        Given ``bins`` so fine that the cells would hold less than half a
-        threshold of rows on average (``SPARSE_GRID_RATIO``), "auto" takes the
-        moments with a ReleaseWarning.  The privacy block names the mechanism
-        and the split of epsilon.  "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
-        statsmodels' fit on ``blocks`` random blocks of rows (default from
-        public n, the parameters and epsilon), each clamped to
-        ``param_bounds`` (a public (low, high) for all or per coefficient;
-        without it a private range on 20% of epsilon), averaged, exact
-        discrete Laplace noise.
-    **kwargs
-        ``threshold_A``, ``missing``, ``max_spurious_cells``,
-        ``representatives``: see :func:`dpmodels.release` (histogram only,
-        except ``missing``).
-
-    Returns
-    -------
-    DPOLS or DPMomentsOLS
-        Call ``.fit()`` for the results.
-
-    Examples
-    --------
-    >>> import dpmodels as dpm
-    >>> df = dpm.datasets.housing(n=20_000, seed=0)
-    >>> model = dpm.dp_ols("price ~ size + year + C(county)", data=df, epsilon=1.0,
-    ...                    bounds={"price": (1e5, 9e5), "size": (0, 3000)},
-    ...                    levels={"county": [f"County{i}" for i in range(1, 7)],
-    ...                            "year": [1, 2, 3, 4]}, random_state=0)
-    >>> res = model.fit()
-    >>> list(res.params.index[:3])
-    ['Intercept', 'C(county)[T.County2]', 'C(county)[T.County3]']
-    >>> res.privacy.epsilon
-    1.0
-    """
-    env = formula_env(kwargs)
-    call = Call("ols", formula, data, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
-                threshold=threshold, n=n, random_state=random_state, accountant=accountant,
-                method=method, namespace=env, options=kwargs)
-    return dispatch(call)

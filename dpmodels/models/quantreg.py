@@ -57,12 +57,10 @@ from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
-from ..registry import dispatch
-from ..routing import Call
-from .base import DPModel, dp_options, formula_env
+from .base import DPModel, dp_options
 from .quantreg_lp import refit_quantreg_batch
 
-__all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg", "dp_quantreg"]
+__all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg"]
 
 _BANDWIDTHS = {"hsheather": hall_sheather, "bofinger": bofinger, "chamberlain": chamberlain}
 
@@ -690,101 +688,3 @@ class DPQuantReg(DPModel):
             if not 0 < q < 1:
                 raise ValueError(f"every q must be strictly between 0 and 1, got {q!r}")
         return {q: self.fit(q=q, **kwargs) for q in qs}
-
-
-def dp_quantreg(
-    formula: str,
-    data,
-    *,
-    epsilon: float | None = None,
-    bounds=None,
-    levels=None,
-    bins="auto",
-    threshold="enhanced",
-    n: int | None = None,
-    random_state=None,
-    accountant=None,
-    q=None,
-    method: str = "auto",
-    **kwargs,
-):
-    """Differentially private quantile regression from a formula, as
-    ``statsmodels.formula.api.quantreg``.
-
-    Parameters
-    ----------
-    formula : str
-        A patsy formula, e.g. ``"price ~ size + year + C(county)"``.
-    data : pandas.DataFrame, mapping, or PrivateHistogram
-        Raw rows (one release is made, spending ``epsilon``), or an existing
-        release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
-        debiased, projected histogram, standard errors from the local channel's
-        bootstrap (``docs/local.md``).
-    epsilon : float
-        Privacy parameter of the release (required for raw data).
-    bounds : dict of str to (low, high) or Unbounded
-        Public bounds of each continuous variable, response included
-        (:class:`~dpmodels.Unbounded` for one without: histogram only).
-    levels : dict of str to list
-        Public level sets of discrete variables.
-    bins : int, dict or "auto"
-        Equal-width bins per continuous variable.
-    threshold : "enhanced", "zero" or float
-        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
-        counts) is refused before any release: the check loss with negative
-        weights is not convex.
-    n : int, optional
-        The public number of rows (default: rows handed in).
-    random_state : None, int or Generator
-        None uses the OS's secure entropy.
-    accountant : Accountant, optional
-    q : float or list of float, optional
-        The quantile(s) to release.  The histogram answers any quantile, and
-        ``q`` only sets ``fit()``'s default; the Newton steps release these
-        quantiles only (default 0.5; with several, epsilon is split between
-        them).
-    method : {"auto", "histogram", "newton", "sample-aggregate"}
-        "histogram": quantile regression on the perturbed joint histogram.
-        "newton": a least-squares step and four Newton steps of the check
-        loss, each from noisy statistics of the step
-        (:mod:`dpmodels.quantile_steps`): every covariate count, no binning.
-        "auto" (default) chooses from public inputs only, by dp_ols' rule
-        (:func:`dpmodels.methods.choose_quantreg_method`).
-        "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
-        statsmodels' fit on ``blocks`` random blocks of rows (default from
-        public n, the parameters and epsilon), each clamped to
-        ``param_bounds`` (a public (low, high) for all or per coefficient;
-        without it a private range on 20% of epsilon), averaged, exact
-        discrete Laplace noise.  The blocks are fitted at ``q`` (one quantile).
-    **kwargs
-        ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.
-
-    Returns
-    -------
-    DPQuantReg or DPNewtonQuantReg
-        Call ``.fit(q)`` or ``.fit_many(qs)`` for the results.
-
-    Examples
-    --------
-    >>> import dpmodels as dpm
-    >>> from dpmodels.models.quantreg import dp_quantreg
-    >>> df = dpm.datasets.housing(n=20_000, seed=0)
-    >>> model = dp_quantreg("price ~ size + year + C(county)", data=df, epsilon=1.0,
-    ...                     bounds={"price": (1e5, 9e5), "size": (0, 3000)},
-    ...                     levels={"county": [f"County{i}" for i in range(1, 7)],
-    ...                             "year": [1, 2, 3, 4]}, random_state=0)
-    >>> res = model.fit(q=0.5)
-    >>> list(res.params.index[:3])
-    ['Intercept', 'C(county)[T.County2]', 'C(county)[T.County3]']
-    >>> res.q, res.nobs == res.privacy.noisy_total
-    (0.5, True)
-    >>> sorted(model.fit_many([0.1, 0.9]))
-    [0.1, 0.9]
-    """
-    env = formula_env(kwargs)
-    call = Call("quantreg", formula, data, epsilon=epsilon, bounds=bounds, levels=levels,
-                bins=bins, threshold=threshold, n=n, random_state=random_state,
-                accountant=accountant, method=method, q=q, namespace=env, options=kwargs)
-    return dispatch(call)

@@ -1,6 +1,6 @@
 """Hot-started batch solver for many weighted quantile regressions on one design.
 
-The bootstrap of :func:`~dpmodels.models.quantreg.dp_quantreg` refits the
+The bootstrap of :func:`~dpmodels.api.dp_quantreg` refits the
 quantile regression once per replicate: for every column ``w`` of a weight
 matrix ``W`` (one replicate's non-negative counts of the released cells) it
 needs
