@@ -158,7 +158,7 @@ def _local_applies(call) -> bool:
 
 
 def _local_build(call):
-    from .local import build_model
+    from .models.local import build_model
 
     return build_model(call)
 
