@@ -181,7 +181,7 @@ def _sample_aggregate_applies(call) -> bool:
 
 
 def _sample_aggregate_build(call):
-    from .sample_aggregate import build_sample_aggregate
+    from .models.sample_aggregate import build_sample_aggregate
 
     return build_sample_aggregate(call)
 

@@ -145,7 +145,7 @@ from .randomness import random_source
 from .report import Release, ReleaseReport, closing_rows, opening_rows
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
-           "default_blocks", "build_sample_aggregate", "normal_laplace_quantile", "firth_step",
+           "default_blocks", "normal_laplace_quantile", "firth_step",
            "FAMILIES", "RANGE_SHARE", "SPREAD_SHARE", "GRID_UNITS"]
 
 #: The model families and their statsmodels estimator.
@@ -1082,29 +1082,3 @@ def release_sample_aggregate(
         working=np.asarray(working, float), noise_scale=np.asarray(noise_scale, float),
         spread=np.asarray(spread, float), params=params, space=space, report=report,
         failed_share=failed, no_information=bool(no_information))
-
-
-# ---- the route (dpmodels.routing) ---------------------------------------------------------
-
-
-def build_sample_aggregate(call):
-    """The model of a routed ``dp_*`` call (see :mod:`dpmodels.routing`)."""
-    from .models.sample_aggregate import DPSampleAggregate
-
-    options = dict(call.options)
-    blocks = options.pop("blocks", None)
-    param_bounds = options.pop("param_bounds", None)
-    bias_correction = options.pop("bias_correction", "auto")
-    missing = options.pop("missing", "drop")
-    if options:
-        raise DPModelsError(
-            f"method='sample-aggregate' does not take {sorted(options)[0]!r}; its options are "
-            "blocks=, param_bounds=, bias_correction= and missing=")
-    if call.bins != "auto" or call.threshold != "enhanced":
-        raise DPModelsError("bins= and threshold= are options of the histogram release; "
-                            "method='sample-aggregate' does not take them")
-    return DPSampleAggregate(
-        call.family, call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
-        levels=call.levels, n=call.n, q=call.q, blocks=blocks, param_bounds=param_bounds,
-        bias_correction=bias_correction, random_state=call.random_state,
-        accountant=call.accountant, missing=missing, namespace=call.namespace)

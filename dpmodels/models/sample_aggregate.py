@@ -25,7 +25,7 @@ from ..errors import DPModelsError
 from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
 from ..summary import add_privacy_block
 
-__all__ = ["DPSampleAggregate", "SampleAggregateResults"]
+__all__ = ["DPSampleAggregate", "SampleAggregateResults", "build_sample_aggregate"]
 
 _NAMES = {"ols": "DP OLS", "logit": "DP Logit", "quantreg": "DP QuantReg",
           "mnlogit": "DP MNLogit"}
@@ -447,3 +447,24 @@ class _SAPrediction:
         return pd.DataFrame({"mean": self.predicted_mean, "mean_se": self.se_mean,
                              "mean_ci_lower": ci[:, 0], "mean_ci_upper": ci[:, 1]},
                             index=self.index)
+
+
+def build_sample_aggregate(call):
+    """The model of a routed ``dp_*`` call (see :mod:`dpmodels.routing`)."""
+    options = dict(call.options)
+    blocks = options.pop("blocks", None)
+    param_bounds = options.pop("param_bounds", None)
+    bias_correction = options.pop("bias_correction", "auto")
+    missing = options.pop("missing", "drop")
+    if options:
+        raise DPModelsError(
+            f"method='sample-aggregate' does not take {sorted(options)[0]!r}; its options are "
+            "blocks=, param_bounds=, bias_correction= and missing=")
+    if call.bins != "auto" or call.threshold != "enhanced":
+        raise DPModelsError("bins= and threshold= are options of the histogram release; "
+                            "method='sample-aggregate' does not take them")
+    return DPSampleAggregate(
+        call.family, call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
+        levels=call.levels, n=call.n, q=call.q, blocks=blocks, param_bounds=param_bounds,
+        bias_correction=bias_correction, random_state=call.random_state,
+        accountant=call.accountant, missing=missing, namespace=call.namespace)
