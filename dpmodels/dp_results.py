@@ -6,6 +6,7 @@ errors, tests and intervals (:class:`DPInferenceResultsMixin`), attached by
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
@@ -34,7 +35,14 @@ def _contrast_cov(R: np.ndarray, V: np.ndarray) -> np.ndarray:
     return out
 
 
-class DPInferenceResultsMixin:
+if TYPE_CHECKING:
+    #: to the type checker, the (untyped) statsmodels class this mixin is mixed into
+    _Results = Any
+else:
+    _Results = object
+
+
+class DPInferenceResultsMixin(_Results):
     """Mixin for the Freq* results: when a :class:`DPInference` is attached
     (``cov_type == "dp"``), ``bse``, ``tvalues``, ``pvalues`` and
     ``conf_int`` come from it; otherwise statsmodels' own.

@@ -31,6 +31,8 @@ therefore refused.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy import sparse, stats
 from scipy.optimize import linprog
@@ -62,7 +64,14 @@ __all__ = [
 ]
 
 
-class _FreqWeights:
+if TYPE_CHECKING:
+    #: to the type checker, the (untyped) statsmodels class this mixin is mixed into
+    _Model = Any
+else:
+    _Model = object
+
+
+class _FreqWeights(_Model):
     """Mixin for statsmodels discrete models: frequency weights ``weights``.
 
     The subclass provides ``_score_factor0`` and ``_hessian_factor0``, the
@@ -172,8 +181,8 @@ class _FreqResults(DPInferenceResultsMixin):
     weighted prediction table, summary with the privacy block."""
 
     #: :class:`~dpmodels.report.PrivacyReport` of the release, when fitted on one.
-    privacy = None
-    release = None
+    privacy: Any = None
+    release: Any = None
     #: Names of the parameters along a separating direction (empty: none
     #: found), or None when the fit did not look for separation.
     separation: tuple[str, ...] | None = None

@@ -16,6 +16,7 @@ carry negative counts.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 from statsmodels.regression.linear_model import (
@@ -157,8 +158,8 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     OLS on the expanded data set.  Carries ``privacy`` (a
     :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
 
-    privacy = None
-    release = None
+    privacy: Any = None
+    release: Any = None
     #: What the fit was made on: "cells" (a histogram) or "moments".
     source = "cells"
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -301,8 +302,8 @@ class FormulaReleaseModel:
 
     _name = "DP model"
     method = ""
-    _release_type: type = object
-    _release_fn = None
+    _release_type: type[Any] = object
+    _release_fn: Any = None  # the subclass's release function (a staticmethod)
 
     def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
                  random_state=None, accountant=None, missing="drop", namespace=None,
@@ -343,6 +344,7 @@ class DPMomentsOLS(FormulaReleaseModel):
     method = "moments"
     _release_type = PrivateMoments
     _release_fn = staticmethod(release_moments)
+    release: PrivateMoments
 
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None):

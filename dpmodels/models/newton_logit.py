@@ -122,6 +122,7 @@ class DPNewtonLogit(FormulaReleaseModel):
     method = "newton"
     _release_type = PrivateNewton
     _release_fn = staticmethod(release_newton)
+    release: PrivateNewton
 
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None):

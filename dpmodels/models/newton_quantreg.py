@@ -132,6 +132,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
     method = "newton"
     _release_type = PrivateQuantileSteps
     _release_fn = staticmethod(release_quantile_steps)
+    release: PrivateQuantileSteps
 
     @property
     def quantiles(self) -> tuple:
