@@ -191,7 +191,7 @@ def dp_logit(
         ``gamma``: a projected histogram (Vinterbo 2012, HLR): private
         feature selection on ``(1 - gamma) * epsilon``, then the histogram
         of the response and the selected variables on the rest; the terms of
-        dropped variables are not estimated (:mod:`dpmodels.projected`).
+        dropped variables are not estimated (:mod:`dpmodels.models.projected`).
 
     Returns
     -------
@@ -418,7 +418,7 @@ def dp_mnlogit(
         ``gamma``: a projected histogram (Vinterbo 2012, HMLR): private
         feature selection on ``(1 - gamma) * epsilon``, then the histogram
         of the response and the selected variables on the rest
-        (:mod:`dpmodels.projected`).
+        (:mod:`dpmodels.models.projected`).
 
     Returns
     -------

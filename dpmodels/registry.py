@@ -168,7 +168,7 @@ def _projected_applies(call) -> bool:
 
 
 def _projected_build(call):
-    from .projected import build_projected
+    from .models.projected import build_projected
 
     return build_projected(call)
 
@@ -210,7 +210,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
               ("pandas", "dict", "polars", "dask"), builders={"quantreg": _newton_quantreg}),
     Mechanism("local", FAMILIES, None, "dpmodels.local:randomize", None, _IN_MEMORY,
               applies=_local_applies, builders=_every_family(_local_build), own_function=True),
-    Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.projected:build_projected",
+    Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.models.projected:build_projected",
               None, _IN_MEMORY, applies=_projected_applies,
               builders={"logit": _projected_build, "mnlogit": _projected_build}),
     Mechanism("sample-aggregate", FAMILIES, "sample-aggregate",

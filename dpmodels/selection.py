@@ -38,7 +38,7 @@ Privacy
   ``4 k r (N - 1) <= eps_p`` holds in exact rational arithmetic, so the loss
   bound above holds for the float actually used.
 * **Budget**: ``select_features`` spends all its ``epsilon`` on the selection;
-  the projected models (:mod:`dpmodels.projected`) split ``epsilon`` into
+  the projected models (:mod:`dpmodels.models.projected`) split ``epsilon`` into
   ``eps_p = (1 - gamma) epsilon`` for the selection and ``eps_h`` for the
   histogram (§2.3), and report both.
 

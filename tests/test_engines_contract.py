@@ -585,7 +585,7 @@ def guard(monkeypatch):
         importlib.import_module(module)
     for module, _ in OTHER_RELEASES.values():
         importlib.import_module(module)
-    importlib.import_module("dpmodels.projected")
+    importlib.import_module("dpmodels.models.projected")
     g = Guard()
     for module, name in GUARDED:
         real = getattr(importlib.import_module(module), name)

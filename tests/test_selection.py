@@ -1,6 +1,6 @@
 """Private feature selection (PRIVATEKD, :mod:`dpmodels.selection`) and the
 projected-histogram models (``dp_logit`` / ``dp_mnlogit`` with ``select=``,
-:mod:`dpmodels.projected`).
+:mod:`dpmodels.models.projected`).
 
 What is checked
 ---------------
@@ -39,7 +39,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.projected import ProjectedReport, restrict_formula
+from dpmodels.models.projected import ProjectedReport, restrict_formula
 from dpmodels.randomness import random_source
 from dpmodels.selection import (
     _all_undiscerned,

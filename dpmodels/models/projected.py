@@ -42,23 +42,23 @@ from dataclasses import dataclass
 import pandas as pd
 import patsy
 
-from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
-from .budget import exact_parts
-from .formula import formula_variables, user_stacklevel
-from .report import ReleaseReport, opening_rows
-from .models.base import _frame_namespace, _refuse_signed
-from .models.logit import DPLogit
-from .models.mnlogit import DPMNLogit
-from .randomness import random_source
-from .release import (
+from ..errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
+from ..budget import exact_parts
+from ..formula import formula_variables, user_stacklevel
+from ..report import ReleaseReport, opening_rows
+from .base import _frame_namespace, _refuse_signed
+from .logit import DPLogit
+from .mnlogit import DPMNLogit
+from ..randomness import random_source
+from ..release import (
     DEFAULT_A,
     DEFAULT_MAX_SPURIOUS_CELLS,
     PrivateHistogram,
     resolve_threshold,
 )
-from .columns import columns_of, dtype_of, nrows
-from .report import PrivacyReport
-from .selection import (
+from ..columns import columns_of, dtype_of, nrows
+from ..report import PrivacyReport
+from ..selection import (
     FeatureSelection,
     SelectionReport,
     _run_selection,
@@ -67,7 +67,7 @@ from .selection import (
     estimate_k,
     selection_domain,
 )
-from .validation import check_epsilon, check_eval_env, check_formula_transforms, check_release_arguments
+from ..validation import check_epsilon, check_eval_env, check_formula_transforms, check_release_arguments
 
 __all__ = ["ProjectedReport", "DPProjectedLogit", "DPProjectedMNLogit", "restrict_formula",
            "build_projected"]
@@ -259,9 +259,9 @@ class _Projected:
         # ---- public inputs only: every check before anything is spent or drawn --------
         import inspect
 
-        from .models.base import DPModel
-        from .representatives import REPRESENTATIVES, check_representatives
-        from .validation import check_choice, check_random_state
+        from .base import DPModel
+        from ..representatives import REPRESENTATIVES, check_representatives
+        from ..validation import check_choice, check_random_state
 
         check_random_state(random_state)
         allowed = set(inspect.signature(DPModel.__init__).parameters) - {"self"}
@@ -307,7 +307,7 @@ class _Projected:
         kind, value = _check_select(select, candidates, response)
         n_rows = nrows(data)
         n_public = int(n) if n is not None else n_rows
-        from .domain import build_domain
+        from ..domain import build_domain
 
         full = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
                             discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
@@ -410,8 +410,8 @@ class _Projected:
     def _check_projection(self, restricted, data, cols, namespace, bounds, levels, bins,
                           threshold, threshold_A, n_public, eps_h, max_spurious_cells) -> None:
         """The release's size checks for one possible projection, before anything is spent."""
-        from .domain import build_domain
-        from .mechanisms import discrete_laplace_sf
+        from ..domain import build_domain
+        from ..mechanisms import discrete_laplace_sf
 
         fv = formula_variables(restricted, cols, namespace)
         dom = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
