@@ -576,11 +576,11 @@ class DPInference:
             shift = np.abs(self.bias) / self.se
         big = np.flatnonzero(np.isfinite(shift) & (shift > 1.0))
         if self.interval == "bc-normal" and big.size:
-            shown = [str(names[i]) if names is not None else str(i) for i in big[:6]]
+            named = [str(names[i]) if names is not None else str(i) for i in big[:6]]
             more = "" if big.size <= 6 else f" and {big.size - 6} more"
             lines.append(
                 "The bootstrap puts the bias of the thresholded release at more than one standard "
-                f"error for {', '.join(shown)}{more} (up to {float(np.nanmax(shift)):.2g} SE): "
+                f"error for {', '.join(named)}{more} (up to {float(np.nanmax(shift)):.2g} SE): "
                 "their intervals and z statistics are centred on the estimate minus that bias, "
                 "and may exclude the estimate itself.")
         if self.n_failed:
@@ -591,7 +591,7 @@ class DPInference:
                 + (": standard errors are unreliable." if share > 0.1 else "."))
         if self.binning is not None and self.binning.flagged.any():
             idx = np.flatnonzero(self.binning.flagged)
-            shown = [str(names[i]) if names is not None else str(i) for i in idx[:6]]
+            named = [str(names[i]) if names is not None else str(i) for i in idx[:6]]
             more = "" if idx.size <= 6 else f" and {idx.size - 6} more"
             worst = float(np.nanmax(self.binning.ratio))
             carried = ("their standard errors and intervals carry these shifts as uncertainty "
@@ -599,7 +599,7 @@ class DPInference:
                        f"the {self.interval} intervals do not include them and may undercover "
                        "(the default \"normal\" interval does)")
             lines.append(
-                "WARNING: binning may bias " + ", ".join(shown) + more + f" by up to {worst:.2g} "
+                "WARNING: binning may bias " + ", ".join(named) + more + f" by up to {worst:.2g} "
                 "standard errors (refits with the bins merged in groups of 2 and 4, or of 2 "
                 "with fewer than 8 bins, every variable's at once and each alone, or with "
                 f"{self.binning.placement_method or 'other'} representatives"

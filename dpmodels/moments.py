@@ -84,6 +84,7 @@ from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .budget import split_epsilon
 from .formula import (PicklableNamespace, caller_namespace, formula_namespace, formula_variables,
                       user_stacklevel)
+from .formula import FormulaVariables
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
 from .report import MomentsReport, Release
@@ -472,6 +473,10 @@ class ScaledRows(Release):
     """What the moments, Newton and quantile-steps releases share: rows scaled
     as ``v = (u - offsets) / scales`` over a :class:`DesignSpace`, and a report."""
 
+    space: DesignSpace
+    offsets: np.ndarray
+    scales: np.ndarray
+
     @property
     def centre(self) -> np.ndarray:
         """Design value at ``v = 0``: ``x = centre + half * v`` (unclipped rows)."""
@@ -853,7 +858,7 @@ class PublicInputs:
 
     data: object
     epsilon: float
-    fv: object
+    fv: FormulaVariables
     domain: Domain
     n: int
     n_source: str

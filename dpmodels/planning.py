@@ -32,7 +32,7 @@ import numbers
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ __all__ = ["plan", "Plan", "PLAN_MODELS"]
 #: The models :func:`plan` simulates, by name.
 PLAN_MODELS = ("ols", "logit", "quantreg", "mnlogit")
 
-Guess = pd.DataFrame | Callable[[np.random.Generator, int], pd.DataFrame]
+Guess: TypeAlias = pd.DataFrame | Callable[[np.random.Generator, int], pd.DataFrame]
 
 
 #: Markers and line styles that, with the 10 colours, tell up to 150 lines apart.

@@ -229,8 +229,8 @@ class BandCount:
     each step's, near the same point); floored at two of its SDs and at
     MIN_BAND_ROWS.  Works on arrays (the bootstrap's replicates)."""
 
-    weight_sum: object
-    weighted: object
+    weight_sum: np.ndarray
+    weighted: np.ndarray
 
     @classmethod
     def of(cls, rows, var) -> BandCount:

@@ -131,6 +131,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 import patsy
@@ -143,6 +144,9 @@ from .budget import exact_parts
 from .formula import caller_namespace, equation_names, user_stacklevel
 from .randomness import random_source
 from .report import Release, ReleaseReport, closing_rows, opening_rows
+
+if TYPE_CHECKING:
+    from .moments import DesignSpace
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
            "default_blocks", "normal_laplace_quantile", "firth_step",
@@ -332,8 +336,8 @@ class PrivateSampleAggregate(Release):
     noise_scale: np.ndarray
     spread: np.ndarray
     params: np.ndarray
-    space: object = field(repr=False)
-    report: SampleAggregateReport = None
+    space: DesignSpace = field(repr=False)
+    report: SampleAggregateReport = None  # type: ignore[assignment]  # always given
     #: The (noisy, when private) share of blocks whose fit failed.
     failed_share: float = 0.0
     #: True when more than MAX_FAILED_BLOCKS of the blocks failed (an upper

@@ -76,6 +76,7 @@ design, a report that contradicts the released values.
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import json
 import math
@@ -136,7 +137,7 @@ class _Reader:
     def int(self, key) -> int:
         return _int(self._get(key), self._name(key))
 
-    def float(self, key, optional: bool = False) -> float | None:
+    def float(self, key, optional: builtins.bool = False) -> float | None:
         v = self._get(key)
         if v is None and optional:
             return None

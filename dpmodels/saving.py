@@ -60,7 +60,7 @@ def _float_out(x) -> float | str:
     return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
-def _floats_out(a) -> list:
+def _floats_out(a) -> list | float | str:
     """A float array (any shape) as nested lists, non-finite values as strings."""
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim == 0:

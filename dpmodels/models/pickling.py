@@ -20,12 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import patsy
 from statsmodels.base.data import PandasData
 
 from ..formula import PicklableNamespace
+
+if TYPE_CHECKING:
+    from ..moments import DesignSpace
 
 __all__ = ["FormulaRecipe", "SpaceRecipe", "keep_design"]
 
@@ -53,7 +57,7 @@ class SpaceRecipe:
     """The design of a moments-type release's public design space (which
     rebuilds itself when unpickled: :class:`dpmodels.moments.DesignSpace`)."""
 
-    space: object
+    space: DesignSpace
 
     def x_info(self) -> patsy.DesignInfo:
         return self.space.infos[1]
