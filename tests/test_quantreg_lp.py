@@ -1,6 +1,6 @@
 """The hot-started batch quantile-regression solver
 (:func:`dpmodels.models.quantreg_lp.refit_quantreg_batch`) against one scipy
-``linprog`` per column (:func:`dpmodels.models.quantreg._solve_check_loss`,
+``linprog`` per column (:func:`dpmodels.models.quantreg_lp.solve_check_loss`,
 the reference): the same estimates where the optimum is unique, an objective
 no worse everywhere, the reference's skips (no weight, deficient rank), the
 fallback, and the independence of a column's result from the others."""
@@ -12,10 +12,9 @@ import warnings
 import numpy as np
 import pytest
 
-from dpmodels.models import quantreg as qr_mod
 from dpmodels.models import quantreg_lp
-from dpmodels.models.quantreg import _check_loss, _solve_check_loss
-from dpmodels.models.quantreg_lp import _full_rank, refit_quantreg_batch
+from dpmodels.models.quantreg_lp import (_full_rank, check_loss, refit_quantreg_batch,
+                                         solve_check_loss)
 
 C, P, B = 2000, 5, 30
 #: Estimates are compared in the units the LP works in (coefficient k times
@@ -39,7 +38,7 @@ def refit_quantreg(X, y, W, start, q):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                out[j], _ = _solve_check_loss(y[pos], X[pos], W[pos, j], q)
+                out[j], _ = solve_check_loss(y[pos], X[pos], W[pos, j], q)
             except RuntimeError:
                 continue
         ok[j] = True
@@ -78,12 +77,12 @@ def _reference(X, y, W, q):
         pos = w > 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out[j] = _solve_check_loss(y[pos], X[pos], w[pos], q)[0]
+            out[j] = solve_check_loss(y[pos], X[pos], w[pos], q)[0]
     return out
 
 
 def _objectives(X, y, W, est, q):
-    return np.array([_check_loss(y - X @ est[j], W[:, j], q) for j in range(W.shape[1])])
+    return np.array([check_loss(y - X @ est[j], W[:, j], q) for j in range(W.shape[1])])
 
 
 def _lp_units(X, y):
@@ -172,7 +171,7 @@ def test_fallback_on_gap_and_on_failure(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("the quantile regression linear program failed")
 
-    monkeypatch.setattr(qr_mod, "_solve_check_loss", broken)
+    monkeypatch.setattr(quantreg_lp, "solve_check_loss", broken)
     est, ok = refit_quantreg_batch(X, y, W, None, 0.5, stats=stats)
     assert not ok.any() and np.isnan(est).all()
     assert stats["failed"] == 5

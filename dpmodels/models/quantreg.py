@@ -34,7 +34,6 @@ from functools import cached_property
 
 import numpy as np
 from numpy.linalg import pinv
-from scipy.optimize import linprog
 from scipy.stats import norm
 from statsmodels.regression.linear_model import RegressionModel, RegressionResultsWrapper
 from statsmodels.regression.quantile_regression import (
@@ -47,7 +46,6 @@ from statsmodels.regression.quantile_regression import (
 )
 from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly
-from statsmodels.tools.sm_exceptions import ConvergenceWarning
 from statsmodels.tools.validation import string_like
 
 from ..errors import ReleaseWarning
@@ -58,7 +56,7 @@ from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from functools import partial
 
 from .base import DPModel, dp_options
-from .quantreg_lp import refit_quantreg_batch
+from .quantreg_lp import check_loss, refit_quantreg_batch, solve_check_loss
 
 __all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg"]
 
@@ -236,7 +234,7 @@ class FreqQuantReg(QuantReg):
         vcov = string_like(vcov, "vcov", options=("robust", "iid"), lower=False)
 
         endog, exog, w = self.endog, self.exog, self.weights
-        params, n_iter = _solve_check_loss(endog, exog, w, q)
+        params, n_iter = solve_check_loss(endog, exog, w, q)
         if self.rank < exog.shape[1]:
             # same fitted values, minimum norm: the solution in the row space of X, as
             # QuantReg's pinv-based iterations give
@@ -252,7 +250,7 @@ class FreqQuantReg(QuantReg):
         res.sparsity = 1.0 / fhat0 if fhat0 != 0 else np.inf
         res.bandwidth = h
         res.history = None
-        res.objective = _check_loss(resid, w, q)
+        res.objective = check_loss(resid, w, q)
         res.vcov_type, res.kernel_name, res.bandwidth_name = vcov, kernel_name, bw_name
         return FreqQuantRegResultsWrapper(res)
 
@@ -280,8 +278,8 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     def prsquared(self):
         """Koenker-Machado pseudo R-squared of the expanded data."""
         q, w, endog = self.q, self.model.weights, self.model.endog
-        loss = _check_loss(self.resid, w, q)
-        null = _check_loss(endog - _weighted_percentile(endog, w, 100 * q), w, q)
+        loss = check_loss(self.resid, w, q)
+        null = check_loss(endog - _weighted_percentile(endog, w, 100 * q), w, q)
         return 1.0 - loss / null
 
     def _summary_title(self, title):
@@ -322,11 +320,6 @@ class FreqQuantRegResultsWrapper(RegressionResultsWrapper):
 
 
 wrap.populate_wrapper(FreqQuantRegResultsWrapper, FreqQuantRegResults)
-
-
-def _check_loss(resid: np.ndarray, w: np.ndarray, q: float) -> float:
-    """``sum w rho_q(resid)``."""
-    return float(np.sum(w * np.where(resid < 0, (q - 1.0) * resid, q * resid)))
 
 
 def _weighted_percentile(a: np.ndarray, w: np.ndarray, per: float) -> float:
@@ -409,35 +402,6 @@ def _unresolved_coefficients(exog, w, resid, groups, share: float = _UNRESOLVED_
             found.append((labels[g], float(weight[g] / total), fixed))
     found.sort(key=lambda t: -t[1])
     return mask, found
-
-
-def _solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
-    """Minimize ``sum w rho_q(y - X b)`` exactly (dual LP, HiGHS)."""
-    pos = w > 0
-    y, X, wp = endog[pos], exog[pos], w[pos]
-    p = X.shape[1]
-    # positive rescalings leave the minimizer equivariant and help the solver's tolerances
-    y_scale = float(np.max(np.abs(y))) or 1.0
-    x_scale = np.max(np.abs(X), axis=0)
-    x_scale[x_scale == 0] = 1.0
-    ws = wp / wp.max()
-    res = linprog(
-        -y / y_scale, A_eq=(X / x_scale).T, b_eq=np.zeros(p),
-        bounds=np.column_stack([-(1.0 - q) * ws, q * ws]), method="highs",
-    )
-    if res.status != 0:
-        raise RuntimeError(f"the quantile regression linear program failed: {res.message}")
-    params = -np.asarray(res.eqlin.marginals) * y_scale / x_scale
-    primal = _check_loss(y - X @ params, wp, q)
-    dual = float(-res.fun) * y_scale * wp.max()
-    # relative to the objective, or to the data's scale when the fit interpolates every
-    # cell (objective 0, e.g. a response whose released cells all share one bin)
-    if abs(primal - dual) > 1e-8 * max(abs(primal), abs(dual), 1e-6 * y_scale * wp.sum()):
-        warnings.warn(
-            f"quantile regression LP: duality gap {primal - dual:.3g} (objective {primal:.6g}); "
-            "the estimate may be inaccurate", ConvergenceWarning, stacklevel=user_stacklevel(),
-        )
-    return params, int(res.nit)
 
 
 def _quantreg_cov(resid, endog, exog, w, q, kernel, bandwidth, vcov):

@@ -14,7 +14,7 @@ release, so no raw data is read here and nothing here costs privacy.
 
 The linear program
 ------------------
-As :func:`~dpmodels.models.quantreg._solve_check_loss`, every fit solves the
+As :func:`solve_check_loss`, every fit solves the
 dual of the check-loss problem,
 
     minimize  -y'a   subject to   X'a = 0,   -(1 - q) w_i <= a_i <= q w_i,
@@ -71,7 +71,7 @@ Every solution is checked as the reference checks it: the model status must
 be optimal and the check loss of the returned ``beta`` must equal the dual
 objective within the reference's relative tolerance.  A replicate failing
 either is solved again, from scratch, by
-:func:`~dpmodels.models.quantreg._solve_check_loss`.
+:func:`solve_check_loss`.
 """
 
 from __future__ import annotations
@@ -80,10 +80,14 @@ import warnings
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linprog
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
-__all__ = ["refit_quantreg_batch"]
+from ..formula import user_stacklevel
 
-#: The duality-gap tolerance of :func:`~dpmodels.models.quantreg._solve_check_loss`:
+__all__ = ["refit_quantreg_batch", "solve_check_loss", "check_loss"]
+
+#: The duality-gap tolerance of :func:`solve_check_loss`:
 #: ``|primal - dual| <= GAP_RTOL * max(|primal|, |dual|, GAP_FLOOR * y_scale * sum w)``.
 GAP_RTOL = 1e-8
 GAP_FLOOR = 1e-6
@@ -106,6 +110,40 @@ _BAND_MIN_PER_PARAM = 30
 _BAND_SQRT = 3.0
 
 
+def check_loss(resid: np.ndarray, w: np.ndarray, q: float) -> float:
+    """``sum w rho_q(resid)``."""
+    return float(np.sum(w * np.where(resid < 0, (q - 1.0) * resid, q * resid)))
+
+
+def solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
+    """Minimize ``sum w rho_q(y - X b)`` exactly (dual LP, HiGHS)."""
+    pos = w > 0
+    y, X, wp = endog[pos], exog[pos], w[pos]
+    p = X.shape[1]
+    # positive rescalings leave the minimizer equivariant and help the solver's tolerances
+    y_scale = float(np.max(np.abs(y))) or 1.0
+    x_scale = np.max(np.abs(X), axis=0)
+    x_scale[x_scale == 0] = 1.0
+    ws = wp / wp.max()
+    res = linprog(
+        -y / y_scale, A_eq=(X / x_scale).T, b_eq=np.zeros(p),
+        bounds=np.column_stack([-(1.0 - q) * ws, q * ws]), method="highs",
+    )
+    if res.status != 0:
+        raise RuntimeError(f"the quantile regression linear program failed: {res.message}")
+    params = -np.asarray(res.eqlin.marginals) * y_scale / x_scale
+    primal = check_loss(y - X @ params, wp, q)
+    dual = float(-res.fun) * y_scale * wp.max()
+    # relative to the objective, or to the data's scale when the fit interpolates every
+    # cell (objective 0, e.g. a response whose released cells all share one bin)
+    if abs(primal - dual) > 1e-8 * max(abs(primal), abs(dual), 1e-6 * y_scale * wp.sum()):
+        warnings.warn(
+            f"quantile regression LP: duality gap {primal - dual:.3g} (objective {primal:.6g}); "
+            "the estimate may be inaccurate", ConvergenceWarning, stacklevel=user_stacklevel(),
+        )
+    return params, int(res.nit)
+
+
 def _gap_ok(primal: float, dual: float, floor: float) -> bool:
     """The reference's duality-gap test (see :data:`GAP_RTOL`)."""
     return (np.isfinite(primal) and np.isfinite(dual)
@@ -126,8 +164,6 @@ def _solve_near(X: np.ndarray, y: np.ndarray, w: np.ndarray, q: float,
     which the duality-gap test of the full problem confirms.
     """
     import highspy
-
-    from .quantreg import _check_loss
 
     C, p = X.shape
     m = int(max(_BAND_MIN_PER_PARAM * p, _BAND_SQRT * np.sqrt(p * C)))
@@ -156,7 +192,7 @@ def _solve_near(X: np.ndarray, y: np.ndarray, w: np.ndarray, q: float,
     a = a_fixed.copy()
     a[band] = np.asarray(sol.col_value) * w_scale
     floor = GAP_FLOOR * float(np.abs(y).max()) * float(w.sum())
-    if not _gap_ok(_check_loss(y - X @ beta, w, q), float(y @ a), floor):
+    if not _gap_ok(check_loss(y - X @ beta, w, q), float(y @ a), floor):
         return None
     return beta
 
@@ -278,7 +314,7 @@ def refit_quantreg_batch(
     """Exact weighted quantile regression of every column of ``W``, hot-started.
 
     The same contract and results as one cold scipy ``linprog`` per column
-    (:func:`~dpmodels.models.quantreg._solve_check_loss`), from one HiGHS model whose
+    (:func:`solve_check_loss`), from one HiGHS model whose
     dual simplex starts each column
     from the first solved column's optimal basis (see the module docstring).
 
@@ -303,7 +339,7 @@ def refit_quantreg_batch(
     stats : dict, optional
         If given, filled with ``"solved"`` (columns solved by the batch
         model), ``"near"`` (single columns solved on a band around ``start``),
-        ``"fallback"`` (columns re-solved by ``_solve_check_loss``
+        ``"fallback"`` (columns re-solved by ``solve_check_loss``
         after a non-optimal status or a duality gap), ``"failed"`` (columns
         whose fallback failed too), ``"skipped"`` (columns without positive
         weight or of deficient rank) and ``"iterations"`` (simplex
@@ -409,8 +445,6 @@ def refit_quantreg_batch(
 
     import highspy
 
-    from .quantreg import _check_loss, _solve_check_loss
-
     y_scale = float(np.max(np.abs(y))) or 1.0
     Z = X / x_scale
     abs_y = np.abs(y)
@@ -446,7 +480,7 @@ def refit_quantreg_batch(
                 beta = -np.asarray(sol.row_dual) * y_scale / x_scale
                 # y'a in the data's units (the model's a is scaled by 1 / max w)
                 dual = float(np.dot(y, sol.col_value)) * float(w.max())
-                primal = _check_loss(y - X @ beta, w, q)
+                primal = check_loss(y - X @ beta, w, q)
                 floor = GAP_FLOOR * float(abs_y[pj].max()) * float(w.sum())
                 if np.all(np.isfinite(beta)) and _gap_ok(primal, dual, floor):
                     params = beta
@@ -460,7 +494,7 @@ def refit_quantreg_batch(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    params, _ = _solve_check_loss(y[pj], X[pj], w[pj], q)
+                    params, _ = solve_check_loss(y[pj], X[pj], w[pj], q)
                 except RuntimeError:
                     counts["failed"] += 1
                     continue
