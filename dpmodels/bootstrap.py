@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -81,7 +82,7 @@ class CellDesign:
         self.cell_ids = np.zeros(0, np.uint64)  # each cell row's marginal id
         self._frames: list[pd.DataFrame] = []  # the points' frames, in point order
         self._stored: pd.DataFrame | None = None  # their concatenation
-        self._slopes: list | bool | None = None  # per frame, see _design_slopes
+        self._slopes: list | Literal[False] | None = None  # per frame, see _design_slopes
 
     def marginal_ids(self, full_ids: np.ndarray) -> np.ndarray:
         codes = self.domain.decode(np.asarray(full_ids, dtype=np.uint64))
@@ -419,7 +420,7 @@ def parametric_bootstrap(
     seeded = random_state is not None
     whole = tuple((ax.name, *ax.bounds, (ax.bounds[1] - ax.bounds[0]) / ax.bins)
                   for ax in design.sub.axes if whole_number_bins(ax))
-    common = dict(params=params, interval=interval, seeded=seeded,
+    common: dict[str, Any] = dict(params=params, interval=interval, seeded=seeded,
                   uninformative=uninformative, whole_number_bins=whole,
                   flags_explain_failures=flags_explain_failures,
                   no_information_why=no_information_why)

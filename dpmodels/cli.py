@@ -992,7 +992,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true",
                         help="print the dpmodels version and exit")
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true",
                         help="on an error, show the Python traceback")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -1030,7 +1030,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_lshow.add_argument("file", metavar="FILE")
     p_lshow.set_defaults(func=cmd_ledger_show)
 
-    raw = argparse.ArgumentParser(add_help=False)
+    raw = _Parser(add_help=False)
     raw.add_argument("--data", metavar="FILE", help="raw rows: a .csv or .parquet file")
     raw.add_argument("--schema", metavar="FILE",
                      help="the TOML schema of public bounds and levels (required with --data)")

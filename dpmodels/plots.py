@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ INSTALL_HINT = "pip install 'dpmodels[plot]'"
 
 #: Vertical offset of the dp (up) and naive (down) bars from a coefficient's row.
 _OFFSET = 0.15
-_DP_STYLE = dict(color="C0", marker="o", linestyle="none", capsize=3, elinewidth=2)
+_DP_STYLE: dict[str, Any] = dict(color="C0", marker="o", linestyle="none", capsize=3, elinewidth=2)
 _NAIVE_STYLE = dict(color="C1", marker="s", linestyle="none", capsize=3, elinewidth=1.2,
                     markerfacecolor="white")
 
