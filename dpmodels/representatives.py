@@ -56,6 +56,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -716,7 +717,7 @@ def _censored_means(mu: np.ndarray, k: int, epsilon: float, group=None, memo=Non
     out = np.empty(mu.size)
     # the cells by grid (stride, then length), in runs of one grid
     if np.all(stride == stride[0]) and np.all(length == length[0]):
-        runs = [np.arange(mu.size)]
+        runs: list[Any] = [np.arange(mu.size)]
     else:
         order = np.lexsort((length, stride))
         runs = np.split(order, np.flatnonzero(np.diff(stride[order]) | np.diff(length[order])) + 1)

@@ -83,6 +83,7 @@ import math
 import os
 import pathlib
 from collections.abc import Mapping
+from typing import Any
 from dataclasses import replace
 
 import numpy as np
@@ -268,7 +269,7 @@ def _report_in(r: _Reader, expected: type):
     if kind != expected.__name__:
         raise SavedReleaseError(f"report.type is {kind!r}; this release type carries a "
                                 f"{expected.__name__}")
-    values = {}
+    values: dict[str, Any] = {}
     for key, t in _REPORT_KINDS[expected].items():
         if t == "float":
             values[key] = r.float(key)
@@ -286,7 +287,7 @@ def _report_in(r: _Reader, expected: type):
                 raise SavedReleaseError(f"report.{key} must be a list of strings")
             values[key] = tuple(items)
         else:  # pairs (str, str) or split (str, float)
-            pairs = []
+            pairs: list[tuple[str, Any]] = []
             for j, p in enumerate(r.list(key)):
                 if not (isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)):
                     raise SavedReleaseError(f"report.{key}[{j}] must be a [label, value] pair")
