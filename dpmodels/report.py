@@ -122,6 +122,9 @@ class ReleaseReport:
     #: whether a ``seeded`` generator drew the noise, and the accountant's
     #: ``budget`` line.
     FIELDS = ("epsilon", "private", "mechanism", "n", "seeded", "budget")
+    # declared for the type checker; each report's dataclass fields
+    epsilon: float
+    private: bool
     #: The text report's title.
     title = "Privacy report"
     #: The HTML table's caption ("" for the title).

@@ -8,7 +8,8 @@ from statsmodels.iolib.summary import Summary, summary_return
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols
 
-from .report import PrivacyReport
+from .report import ReleaseReport
+from .report import MomentsReport
 
 __all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block2",
            "inference_notes"]
@@ -18,7 +19,7 @@ __all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block
 SUMMARY_WIDTH = 60
 
 
-def wrapped_rows(report: PrivacyReport, width: int) -> list[tuple[str, str]]:
+def wrapped_rows(report: ReleaseReport, width: int) -> list[tuple[str, str]]:
     """The report's (label, value) rows with long values wrapped onto
     continuation rows (empty label), so a summary keeps a terminal's width."""
     rows = []
@@ -28,7 +29,7 @@ def wrapped_rows(report: PrivacyReport, width: int) -> list[tuple[str, str]]:
     return rows
 
 
-def privacy_table(report: PrivacyReport) -> SimpleTable:
+def privacy_table(report: ReleaseReport) -> SimpleTable:
     """The privacy report as a two-column statsmodels table."""
     rows = wrapped_rows(report, SUMMARY_WIDTH)
     title = "Differential privacy" + ("" if report.private else " -- NOT PRIVATE (epsilon = inf)")
@@ -100,7 +101,7 @@ def dp_header(smry: Summary, results) -> None:
                 cells[i + 1].data = f"{float(results.nobs):,.1f}"
 
 
-def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[str] | None = None,
+def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[str] | None = None,
                       results=None) -> DPSummary:
     """Return ``smry`` as a :class:`DPSummary` with the privacy table and notes
     appended (and, given the ``results``, the header of :func:`dp_header`)."""
@@ -121,7 +122,7 @@ def add_privacy_block(smry: Summary, report: PrivacyReport | None, notes: list[s
 
 
 
-def add_privacy_block2(smry, report: PrivacyReport | None, notes: list[str] | None = None):
+def add_privacy_block2(smry, report: ReleaseReport | None, notes: list[str] | None = None):
     """Append the privacy report and the notes to a statsmodels ``summary2``
     (:class:`statsmodels.iolib.summary2.Summary`), as ``summary()`` shows them."""
     import pandas as pd
@@ -163,8 +164,6 @@ def inference_notes(results) -> list[str]:
         return ["epsilon=inf (NOT private): no privacy noise; standard errors are statsmodels' "
                 "classical ones (the exact check)."]
     if privacy is not None and privacy.private:
-        from .report import MomentsReport
-
         if isinstance(privacy, MomentsReport):  # moments, Newton and quantile steps
             return ["Covariance type naive: standard errors treat the noisy statistics as "
                     "exact; they do not include the privacy noise or the clipping of rows to "

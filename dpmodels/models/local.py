@@ -7,6 +7,8 @@ only).  The registry's ``local`` route builds them (:func:`build_model`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..bootstrap import CellDesign, parametric_bootstrap
@@ -32,7 +34,14 @@ def local_bootstrap(local: LocalRelease, design, refit, params, *, n_boot: int,
                                 n_refit=n_refit)
 
 
-class _LocalFit:
+if TYPE_CHECKING:
+    #: to the type checker, the dp_* model this mixin is mixed into
+    _Model = Any
+else:
+    _Model = object
+
+
+class _LocalFit(_Model):
     """Mixin of the ``dp_*`` models fitted on a local release: the
     standard errors come from the local channel's bootstrap."""
 

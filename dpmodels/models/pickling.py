@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import patsy
@@ -68,7 +68,7 @@ class PicklablePandasData(PandasData):
     ``design_recipe`` when unpickled (statsmodels' own rebuild searches the
     caller's stack frames for the formula's names)."""
 
-    design_recipe = None
+    design_recipe: Any = None
 
     def __setstate__(self, d: dict) -> None:
         recipe = d.get("design_recipe")

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.linalg import pinv
@@ -261,8 +262,8 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     expanded data set.  Carries ``privacy`` (a
     :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
 
-    privacy = None
-    release = None
+    privacy: Any = None
+    release: Any = None
     objective = np.nan
     #: Boolean mask over ``params`` of the coefficients the release's binning of
     #: the response fixes rather than estimates (set by :meth:`DPQuantReg.fit`;
