@@ -109,7 +109,7 @@ def _histogram(family: str):
                     random_state=call.random_state, accountant=call.accountant,
                     eval_env=call.namespace, **call.options)
         if family == "quantreg":
-            model.default_q = call.quantiles[0]
+            model.default_q = call.quantiles[0]  # type: ignore[attr-defined]  # quantreg models'
         return model
 
     return build

@@ -337,7 +337,7 @@ class PrivateSampleAggregate(Release):
     spread: np.ndarray
     params: np.ndarray
     space: DesignSpace = field(repr=False)
-    report: SampleAggregateReport = None  # type: ignore[assignment]  # always given
+    report: SampleAggregateReport = None
     #: The (noisy, when private) share of blocks whose fit failed.
     failed_share: float = 0.0
     #: True when more than MAX_FAILED_BLOCKS of the blocks failed (an upper
