@@ -43,6 +43,15 @@ import sys
 import tomllib
 import warnings
 from collections.abc import Mapping, Sequence
+from . import __version__, datasets, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
+from .accountant import Accountant, Spend
+from .errors import DPModelsError
+from .formula import formula_variables
+from .unbounded import Unbounded
+from .moments import release_moments
+from .newton import release_newton
+from .quantile_steps import release_quantile_steps
+from .release import release
 
 __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS"]
 
@@ -101,7 +110,6 @@ def demo(epsilon: float = 1.0, seed: int | None = None, n: int = 250_070, *, fil
     """
     import statsmodels.formula.api as smf
 
-    from . import datasets, dp_ols
 
     out = sys.stdout if file is None else file
     df = datasets.housing(n=n, seed=0)
@@ -414,9 +422,6 @@ def read_schema(path: pathlib.Path) -> dict[str, dict]:
 def _unbounded_of(text: str, where: str):
     """``bounds = "unbounded:CENTER:SCALE"`` -> :class:`dpmodels.Unbounded`
     (a variable without public bounds, binned on the logistic scale)."""
-    from .errors import DPModelsError
-    from .unbounded import Unbounded
-
     parts = text.split(":")
     try:
         if len(parts) != 3 or parts[0] != "unbounded":
@@ -529,8 +534,6 @@ class Ledger:
 
     def accountant(self, doc: dict):
         """A :class:`dpmodels.Accountant` holding the ledger's total and past spends."""
-        from .accountant import Accountant
-
         acct = Accountant(float(doc["total_epsilon"]))
         for s in doc["spends"]:
             acct._ledger.append(_spend(float(s["epsilon"]), str(s.get("command", ""))))
@@ -552,8 +555,6 @@ class Ledger:
 
 
 def _spend(epsilon: float, label: str):
-    from .accountant import Spend
-
     return Spend(epsilon, label)
 
 
@@ -766,8 +767,6 @@ def _namespace() -> dict:
 def _variables_of(spec: str, columns: Sequence[str], namespace: Mapping) -> tuple[list[str], bool]:
     """The raw variables of a formula (``"~"`` in it) or of a column list
     (names separated by commas or spaces); checked against the data's columns."""
-    from .formula import formula_variables
-
     if "~" in spec:
         return list(formula_variables(spec, columns, namespace).names), True
     names = [c for c in re.split(r"[,\s]+", spec.strip()) if c]
@@ -870,8 +869,6 @@ def _check_response(model: str, formula: str, levels: Mapping[str, list]) -> Non
 
 
 def cmd_fit(args) -> int:
-    from . import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
-
     if args.model not in MODELS:
         raise CLIError(f"unknown model {args.model!r}: choose one of {', '.join(MODELS)}")
     if (args.data is None) == (args.release is None):
@@ -943,21 +940,13 @@ def cmd_release(args) -> int:
         data = load_data(raw.path, raw.variables)
         opts = raw.options(args.seed, acct, bins=args.method == "histogram")
         if args.method == "histogram":
-            from .release import release
-
             key = {"formula": args.spec} if raw.is_formula else {"columns": raw.variables}
             rel = release(data, namespace=_namespace(), **key, **opts)
         elif args.method == "moments":
-            from .moments import release_moments
-
             rel = release_moments(data, formula=args.spec, namespace=_namespace(), **opts)
         elif args.method == "newton":
-            from .newton import release_newton
-
             rel = release_newton(data, formula=args.spec, namespace=_namespace(), **opts)
         else:
-            from .quantile_steps import release_quantile_steps
-
             rel = release_quantile_steps(data, formula=args.spec, namespace=_namespace(),
                                          q=0.5 if args.q is None else args.q, **opts)
     if not hasattr(rel, "save"):  # pragma: no cover - saved releases absent
@@ -1128,8 +1117,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 2 on any error (one line on stderr,
         naming the problem and the fix; ``--debug`` adds the traceback).
     """
-    from . import __version__
-
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:

@@ -13,6 +13,8 @@ from scipy import stats
 
 from .errors import DPModelsError, ReleaseWarning
 from .intervals import DPInference
+from .plots import plot_coefficients
+from .formula import user_stacklevel
 
 __all__ = ["DPInferenceResultsMixin", "attach_dp_inference"]
 
@@ -268,8 +270,6 @@ class DPInferenceResultsMixin(_Results):
                           scale="auto"):
         """Forest plot of the estimates with their dp and naive intervals (a
         matplotlib Figure); see :func:`dpmodels.plots.plot_coefficients`."""
-        from .plots import plot_coefficients
-
         return plot_coefficients(self, ax, nonprivate=nonprivate, alpha=alpha, naive=naive,
                                  scale=scale)
 
@@ -312,8 +312,6 @@ def attach_dp_inference(res, inference: DPInference, *, warn: bool = True) -> No
                       "description": "parametric bootstrap of the release"}
     inner.use_t = False
     if warn and inference.unmeasured.any():
-        from .formula import user_stacklevel
-
         # (the multinomial logits, whose parameters are by equation, name their own)
         names = getattr(getattr(inner, "model", None), "exog_names", None)
         names = list(names) if names is not None and len(names) == inference.params.size else None

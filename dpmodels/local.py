@@ -95,6 +95,8 @@ from .columns import columns_of, dtype_of, nrows
 from .release import PrivateHistogram, release_variables
 from .report import Release, ReleaseReport, closing_rows
 from .validation import check_choice, check_epsilon, check_dtypes, check_release_arguments, check_used_columns
+from .domain import AUTO_BINS_MAX, AUTO_BINS_MIN
+from .simulation import ReplicateChunk
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
            "randomize", "project_to_counts", "MAX_LOCAL_CELLS"]
@@ -549,8 +551,6 @@ def _local_bins(bins, n: int, epsilon: float, names, dtypes, **kw) -> Domain:
     the central release's.  ``v`` is OUE's ``4 e^eps / (e^eps - 1)**2``;
     K is clipped to [2, 256].
     """
-    from .domain import AUTO_BINS_MAX, AUTO_BINS_MIN
-
     if not (bins == "auto" or isinstance(bins, Mapping)):
         return build_domain(names, dtypes, bins=bins, n=n, epsilon=epsilon, **kw)
     explicit = dict(bins) if isinstance(bins, Mapping) else {}
@@ -775,8 +775,6 @@ class LocalSimulator:
                 f"(epsilon = {ch.epsilon:g} per row), debiased, projected and rounded")
 
     def simulate(self, rng: np.random.Generator, size: int):
-        from .simulation import ReplicateChunk
-
         ch = self.release.channel
         truth = rng.multinomial(self.n, self._pop, size=size)
         counts = project_to_counts(ch.debias(ch.simulate(rng, truth), self.n), self.n)

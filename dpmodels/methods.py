@@ -27,6 +27,18 @@ from . import registry as _registry
 from .errors import DPModelsError
 from .report import Release  # the base every release derives from
 from .validation import check_choice
+from .columns import columns_of, dtype_of, nrows
+from .domain import MAX_BINS
+from .engines import source_for
+from .errors import ReleaseWarning
+from .exact import MIN_EPSILON
+from .formula import formula_variables, user_stacklevel
+from .moments import PrivateMoments, stateful_transform
+from .newton import PrivateNewton
+from .quantile_steps import PrivateQuantileSteps
+from .release import DEFAULT_A, PrivateHistogram
+from .thresholds import enhanced_cut
+from .unbounded import Unbounded
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
            "choose_quantreg_method", "choose_mnlogit_method", "CHOOSERS", "QUANTREG_METHODS",
@@ -106,10 +118,6 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
 
 def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str], int] | None:
     """(continuous variables' names, level combinations) of the formula."""
-    from .engines import source_for
-    from .formula import formula_variables
-    from .columns import columns_of, dtype_of
-
     source = source_for(data)
     try:
         cols = source.columns() if source is not None else columns_of(data)
@@ -167,8 +175,6 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
     >>> choose_ols_method("auto", "y ~ a + C(c)", df, bounds=b, levels=lv, namespace={})
     'histogram'
     """
-    from .moments import PrivateMoments
-
     return _choose(method, OLS_METHODS, "moments", PrivateMoments, formula, data, bounds,
                    levels, bins, threshold, options, namespace,
                    lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
@@ -193,8 +199,6 @@ def choose_quantreg_method(method: str, formula: str, data, *, bounds=None, leve
     >>> choose_quantreg_method("auto", "y ~ a + b + c", df, bounds=b, namespace={})
     'newton'
     """
-    from .quantile_steps import PrivateQuantileSteps
-
     return _choose(method, QUANTREG_METHODS, "newton", PrivateQuantileSteps, formula, data,
                    bounds, levels, bins, threshold, options, namespace,
                    lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
@@ -232,8 +236,6 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
     ...                     levels={"y": [0, 1], "g": [0, 1, 2, 3]}, namespace={})
     'histogram'
     """
-    from .newton import PrivateNewton
-
     def prefers_newton(d: int, cells: int) -> bool:
         if cells >= HISTOGRAM_MIN_CELLS and d <= LOGIT_HISTOGRAM_MAX_CONTINUOUS:
             return False  # the factors carry the model
@@ -272,8 +274,6 @@ CHOOSERS = {"ols": choose_ols_method, "logit": choose_logit_method,
 
 def _choose(method, choices, other, other_release, formula, data, bounds, levels, bins,
             threshold, options, namespace, prefers_other, n=None, epsilon=None) -> str:
-    from .release import PrivateHistogram
-
     method = check_choice("method", method, choices + ROUTED_METHODS)
     if method in ROUTED_METHODS:
         raise DPModelsError(f"method={method!r} is taken by the dp_* functions' routes "
@@ -328,8 +328,6 @@ def _rows_readable(data) -> bool:
     same rows in any of these containers (a Polars frame got the histogram
     where the same pandas frame got the moments); the engines that count out
     of memory (DuckDB, Spark, a Polars LazyFrame) get the histogram."""
-    from .engines import source_for
-
     source = source_for(data)
     polars_eager = (type(data).__name__ == "DataFrame"
                     and type(data).__module__.startswith("polars"))
@@ -338,8 +336,6 @@ def _rows_readable(data) -> bool:
 
 def _stateful(formula) -> bool:
     """The formula uses a stateful patsy transform (:func:`dpmodels.moments.stateful_transform`)."""
-    from .moments import stateful_transform
-
     try:
         return stateful_transform(formula) is not None
     except Exception:  # an invalid formula: the release's own checks say what is wrong
@@ -366,9 +362,6 @@ def public_rows(data, n=None) -> int | None:
     >>> public_rows({"y": [0, 1, 2]}, n=1000)
     1000
     """
-    from .engines import source_for
-    from .columns import nrows
-
     try:
         if n is not None:
             return int(n)
@@ -382,8 +375,6 @@ def _declares_unbounded(formula, data, bounds, levels, namespace) -> bool:
     """True when a continuous variable of the formula is declared
     :class:`~dpmodels.unbounded.Unbounded` (only the histogram bins it): from
     the declarations and the schema only."""
-    from .unbounded import Unbounded
-
     if not isinstance(bounds, Mapping) or not any(
             isinstance(b, Unbounded) for b in bounds.values()):
         return False
@@ -406,13 +397,6 @@ def _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace, oth
     """True (with a ReleaseWarning saying so) when the caller's bins leave the
     histogram's cells below ``SPARSE_GRID_RATIO`` thresholds of rows; public
     inputs only (declared n or the rows handed in, epsilon, bounds, levels, bins)."""
-    from .errors import ReleaseWarning
-    from .exact import MIN_EPSILON
-    from .domain import MAX_BINS
-    from .formula import user_stacklevel
-    from .release import DEFAULT_A
-    from .thresholds import enhanced_cut
-
     shape = _shape_of(formula, data, bounds, levels, namespace)
     n = public_rows(data, n)
     try:

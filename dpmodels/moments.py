@@ -89,6 +89,10 @@ from .histogram import missing_error, undeclared_error
 from .randomness import random_source
 from .report import MomentsReport, Release
 from .validation import check_dtypes, check_row_count, check_used_columns
+from .columns import columns_of, dtype_of, nrows, unreadable_values_error
+from .saving import save_release
+from .unbounded import refuse_unbounded
+from .validation import check_epsilon, check_release_arguments
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
            "RADIUS_SHARE", "moments_sensitivity", "describe_axis", "published_frame"]
@@ -505,8 +509,6 @@ class ScaledRows(Release):
         >>> bool((back.sums == mom.sums).all())
         True
         """
-        from .saving import save_release
-
         return save_release(self, path)
 
     def __str__(self) -> str:
@@ -800,8 +802,6 @@ class _Passes:
         self.rows_of = None if self.dask else self._checked(_to_pandas(data))
 
     def _checked(self, frame: pd.DataFrame):
-        from .columns import unreadable_values_error
-
         try:
             return self.make_rows(frame)
         except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
@@ -870,9 +870,6 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
     :func:`dpmodels.newton.release_newton`) that needs no value of the data:
     arguments, columns, dtypes (a schema), the public n, the domain (and the
     caller's ``domain_check``).  Raises before any budget or noise."""
-    from .columns import columns_of, dtype_of, nrows
-    from .validation import check_epsilon, check_release_arguments
-
     check_release_arguments(
         data, columns=None, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels,
         bins="auto", threshold="enhanced", threshold_A=0.5, n=n, random_state=random_state,
@@ -902,7 +899,6 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
     domain = build_domain(fv.names, dtypes, discrete=fv.discrete, bounds=bounds, levels=levels,
                           bins=2, n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
                           scales=dict(fv.scales))
-    from .unbounded import refuse_unbounded
 
     refuse_unbounded(domain, "this release (not the histogram)")
     if domain_check is not None:

@@ -74,6 +74,7 @@ from .moments import (
 )
 from .randomness import random_source
 from .report import MomentsReport
+from .histogram import undeclared_error
 
 __all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split"]
 
@@ -329,12 +330,10 @@ def check_binary_levels(axis) -> None:
             "Categorical variable (its last declared level is then coded 1)")
 
 
-def _binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
+def binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
     check_binary_levels(axis)
     codes, missing, undeclared = axis.codes(values)
     if undeclared.any():
-        from .histogram import undeclared_error
-
         raise undeclared_error(axis.name, pd.unique(np.asarray(values)[undeclared])[:5])
     levels = axis.levels
     numeric = all(isinstance(v, (int, float, np.integer, np.floating))
@@ -409,7 +408,7 @@ def release_newton(
     # ---- the rows: every check happens in the first pass ------------------------------
     def make_rows(frame: pd.DataFrame) -> _RowPasses:
         published, valid = published_frame(frame, domain, missing)
-        y, y_missing = _binary_response(domain.axis(response), frame[response])
+        y, y_missing = binary_response(domain.axis(response), frame[response])
         return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
     passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)

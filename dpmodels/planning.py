@@ -40,6 +40,9 @@ import pandas as pd
 from .errors import DPModelsError, DPModelsTypeError
 from .formula import caller_namespace, formula_variables
 from .validation import check_random_state
+from . import api
+from .errors import SeparationError, SingularDesignError
+from .plots import _equations, _inner, require_pyplot
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -147,8 +150,6 @@ class Plan:
         -------
         matplotlib.figure.Figure
         """
-        from .plots import require_pyplot
-
         plt = require_pyplot()
         if value not in ("rmse", "median_width", "bias"):
             raise ValueError(f'value must be "rmse", "median_width" or "bias", got {value!r}')
@@ -267,16 +268,12 @@ def _draw(guess, rng: np.random.Generator, n: int) -> pd.DataFrame:
 
 
 def _dp_function(model: str):
-    from . import models
-
-    return {"ols": models.dp_ols, "logit": models.dp_logit, "quantreg": models.dp_quantreg,
-            "mnlogit": models.dp_mnlogit}[model]
+    return {"ols": api.dp_ols, "logit": api.dp_logit, "quantreg": api.dp_quantreg,
+            "mnlogit": api.dp_mnlogit}[model]
 
 
 def _flat_params(results) -> pd.Series:
     """A dp fit's params flattened equation by equation, named as in its plots."""
-    from .plots import _equations, _inner
-
     inner = _inner(results)
     names = [str(v) for v in np.atleast_1d(inner.model.exog_names)]
     eqs = _equations(inner)
@@ -513,6 +510,4 @@ def plan(
 def _simulation_failure(exc: Exception) -> bool:
     """Errors that the noise of one simulated release can cause (a singular
     design, no released cells), as opposed to a bad input."""
-    from .errors import SeparationError, SingularDesignError
-
     return isinstance(exc, (SingularDesignError, SeparationError))

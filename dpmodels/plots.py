@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from .errors import DPModelsError, UnknownVariableError
+from .domain import SCALES
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -468,8 +469,6 @@ def _binning_scale(ax, axis) -> None:
     """Draw the x axis on the scale the variable was binned on (equal bins look
     equal): log for "log", the scale's own function for "log1p" and "sqrt"
     (on a linear axis a log-binned variable's bins crowd at the left)."""
-    from .domain import SCALES
-
     edges = axis.to_values(axis.edges)
     if axis.scale == "log":
         ax.set_xscale("log")

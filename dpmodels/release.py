@@ -53,6 +53,10 @@ from .validation import (
     check_row_count,
     check_used_columns,
 )
+from .plots import plot_release
+from .saving import save_release
+from .simulation import ReleaseSimulator
+from .synthetic import sample_release
 
 __all__ = ["PrivateHistogram", "release", "DEFAULT_A", "DEFAULT_MAX_SPURIOUS_CELLS"]
 
@@ -181,8 +185,6 @@ class PrivateHistogram(Release):
         >>> rows.shape, rows["g"].dtype.name, rows["x"].dtype.name
         ((20, 2), 'category', 'float64')
         """
-        from .synthetic import sample_release
-
         return sample_release(self, size=size, random_state=random_state, within=within)
 
     def simulators(self, population: str = "deconvolved") -> list:
@@ -194,8 +196,6 @@ class PrivateHistogram(Release):
         bootstrap takes per coefficient the larger error of the two).  A
         release made by another mechanism (a local release's histogram)
         overrides this with its own mechanism's simulation."""
-        from .simulation import ReleaseSimulator
-
         sims = [ReleaseSimulator(self, population=population)]
         if population == "deconvolved" and sims[0].deconvolved:
             sims.append(ReleaseSimulator(self, population="smooth"))
@@ -217,16 +217,12 @@ class PrivateHistogram(Release):
         >>> dpm.load_release(path).report == rel.report
         True
         """
-        from .saving import save_release
-
         return save_release(self, path)
 
     def plot(self, x: str, y: str | None = None, ax=None):
         """Bars (``x``) or a heat map (``x`` by ``y``) of the released marginal
         counts, the threshold marked (post-processing: free); returns the
         matplotlib Figure.  See :func:`dpmodels.plots.plot_release`."""
-        from .plots import plot_release
-
         return plot_release(self, x, y, ax=ax)
 
     def __repr__(self) -> str:

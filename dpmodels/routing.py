@@ -19,6 +19,8 @@ from typing import Any
 
 from . import registry as _registry
 from .methods import CHOOSERS, HISTOGRAM_OPTIONS
+from .errors import DPModelsError
+from .quantile_steps import _quantiles
 
 __all__ = ["Call", "Route", "ROUTES", "route", "check_options", "dispatch", "build_model"]
 
@@ -51,8 +53,6 @@ class Call:
     @property
     def quantiles(self) -> tuple[float, ...]:
         """dp_quantreg's ``q`` as a tuple of quantiles (the median by default)."""
-        from .quantile_steps import _quantiles
-
         return _quantiles(0.5 if self.q is None else self.q)
 
     def __post_init__(self):
@@ -125,7 +125,6 @@ def check_options(family: str, options: dict) -> None:
     unknown = sorted(k for k in options if k not in DEFAULT_OPTIONS)
     if not unknown:
         return
-    from .errors import DPModelsError
 
     hints = [f"{k} applies to {_OPTION_HOMES[k]}" for k in unknown if k in _OPTION_HOMES]
     names = sorted(set(COMMON_ARGUMENTS) | set(DEFAULT_OPTIONS) | set(_OPTION_HOMES))

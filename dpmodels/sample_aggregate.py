@@ -144,6 +144,9 @@ from .budget import exact_parts
 from .formula import caller_namespace, equation_names, user_stacklevel
 from .randomness import random_source
 from .report import Release, ReleaseReport, closing_rows, opening_rows
+from .moments import _NO_NA, _is_dask, _to_pandas, _unit_epsilon, describe_axis, design_space, public_inputs, published_frame
+from .selection import exponential_choice
+from .newton import binary_response, check_binary_levels
 
 if TYPE_CHECKING:
     from .moments import DesignSpace
@@ -644,8 +647,6 @@ def _mix(words: np.ndarray) -> np.ndarray:
 def unit_epsilon(eps_part: float, p: int) -> float:
     """The :func:`~dpmodels.exact.discrete_laplace` argument (scale ``2/e``)
     that makes p sums of L1 sensitivity ``p G`` eps_part-DP (rounded down)."""
-    from .moments import _unit_epsilon
-
     return _unit_epsilon(eps_part, p * GRID_UNITS / 2.0)
 
 
@@ -780,8 +781,6 @@ def _private_range(W, ok, eps_r, bits):
     """Step 4: each coordinate's range from a private median and a private
     median absolute deviation (exponential mechanisms, see module notes).
     Returns lo, hi and the released cells' indices (median, MAD), (p, 2)."""
-    from .selection import exponential_choice
-
     k, p = W.shape
     e = range_epsilon(eps_r, p)
     centres, scales = range_grids()
@@ -872,9 +871,6 @@ def release_sample_aggregate(
     >>> [round(v) for v in sa.params]
     [1, 2]
     """
-    from .moments import describe_axis, _is_dask, published_frame, _to_pandas, design_space, \
-        public_inputs
-
     if namespace is None:
         namespace = caller_namespace(1)
     if family not in FAMILIES:
@@ -910,8 +906,6 @@ def release_sample_aggregate(
                 + ("dp_logit needs exactly 2 (use dp_mnlogit for more)" if family == "logit"
                    else "dp_mnlogit needs at least 2"))
         if family == "logit":
-            from .newton import check_binary_levels
-
             check_binary_levels(domain.axis(response))
         space = design_space(formula, domain, namespace, response=False)
         if family == "mnlogit":
@@ -961,7 +955,6 @@ def release_sample_aggregate(
 
     # ---- the rows: published values, design, response (all checks raise here) --------
     frame, valid = published_frame(frame_in, domain, missing)
-    from .moments import _NO_NA
 
     with np.errstate(all="ignore"):
         if family in ("ols", "quantreg"):
@@ -971,9 +964,7 @@ def release_sample_aggregate(
             (Xmat,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
             axis = domain.axis(fv.response[0])
             if family == "logit":
-                from .newton import _binary_response
-
-                y, _ = _binary_response(axis, frame[fv.response[0]])
+                y, _ = binary_response(axis, frame[fv.response[0]])
             else:
                 codes, _, _ = axis.codes(frame[fv.response[0]])
                 y = np.asarray(codes, float)

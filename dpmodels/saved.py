@@ -96,6 +96,10 @@ from .formula import caller_namespace
 from .report import MomentsReport, PrivacyReport
 from .saving import (FORMAT, FORMAT_VERSION, MAJOR_VERSION, NEIGHBOURING, SavedReleaseError,
                      release_document, save_release)
+from .moments import PrivateMoments, describe_axis, design_space
+from .newton import PrivateNewton
+from .quantile_steps import PrivateQuantileSteps, residual_edges
+from .release import PrivateHistogram
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "NEIGHBOURING", "SavedReleaseError", "save_release",
            "release_document", "load_release", "read_document", "release_from_document"]
@@ -316,8 +320,6 @@ def _report_in(r: _Reader, expected: type):
 
 
 def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None):
-    from .release import PrivateHistogram
-
     report = _report_in(doc.sub("report"), PrivacyReport)
     body = doc.sub("release")
     ids = _int_vector(body.list("cell_ids"), "release.cell_ids")
@@ -361,8 +363,6 @@ def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None
 
 
 def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
-    from .moments import design_space
-
     formula = r.str("formula")
     if r.bool("response") != response:
         raise SavedReleaseError(f"release.design.response must be {str(response).lower()} for "
@@ -402,8 +402,6 @@ def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
 
 
 def _describes(report, domain: Domain) -> None:
-    from .moments import describe_axis
-
     expected = tuple((a.name, describe_axis(a)) for a in domain.axes)
     if report.variables != expected:
         raise SavedReleaseError(
@@ -479,8 +477,6 @@ def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, res
 
 
 def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    from .moments import PrivateMoments
-
     report, body, space, q = _formula_release_in(doc, domain, namespace, response=True)
     second = _symmetric(body.floats("second", (q, q)), "release.second")
     noise_var = _variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
@@ -491,8 +487,6 @@ def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
 
 
 def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    from .newton import PrivateNewton
-
     report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
     return PrivateNewton(
@@ -506,8 +500,6 @@ def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
 
 
 def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    from .quantile_steps import PrivateQuantileSteps, residual_edges
-
     report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
     quantiles = body.list("quantiles")

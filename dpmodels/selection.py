@@ -92,6 +92,8 @@ from .randomness import RandomBits, random_source
 from .report import ReleaseReport, closing_rows
 from .validation import (_check_accountant, _check_bins, _check_bounds, _check_levels, check_epsilon,
                          check_random_state)
+from .columns import columns_of, dtype_of, nrows
+from .validation import check_choice, check_dtypes, check_used_columns
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins"]
@@ -432,8 +434,6 @@ def selection_bins(n: int, m: int) -> int:
 
 
 def _check_names(data, target, candidates) -> tuple[str, tuple[str, ...], list[str]]:
-    from .columns import columns_of
-
     if not isinstance(data, (pd.DataFrame, Mapping)):
         raise DPModelsTypeError(
             "feature selection reads the rows in process: data must be a pandas DataFrame or a "
@@ -478,9 +478,6 @@ def selection_domain(data, target: str, candidates: Sequence[str], *, bounds, le
                      n: int, epsilon: float, cols) -> Domain:
     """The public domain of the target and the candidates (``bins="auto"``:
     :func:`selection_bins`); the target must be discrete with >= 2 levels."""
-    from .columns import dtype_of
-    from .validation import check_dtypes, check_used_columns
-
     names = (target,) + tuple(candidates)
     check_used_columns(data, names)
     dtypes = {nm: dtype_of(data, nm) for nm in names}
@@ -613,9 +610,6 @@ def select_features(
     >>> sel.report.epsilon
     1.0
     """
-    from .columns import nrows
-    from .validation import check_choice
-
     # ---- public inputs only, before any row is read --------------------------------
     check_random_state(random_state)
     epsilon = check_epsilon(epsilon)

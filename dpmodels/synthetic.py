@@ -91,6 +91,10 @@ from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
 from .report import ReleaseReport, closing_rows
+from .columns import columns_of, dtype_of, nrows, unreadable_values_error
+from .engines import source_for
+from .representatives import Representer, _basis, _layout
+from .validation import check_dtypes, check_epsilon, check_release_arguments, check_row_count, check_used_columns
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]
@@ -228,8 +232,6 @@ def _density_fractions(release, ids: np.ndarray, rng) -> tuple[np.ndarray, str]:
     :mod:`dpmodels.representatives` fits to the release, approximated inside
     each cell by :data:`_DENSITY_GRID` sub-boxes per axis (the density at
     each sub-box's centre; uniform within the sub-box)."""
-    from .representatives import Representer, _basis, _layout
-
     domain = release.domain
     rep = Representer.from_release(release, list(domain.names), "density")
     d = _n_continuous(domain)
@@ -541,11 +543,6 @@ def smoothed_sample(
     >>> syn.frame.shape, round(syn.report.delta, 3), syn.report.loss_bound <= 1.0
     ((50, 2), 0.331, True)
     """
-    from .columns import columns_of, dtype_of, nrows
-    from .validation import (check_dtypes, check_epsilon, check_release_arguments, check_row_count,
-                             check_used_columns)
-    from .engines import source_for
-
     # ---- public inputs only, before any row is read -------------------------------
     check_release_arguments(
         data, columns=columns, formula=None, epsilon=epsilon, bounds=bounds, levels=levels,
@@ -617,7 +614,6 @@ def smoothed_sample(
             ReleaseWarning, stacklevel=user_stacklevel())
 
     # ---- the one pass over the raw rows -------------------------------------------
-    from .columns import unreadable_values_error
     try:
         exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
     except TypeError:

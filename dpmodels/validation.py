@@ -74,6 +74,13 @@ from .errors import (
     ReleaseWarning,
 )
 from .exact import MIN_EPSILON
+from .accountant import Accountant
+from .domain import DTYPE_LEVELS, _as_bins, _as_bounds, _as_levels
+from .engines import source_for
+from .formula import _factor_codes, user_stacklevel
+from .randomness import check_random_state as rule
+from .report import Release
+from .unbounded import Unbounded
 
 __all__ = [
     "N_MISMATCH_FACTOR",
@@ -120,8 +127,6 @@ def check_random_state(random_state) -> None:
     """``random_state``: None, an int seed >= 0 (not a bool), a numpy Generator
     (or a :class:`dpmodels.randomness.RandomBits` source): the rule of
     :func:`dpmodels.randomness.check_random_state`, raised as a dpmodels error."""
-    from .randomness import check_random_state as rule
-
     try:
         rule(random_state)
     except DPModelsError:
@@ -208,8 +213,6 @@ def _check_n(n) -> None:
 
 
 def _check_accountant(accountant) -> None:
-    from .accountant import Accountant
-
     if accountant is not None and not isinstance(accountant, Accountant):
         raise DPModelsTypeError(
             f"accountant must be a dpmodels.Accountant or None, got {_kind(accountant)}: "
@@ -243,9 +246,6 @@ def _check_columns_or_formula(columns, formula) -> None:
 
 
 def _check_bounds(bounds) -> None:
-    from .domain import _as_bounds
-    from .unbounded import Unbounded
-
     if bounds is None:
         return
     if not isinstance(bounds, Mapping):
@@ -259,8 +259,6 @@ def _check_bounds(bounds) -> None:
 
 
 def _check_levels(levels, bounds) -> None:
-    from .domain import DTYPE_LEVELS, _as_levels
-
     if levels is None:
         return
     if not isinstance(levels, Mapping):
@@ -307,8 +305,6 @@ def _check_levels(levels, bounds) -> None:
 
 
 def _check_bins(bins) -> None:
-    from .domain import _as_bins
-
     if isinstance(bins, str):
         if bins != "auto":
             raise DomainTypeError(f'bins must be an int, a dict or "auto", got {bins!r}')
@@ -326,9 +322,6 @@ def _check_bins(bins) -> None:
 
 
 def _check_data(data) -> None:
-    from .engines import source_for
-    from .report import Release
-
     if isinstance(data, Release):
         raise DPModelsTypeError(
             f"data is already a release ({type(data).__name__}): a new release needs the raw "
@@ -447,8 +440,6 @@ def check_row_count(n, rows) -> None:
     ReleaseWarning
         ``n`` and ``rows`` differ by more than a factor :data:`N_MISMATCH_FACTOR`.
     """
-    from .formula import user_stacklevel
-
     if rows == 0:
         raise DPModelsError(
             "data has 0 rows: there is nothing to release (a release of an empty data set is "
@@ -516,7 +507,6 @@ def check_formula_transforms(formula: str, namespace: Mapping | None) -> None:
     import patsy
     import patsy.builtins
 
-    from .formula import _factor_codes
 
     namespace = namespace or {}
     try:

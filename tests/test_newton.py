@@ -22,7 +22,7 @@ from dpmodels.methods import choose_logit_method
 from dpmodels.moments import published_frame, design_space
 from dpmodels.models.newton_logit import DPNewtonLogit
 from dpmodels.moments import _RowPasses
-from dpmodels.newton import _binary_response, _step_statistics
+from dpmodels.newton import binary_response, _step_statistics
 
 COLS = ["a", "b", "c"]
 BOUNDS = {v: (-4.0, 4.0) for v in COLS}
@@ -51,7 +51,7 @@ def _step_vector(df, formula, levels, offsets, scales, radius, b):
                           levels=levels, bins=2, n=10, epsilon=1.0)
     space = design_space(formula, domain, {}, response=False)
     published, valid = published_frame(df, domain, "drop")
-    y, miss = _binary_response(domain.axis("y"), df["y"])
+    y, miss = binary_response(domain.axis("y"), df["y"])
     rows = _RowPasses(space, published, valid & ~miss, 1 << 12, y=y)
     h, s, g, w_g, delta = _step_statistics(rows, space, offsets, scales, radius, b)
     return np.concatenate([h, s]), delta

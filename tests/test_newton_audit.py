@@ -137,7 +137,7 @@ from dpmodels.domain import build_domain
 from dpmodels.exact import discrete_laplace
 from dpmodels.moments import _NO_NA, _Passes, published_frame, _RowPasses, _unit_epsilon, \
     clipped_rows, design_space
-from dpmodels.newton import MAX_STEP, _binary_response, _decode, _step_scale, \
+from dpmodels.newton import MAX_STEP, binary_response, _decode, _step_scale, \
     _step_statistics, noisy_step
 from dpmodels.quantile_steps import LEVEL_SHARE, _level_counts, _score_statistics, \
     level_sensitivity, release_quantile_steps, score_sensitivity, score_step
@@ -203,7 +203,7 @@ def newton_stage() -> Stage:
 
     def make_rows(df: pd.DataFrame) -> _RowPasses:  # release_newton's make_rows
         published, valid = published_frame(df.reset_index(drop=True), domain, "drop")
-        y, y_missing = _binary_response(domain.axis("y"), df["y"])
+        y, y_missing = binary_response(domain.axis("y"), df["y"])
         return _RowPasses(space, published, valid & ~y_missing, 1 << 12, y=y)
 
     background = pd.DataFrame({"x": BACKGROUND_X, "y": [0, 1, 1, 0]})

@@ -171,7 +171,7 @@ def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, case):
         return real_choice(bits, deficits, r)
 
     monkeypatch.setattr(sa, "discrete_laplace", spy)
-    monkeypatch.setattr(selection, "exponential_choice", spy_choice)
+    monkeypatch.setattr(sa, "exponential_choice", spy_choice)
     p = 5  # Intercept, C(g)[T.v], C(g)[T.w], x, z
     eps, kw, df = 1.3, {}, _frame()
     if case == "private-range":  # the least k for a private range at epsilon 13

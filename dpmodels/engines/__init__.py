@@ -32,6 +32,8 @@ from typing import Protocol
 
 from ..domain import Domain
 from ..histogram import CellCounts
+from .dask import DaskSource
+from .lazy import NarwhalsSource
 
 __all__ = ["Source", "source_for", "SUPPORTED"]
 
@@ -76,28 +78,20 @@ def source_for(data) -> Source | None:
         import dask.dataframe as dd
 
         if isinstance(data, dd.DataFrame):
-            from .dask import DaskSource
-
             return DaskSource(data)
     if top == "polars" and "polars" in sys.modules:
         import polars as pl
 
         if isinstance(data, pl.DataFrame | pl.LazyFrame):
-            from .lazy import NarwhalsSource
-
             return NarwhalsSource(data, "polars")
     if top == "duckdb" and "duckdb" in sys.modules:
         import duckdb
 
         if isinstance(data, duckdb.DuckDBPyRelation):
-            from .lazy import NarwhalsSource
-
             return NarwhalsSource(data, "duckdb")
     if top == "pyspark" and "pyspark" in sys.modules:
         from pyspark.sql import DataFrame as SparkDataFrame
 
         if isinstance(data, SparkDataFrame):
-            from .lazy import NarwhalsSource
-
             return NarwhalsSource(data, "pyspark")
     return None

@@ -68,6 +68,11 @@ from ..selection import (
     selection_domain,
 )
 from ..validation import check_epsilon, check_eval_env, check_formula_transforms, check_release_arguments
+from ..domain import build_domain
+from ..mechanisms import discrete_laplace_sf
+from ..representatives import REPRESENTATIVES, check_representatives
+from ..validation import check_choice, check_random_state
+from .base import DPModel
 
 __all__ = ["ProjectedReport", "DPProjectedLogit", "DPProjectedMNLogit", "restrict_formula",
            "build_projected"]
@@ -259,10 +264,6 @@ class _Projected:
         # ---- public inputs only: every check before anything is spent or drawn --------
         import inspect
 
-        from .base import DPModel
-        from ..representatives import REPRESENTATIVES, check_representatives
-        from ..validation import check_choice, check_random_state
-
         check_random_state(random_state)
         allowed = set(inspect.signature(DPModel.__init__).parameters) - {"self"}
         unknown = sorted(set(kwargs) - allowed)
@@ -307,7 +308,6 @@ class _Projected:
         kind, value = _check_select(select, candidates, response)
         n_rows = nrows(data)
         n_public = int(n) if n is not None else n_rows
-        from ..domain import build_domain
 
         full = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
                             discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
@@ -410,9 +410,6 @@ class _Projected:
     def _check_projection(self, restricted, data, cols, namespace, bounds, levels, bins,
                           threshold, threshold_A, n_public, eps_h, max_spurious_cells) -> None:
         """The release's size checks for one possible projection, before anything is spent."""
-        from ..domain import build_domain
-        from ..mechanisms import discrete_laplace_sf
-
         fv = formula_variables(restricted, cols, namespace)
         dom = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
                            discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,

@@ -24,6 +24,7 @@ from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 from ..errors import DPModelsError
 from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
 from ..summary import add_privacy_block
+from ..summary import add_privacy_block2
 
 __all__ = ["DPSampleAggregate", "SampleAggregateResults", "build_sample_aggregate"]
 
@@ -396,7 +397,6 @@ class SampleAggregateResults:
         and the notes."""
         from statsmodels.iolib.summary2 import Summary as Summary2
 
-        from ..summary import add_privacy_block2
 
         rel = self.release
         hw = rel.half_width(alpha)
