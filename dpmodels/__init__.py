@@ -12,6 +12,7 @@ True
 
 from . import datasets, local
 from .accountant import Accountant
+from .api import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
 from .domain import Axis, Domain
 from .errors import (
     BudgetExceededError,
@@ -29,8 +30,7 @@ from .errors import (
     UndeclaredLevelError,
     UnknownVariableError,
 )
-from .api import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
-from .models import DPMNLogit, DPLogit, DPOLS, DPQuantReg
+from .models import DPOLS, DPLogit, DPMNLogit, DPQuantReg
 from .models.moments_ols import DPMomentsOLS
 from .models.newton_logit import DPNewtonLogit
 from .moments import PrivateMoments, release_moments
@@ -38,12 +38,11 @@ from .newton import PrivateNewton, release_newton
 from .planning import Plan, plan
 from .release import PrivateHistogram, release
 from .report import MomentsReport, PrivacyReport
-from .saved import SavedReleaseError, load_release
 from .sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
+from .saved import SavedReleaseError, load_release
 from .selection import FeatureSelection, SelectionReport, select_features
 from .synthetic import SmoothedSample, smoothed_sample
 from .unbounded import Unbounded
-
 from .version import __version__ as __version__  # re-exported
 
 __all__ = [

@@ -43,15 +43,16 @@ import sys
 import tomllib
 import warnings
 from collections.abc import Mapping, Sequence
+
 from . import __version__, datasets, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
 from .accountant import Accountant, Spend
 from .errors import DPModelsError
 from .formula import formula_variables
-from .unbounded import Unbounded
 from .moments import release_moments
 from .newton import release_newton
 from .quantile_steps import release_quantile_steps
 from .release import release
+from .unbounded import Unbounded
 
 __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS"]
 

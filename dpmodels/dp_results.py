@@ -12,9 +12,9 @@ import numpy as np
 from scipy import stats
 
 from .errors import DPModelsError, ReleaseWarning
+from .formula import user_stacklevel
 from .intervals import DPInference
 from .plots import plot_coefficients
-from .formula import user_stacklevel
 
 __all__ = ["DPInferenceResultsMixin", "attach_dp_inference"]
 

@@ -52,8 +52,22 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mpmath.libmp import (from_float, from_int, from_man_exp, fzero, mpf_abs, mpf_add, mpf_cmp,
-                          mpf_floor, mpf_mul, mpf_neg, mpf_shift, mpf_sub, to_float, to_int)
+from mpmath.libmp import (
+    from_float,
+    from_int,
+    from_man_exp,
+    fzero,
+    mpf_abs,
+    mpf_add,
+    mpf_cmp,
+    mpf_floor,
+    mpf_mul,
+    mpf_neg,
+    mpf_shift,
+    mpf_sub,
+    to_float,
+    to_int,
+)
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_log, mpi_mul, mpi_sub
 
 from .randomness import RandomBits, random_source

@@ -85,18 +85,17 @@ import numpy as np
 import pandas as pd
 
 from .accountant import Accountant, charge
-from .domain import Domain, build_domain
+from .columns import columns_of, dtype_of, nrows
+from .domain import AUTO_BINS_MAX, AUTO_BINS_MIN, Domain, build_domain
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from .exact import LogRate, bernoulli_positions, geometric, uniform_below
 from .formula import caller_namespace, user_stacklevel
 from .histogram import _as_reference_input, _undeclared_error, missing_error
 from .randomness import random_source
-from .columns import columns_of, dtype_of, nrows
 from .release import PrivateHistogram, release_variables
 from .report import Release, ReleaseReport, closing_rows
-from .validation import check_choice, check_epsilon, check_dtypes, check_release_arguments, check_used_columns
-from .domain import AUTO_BINS_MAX, AUTO_BINS_MIN
 from .simulation import ReplicateChunk
+from .validation import check_choice, check_dtypes, check_epsilon, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
            "randomize", "project_to_counts", "MAX_LOCAL_CELLS"]

@@ -24,21 +24,20 @@ import warnings
 from collections.abc import Mapping
 
 from . import registry as _registry
-from .errors import DPModelsError
-from .report import Release  # the base every release derives from
-from .validation import check_choice
 from .columns import columns_of, dtype_of, nrows
 from .domain import MAX_BINS
 from .engines import source_for
-from .errors import ReleaseWarning
+from .errors import DPModelsError, ReleaseWarning
 from .exact import MIN_EPSILON
 from .formula import formula_variables, user_stacklevel
 from .moments import PrivateMoments, stateful_transform
 from .newton import PrivateNewton
 from .quantile_steps import PrivateQuantileSteps
 from .release import DEFAULT_A, PrivateHistogram
+from .report import Release  # the base every release derives from
 from .thresholds import enhanced_cut
 from .unbounded import Unbounded
+from .validation import check_choice
 
 __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_method", "choose_logit_method",
            "choose_quantreg_method", "choose_mnlogit_method", "CHOOSERS", "QUANTREG_METHODS",

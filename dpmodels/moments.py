@@ -61,8 +61,6 @@ split, refusals, neighbours).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import ast
 import itertools
 import math
@@ -71,28 +69,39 @@ import pathlib
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 import patsy
 
 from .accountant import Accountant, charge
+from .budget import split_epsilon
+from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import DPModelsError, NotPrivateWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from .budget import split_epsilon
-from .formula import (PicklableNamespace, caller_namespace, formula_namespace, formula_variables,
-                      user_stacklevel)
-from .formula import FormulaVariables
+from .formula import (
+    FormulaVariables,
+    PicklableNamespace,
+    caller_namespace,
+    formula_namespace,
+    formula_variables,
+    user_stacklevel,
+)
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
 from .report import MomentsReport, Release
-from .validation import check_dtypes, check_row_count, check_used_columns
-from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .saving import save_release
 from .unbounded import refuse_unbounded
-from .validation import check_epsilon, check_release_arguments
+from .validation import (
+    check_dtypes,
+    check_epsilon,
+    check_release_arguments,
+    check_row_count,
+    check_used_columns,
+)
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
            "RADIUS_SHARE", "moments_sensitivity", "describe_axis", "published_frame"]

@@ -40,41 +40,40 @@ iteration.  The parts of epsilon add up to epsilon (PRIVACY.md rule 8).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from .accountant import Accountant, charge
+from .budget import exact_parts
 from .errors import DomainError, DPModelsError
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from .budget import exact_parts
 from .formula import caller_namespace
+from .histogram import undeclared_error
 from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
     ScaledRows,
-    describe_axis,
-    published_frame,
-    _unit_epsilon,
-    clipped_rows,
-    design_space,
     _Passes,
     _RowPasses,
+    _unit_epsilon,
+    clipped_rows,
+    describe_axis,
+    design_space,
     largest_squares,
-    row_units,
     location_counts,
     public_inputs,
+    published_frame,
+    row_units,
     scaled_ball,
 )
 from .randomness import random_source
 from .report import MomentsReport
-from .histogram import undeclared_error
 
 __all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split"]
 

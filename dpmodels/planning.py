@@ -37,12 +37,11 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 import pandas as pd
 
-from .errors import DPModelsError, DPModelsTypeError
-from .formula import caller_namespace, formula_variables
-from .validation import check_random_state
 from . import api
-from .errors import SeparationError, SingularDesignError
+from .errors import DPModelsError, DPModelsTypeError, SeparationError, SingularDesignError
+from .formula import caller_namespace, formula_variables
 from .plots import _equations, _inner, require_pyplot
+from .validation import check_random_state
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes

@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import DPModelsError, UnknownVariableError
 from .domain import SCALES
+from .errors import DPModelsError, UnknownVariableError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from .domain import Domain
 from .mechanisms import discrete_laplace_pmf
 

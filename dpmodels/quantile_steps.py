@@ -46,11 +46,10 @@ statistics and public inputs only.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -58,9 +57,9 @@ import patsy
 from scipy import stats
 
 from .accountant import Accountant, charge
+from .budget import exact_parts
 from .errors import DomainError, DPModelsError
 from .exact import discrete_laplace, discrete_laplace_variance
-from .budget import exact_parts
 from .formula import caller_namespace
 from .moments import (
     _NO_NA,
@@ -70,21 +69,21 @@ from .moments import (
     ScaledRows,
     _Passes,
     _RowPasses,
-    describe_axis,
-    published_frame,
     _unit_epsilon,
     clipped_rows,
+    describe_axis,
     design_space,
     location_counts,
     public_inputs,
+    published_frame,
     scaled_ball,
 )
 from .newton import (
     LEVELS,
-    check_split,
     _floored,
     _newton_bound,
     _quantum,
+    check_split,
     design_moments,
     newton_update,
     noisy_step,

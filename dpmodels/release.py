@@ -10,8 +10,6 @@ drawn only after it succeeds.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import math
 import numbers
 import os
@@ -20,11 +18,13 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from .accountant import Accountant, charge
+from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import (
@@ -35,16 +35,19 @@ from .errors import (
 )
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import count_cells
-from .thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
 from .mechanisms import (
     NoisyCells,
     discrete_laplace_sf,
     noisy_signed_dense,
     noisy_threshold_sparse,
 )
+from .plots import plot_release
 from .randomness import random_source
 from .report import PrivacyReport, Release
-from .columns import columns_of, dtype_of, nrows, unreadable_values_error
+from .saving import save_release
+from .simulation import ReleaseSimulator
+from .synthetic import sample_release
+from .thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
 from .validation import (
     INT64_MAX,
     check_dtypes,
@@ -53,10 +56,6 @@ from .validation import (
     check_row_count,
     check_used_columns,
 )
-from .plots import plot_release
-from .saving import save_release
-from .simulation import ReleaseSimulator
-from .synthetic import sample_release
 
 __all__ = ["PrivateHistogram", "release", "DEFAULT_A", "DEFAULT_MAX_SPURIOUS_CELLS"]
 

@@ -46,7 +46,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
 from scipy import optimize, stats
 
 from .information import marginal_frame, spurious_law

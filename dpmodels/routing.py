@@ -12,14 +12,13 @@ the family's method choice names the release.
 from __future__ import annotations
 
 import difflib
-
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import registry as _registry
-from .methods import CHOOSERS, HISTOGRAM_OPTIONS
 from .errors import DPModelsError
+from .methods import CHOOSERS, HISTOGRAM_OPTIONS
 from .quantile_steps import _quantiles
 
 __all__ = ["Call", "Route", "ROUTES", "route", "check_options", "dispatch", "build_model"]

@@ -138,15 +138,24 @@ import patsy
 from scipy import optimize, special, stats
 
 from .accountant import Accountant, charge
+from .budget import exact_parts
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from .budget import exact_parts
 from .formula import caller_namespace, equation_names, user_stacklevel
+from .moments import (
+    _NO_NA,
+    _is_dask,
+    _to_pandas,
+    _unit_epsilon,
+    describe_axis,
+    design_space,
+    public_inputs,
+    published_frame,
+)
+from .newton import binary_response, check_binary_levels
 from .randomness import random_source
 from .report import Release, ReleaseReport, closing_rows, opening_rows
-from .moments import _NO_NA, _is_dask, _to_pandas, _unit_epsilon, describe_axis, design_space, public_inputs, published_frame
 from .selection import exponential_choice
-from .newton import binary_response, check_binary_levels
 
 if TYPE_CHECKING:
     from .moments import DesignSpace

@@ -83,23 +83,39 @@ import math
 import os
 import pathlib
 from collections.abc import Mapping
-from typing import Any
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from .domain import (SCALES, Axis, Domain, _as_bins, _as_bounds, _as_levels, _check_edges,
-                     _check_unbounded_cells, scale_fits)
-from .unbounded import Unbounded
+from .domain import (
+    SCALES,
+    Axis,
+    Domain,
+    _as_bins,
+    _as_bounds,
+    _as_levels,
+    _check_edges,
+    _check_unbounded_cells,
+    scale_fits,
+)
 from .errors import DPModelsError
 from .formula import caller_namespace
-from .report import MomentsReport, PrivacyReport
-from .saving import (FORMAT, FORMAT_VERSION, MAJOR_VERSION, NEIGHBOURING, SavedReleaseError,
-                     release_document, save_release)
 from .moments import PrivateMoments, describe_axis, design_space
 from .newton import PrivateNewton
 from .quantile_steps import PrivateQuantileSteps, residual_edges
 from .release import PrivateHistogram
+from .report import MomentsReport, PrivacyReport
+from .saving import (
+    FORMAT,
+    FORMAT_VERSION,
+    MAJOR_VERSION,
+    NEIGHBOURING,
+    SavedReleaseError,
+    release_document,
+    save_release,
+)
+from .unbounded import Unbounded
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "NEIGHBOURING", "SavedReleaseError", "save_release",
            "release_document", "load_release", "read_document", "release_from_document"]

@@ -77,6 +77,7 @@ import numpy as np
 import pandas as pd
 
 from .accountant import Accountant, charge
+from .columns import columns_of, dtype_of, nrows
 from .domain import Domain, build_domain
 from .errors import (
     DomainError,
@@ -90,10 +91,17 @@ from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .randomness import RandomBits, random_source
 from .report import ReleaseReport, closing_rows
-from .validation import (_check_accountant, _check_bins, _check_bounds, _check_levels, check_epsilon,
-                         check_random_state)
-from .columns import columns_of, dtype_of, nrows
-from .validation import check_choice, check_dtypes, check_used_columns
+from .validation import (
+    _check_accountant,
+    _check_bins,
+    _check_bounds,
+    _check_levels,
+    check_choice,
+    check_dtypes,
+    check_epsilon,
+    check_random_state,
+    check_used_columns,
+)
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins"]

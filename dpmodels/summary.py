@@ -8,8 +8,7 @@ from statsmodels.iolib.summary import Summary, summary_return
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols
 
-from .report import ReleaseReport
-from .report import MomentsReport
+from .report import MomentsReport, ReleaseReport
 
 __all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block2",
            "inference_notes"]

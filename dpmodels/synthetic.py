@@ -78,8 +78,9 @@ from mpmath.libmp import from_float, from_int, mpf_cmp, to_float
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_log, mpi_mul
 
 from .accountant import Accountant, charge
+from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .domain import Axis, Domain, build_domain
-from .exact import uniform_below
+from .engines import source_for
 from .errors import (
     DPModelsError,
     DPModelsTypeError,
@@ -87,14 +88,19 @@ from .errors import (
     ReleaseWarning,
     UnknownVariableError,
 )
+from .exact import uniform_below
 from .formula import user_stacklevel
 from .histogram import count_cells
 from .randomness import RandomBits, make_rng, random_source
 from .report import ReleaseReport, closing_rows
-from .columns import columns_of, dtype_of, nrows, unreadable_values_error
-from .engines import source_for
 from .representatives import Representer, _basis, _layout
-from .validation import check_dtypes, check_epsilon, check_release_arguments, check_row_count, check_used_columns
+from .validation import (
+    check_dtypes,
+    check_epsilon,
+    check_release_arguments,
+    check_row_count,
+    check_used_columns,
+)
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]

@@ -66,6 +66,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .accountant import Accountant
+from .domain import DTYPE_LEVELS, _as_bins, _as_bounds, _as_levels
+from .engines import source_for
 from .errors import (
     DomainError,
     DomainTypeError,
@@ -74,9 +77,6 @@ from .errors import (
     ReleaseWarning,
 )
 from .exact import MIN_EPSILON
-from .accountant import Accountant
-from .domain import DTYPE_LEVELS, _as_bins, _as_bounds, _as_levels
-from .engines import source_for
 from .formula import _factor_codes, user_stacklevel
 from .randomness import check_random_state as rule
 from .report import Release

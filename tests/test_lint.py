@@ -2,9 +2,7 @@
 
 ``ruff check dpmodels`` and ``mypy dpmodels`` with the settings of
 pyproject.toml ([tool.ruff], [tool.mypy]); both tools come with the ``test``
-extra (``lint``).  Import order (ruff's I rule) is selected in the
-configuration but left out here until the package's import refactor lands;
-run ``ruff check dpmodels --select I`` to see what is left.
+extra (``lint``), import order (ruff's I rule) included.
 """
 
 from __future__ import annotations
@@ -31,9 +29,7 @@ def _explain(proc: subprocess.CompletedProcess) -> str:
 
 
 def test_ruff():
-    # I (import order) is configured, and ignored here until the import refactor ends
-    proc = _run("ruff", "check", "dpmodels", "--extend-ignore", "I", "--no-cache",
-                "--output-format", "concise")
+    proc = _run("ruff", "check", "dpmodels", "--no-cache", "--output-format", "concise")
     assert proc.returncode == 0, _explain(proc)
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..histogram import CellCounts, count_cells_unchecked
-from .lazy import KEY, COUNT, keys_to_counts, pandas_like_dtype
+from .lazy import COUNT, KEY, keys_to_counts, pandas_like_dtype
 
 __all__ = ["DaskSource", "partition_counts"]
 

@@ -13,12 +13,6 @@ import pandas as pd
 import patsy
 
 from ..accountant import Accountant
-from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
-from ..formula import (PicklableNamespace, caller_namespace, equation_names, formula_namespace,
-                       formula_variables, user_stacklevel)
-from ..information import (CONTAMINATION_LIMIT, RELEASE_CONTAMINATION_LIMIT, absent_levels,
-                           column_information, level_contamination, release_contamination,
-                           unidentified_columns)
 from ..binning import BinningDiagnostic, coarse_columns
 from ..bootstrap import (
     DEFAULT_N_BOOT,
@@ -27,12 +21,27 @@ from ..bootstrap import (
     parametric_bootstrap,
 )
 from ..dp_results import attach_dp_inference
-from ..rounding import response_rounding
-from ..moments import check_finite_design
-from .pickling import formula_recipe, keep_design
+from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
+from ..formula import (
+    PicklableNamespace,
+    caller_namespace,
+    equation_names,
+    formula_namespace,
+    formula_variables,
+    user_stacklevel,
+)
+from ..information import (
+    CONTAMINATION_LIMIT,
+    RELEASE_CONTAMINATION_LIMIT,
+    absent_levels,
+    column_information,
+    level_contamination,
+    release_contamination,
+    unidentified_columns,
+)
 from ..intervals import BINNING_MIN_BINS_ONE, DEFAULT_INTERVAL, DPInference, resolve_cov_type
+from ..moments import check_finite_design
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
-from ..thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold, spurious_mass
 from ..representatives import (
     DEFAULT_REPRESENTATIVES,
     REPRESENTATIVES,
@@ -40,6 +49,8 @@ from ..representatives import (
     check_representatives,
     representer_for,
 )
+from ..rounding import response_rounding
+from ..thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold, spurious_mass
 from ..validation import (
     WEIGHTED_TRANSFORMS,
     check_choice,
@@ -47,6 +58,7 @@ from ..validation import (
     check_formula_transforms,
     check_random_state,
 )
+from .pickling import formula_recipe, keep_design
 
 __all__ = ["DPModel", "formula_env", "dp_options", "weighted_namespace"]
 

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import sparse, stats
 from scipy.optimize import linprog
 from scipy.special import logsumexp
+from statsmodels.base import wrapper as wrap
 from statsmodels.base.model import LikelihoodModel
 from statsmodels.discrete.discrete_model import (
     BinaryResultsWrapper,
@@ -47,12 +48,11 @@ from statsmodels.discrete.discrete_model import (
     MultinomialResults,
     MultinomialResultsWrapper,
 )
-from statsmodels.base import wrapper as wrap
 from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
-from ..errors import SeparationError, SeparationWarning, SingularDesignError  # noqa: F401 (logit's)
 from ..dp_results import DPInferenceResultsMixin
+from ..errors import SeparationError, SeparationWarning, SingularDesignError  # noqa: F401 (logit's)
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = [

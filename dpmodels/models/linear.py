@@ -19,14 +19,14 @@ import sys
 from typing import Any
 
 import numpy as np
+from statsmodels.base import wrapper as wrap
 from statsmodels.regression.linear_model import (
     WLS,
     RegressionResults,
     RegressionResultsWrapper,
 )
-from statsmodels.tools.tools import pinv_extended
-from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly, cache_writable
+from statsmodels.tools.tools import pinv_extended
 
 from ..dp_results import DPInferenceResultsMixin
 from ..errors import DPModelsError

@@ -16,22 +16,27 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import patsy
+from scipy.special import expit
 from statsmodels.tools.sm_exceptions import (
     ConvergenceWarning,
     HessianInversionWarning,
     PerfectSeparationWarning,
 )
 
+from ..batched import batched_newton, outer_rows, support_projectors
 from ..domain import Axis, Domain, _level_index
 from ..dp_results import attach_dp_inference
-from ..errors import DomainError, DPModelsError, ReleaseWarning
+from ..errors import (
+    DomainError,
+    DPModelsError,
+    ReleaseWarning,
+    SeparationError,
+    SeparationWarning,
+    SingularDesignError,
+)
 from ..formula import FormulaVariables, user_stacklevel
 from ..newton import check_binary_levels
-from scipy.special import expit
-
-from ..batched import batched_newton, outer_rows, support_projectors
 from .base import DPModel, dp_options
-from ..errors import SeparationError, SeparationWarning, SingularDesignError
 from .discrete import FreqLogit, separation_direction
 
 __all__ = ["DPLogit"]

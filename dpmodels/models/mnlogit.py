@@ -10,17 +10,15 @@ times.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from ..errors import ReleaseWarning
-from ..errors import SeparationError
-from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
-from functools import partial
-
 from ..batched import batched_newton, outer_rows
+from ..errors import ReleaseWarning, SeparationError
 from .base import dp_options, flat_param_names
+from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from .logit import _DPChoiceModel
 
 __all__ = ["DPMNLogit", "DPMNLogitResultsWrapper"]

@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..dp_results import attach_dp_inference
 from ..errors import DPModelsError, ReleaseWarning
 from ..formula import user_stacklevel
-from ..dp_results import attach_dp_inference
 from ..intervals import DPInference
 from ..moments import DesignSpace, PrivateMoments, release_moments
 from ..randomness import make_rng

@@ -56,9 +56,9 @@ from .base import dp_options
 from .discrete import FreqLogit, FreqLogitResults
 from .moments_ols import (
     INFO_SDS,
-    FormulaReleaseModel,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
+    FormulaReleaseModel,
     MomentsInference,
     check_noisy_rows,
     warn_uninformative,

@@ -73,6 +73,7 @@ from .moments_ols import (
     warn_uninformative,
 )
 from .pickling import SpaceRecipe, keep_design
+from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 from .shrinkage import SHRINK_MIN, calibrate, paired
 from .worlds import (
     NEWTON_SIM_ROWS,
@@ -81,7 +82,6 @@ from .worlds import (
     structured_design,
     sym_laplace,
 )
-from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 
 __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
 

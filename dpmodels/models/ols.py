@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from ..errors import ReleaseWarning
 from ..batched import full_rank, outer_rows, solve_ok
+from ..errors import ReleaseWarning
 from .base import DPModel, dp_options
 from .linear import FreqWLS
 

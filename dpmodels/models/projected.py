@@ -42,13 +42,12 @@ from dataclasses import dataclass
 import pandas as pd
 import patsy
 
-from ..errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from ..budget import exact_parts
+from ..columns import columns_of, dtype_of, nrows
+from ..domain import build_domain
+from ..errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from ..formula import formula_variables, user_stacklevel
-from ..report import ReleaseReport, opening_rows
-from .base import _frame_namespace, _refuse_signed
-from .logit import DPLogit
-from .mnlogit import DPMNLogit
+from ..mechanisms import discrete_laplace_sf
 from ..randomness import random_source
 from ..release import (
     DEFAULT_A,
@@ -56,8 +55,8 @@ from ..release import (
     PrivateHistogram,
     resolve_threshold,
 )
-from ..columns import columns_of, dtype_of, nrows
-from ..report import PrivacyReport
+from ..report import PrivacyReport, ReleaseReport, opening_rows
+from ..representatives import REPRESENTATIVES, check_representatives
 from ..selection import (
     FeatureSelection,
     SelectionReport,
@@ -67,12 +66,17 @@ from ..selection import (
     estimate_k,
     selection_domain,
 )
-from ..validation import check_epsilon, check_eval_env, check_formula_transforms, check_release_arguments
-from ..domain import build_domain
-from ..mechanisms import discrete_laplace_sf
-from ..representatives import REPRESENTATIVES, check_representatives
-from ..validation import check_choice, check_random_state
-from .base import DPModel
+from ..validation import (
+    check_choice,
+    check_epsilon,
+    check_eval_env,
+    check_formula_transforms,
+    check_random_state,
+    check_release_arguments,
+)
+from .base import DPModel, _frame_namespace, _refuse_signed
+from .logit import DPLogit
+from .mnlogit import DPMNLogit
 
 __all__ = ["ProjectedReport", "DPProjectedLogit", "DPProjectedMNLogit", "restrict_formula",
            "build_projected"]

@@ -30,12 +30,13 @@ import math
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 from numpy.linalg import pinv
 from scipy.stats import norm
+from statsmodels.base import wrapper as wrap
 from statsmodels.regression.linear_model import RegressionModel, RegressionResultsWrapper
 from statsmodels.regression.quantile_regression import (
     QuantReg,
@@ -45,17 +46,14 @@ from statsmodels.regression.quantile_regression import (
     hall_sheather,
     kernels,
 )
-from statsmodels.base import wrapper as wrap
 from statsmodels.tools._decorators import cache_readonly
 from statsmodels.tools.validation import string_like
 
+from ..dp_results import DPInferenceResultsMixin, attach_dp_inference
 from ..errors import ReleaseWarning
 from ..formula import formula_variables, user_stacklevel
-from ..dp_results import DPInferenceResultsMixin, attach_dp_inference
 from ..intervals import DPInference
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
-from functools import partial
-
 from .base import DPModel, dp_options
 from .quantreg_lp import check_loss, refit_quantreg_batch, solve_check_loss
 

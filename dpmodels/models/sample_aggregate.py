@@ -23,8 +23,7 @@ from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 
 from ..errors import DPModelsError
 from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
-from ..summary import add_privacy_block
-from ..summary import add_privacy_block2
+from ..summary import add_privacy_block, add_privacy_block2
 
 __all__ = ["DPSampleAggregate", "SampleAggregateResults", "build_sample_aggregate"]
 
