@@ -104,12 +104,13 @@ def _histogram(family: str):
 
         cls = {"ols": models.DPOLS, "logit": models.DPLogit, "quantreg": models.DPQuantReg,
                "mnlogit": models.DPMNLogit}[family]
-        model = cls(call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
-                    levels=call.levels, bins=call.bins, threshold=call.threshold, n=call.n,
-                    random_state=call.random_state, accountant=call.accountant,
-                    eval_env=call.namespace, **call.options)
+        model = cls.from_formula(
+            call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
+            levels=call.levels, bins=call.bins, threshold=call.threshold, n=call.n,
+            random_state=call.random_state, accountant=call.accountant,
+            eval_env=call.namespace, **call.options)
         if family == "quantreg":
-            model.default_q = call.quantiles[0]  # type: ignore[attr-defined]  # quantreg models'
+            model.default_q = call.quantiles[0]  # quantreg models'
         return model
 
     return build
@@ -118,10 +119,10 @@ def _histogram(family: str):
 def _moments_ols(call):
     from .models.moments_ols import DPMomentsOLS
 
-    return DPMomentsOLS(call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
-                        levels=call.levels, n=call.n, random_state=call.random_state,
-                        accountant=call.accountant, missing=_missing(call),
-                        namespace=call.namespace)
+    return DPMomentsOLS.from_formula(
+        call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
+        n=call.n, random_state=call.random_state, accountant=call.accountant,
+        missing=_missing(call), namespace=call.namespace)
 
 
 def _newton_logit(call):
@@ -132,7 +133,7 @@ def _newton_logit(call):
     checker = object.__new__(DPLogit)  # the response checks of dp_logit, before anything
     checker.formula = call.formula
     env = call.namespace
-    return DPNewtonLogit(
+    return DPNewtonLogit.from_formula(
         call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
         n=call.n, random_state=call.random_state, accountant=call.accountant,
         missing=_missing(call), namespace=env,
@@ -143,10 +144,10 @@ def _newton_logit(call):
 def _newton_quantreg(call):
     from .models.newton_quantreg import DPNewtonQuantReg
 
-    return DPNewtonQuantReg(call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
-                            levels=call.levels, n=call.n, random_state=call.random_state,
-                            accountant=call.accountant, missing=_missing(call),
-                            namespace=call.namespace, q=call.quantiles)
+    return DPNewtonQuantReg.from_formula(
+        call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
+        n=call.n, random_state=call.random_state, accountant=call.accountant,
+        missing=_missing(call), namespace=call.namespace, q=call.quantiles)
 
 
 # ---- the routes' recognisers and builders -------------------------------------------------

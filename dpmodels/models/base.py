@@ -292,6 +292,42 @@ class DPModel:
     def __init__(
         self,
         formula: str,
+        data: PrivateHistogram,
+        *,
+        epsilon: float | None = None,
+        eval_env: int | Mapping[str, object] = 0,
+        representatives: str = DEFAULT_REPRESENTATIVES,
+    ):
+        """The model of ``formula`` on the histogram release ``data``: nothing is
+        read or spent.  To release from raw rows, call the ``dp_*`` function
+        (or :meth:`from_formula`)."""
+        if not isinstance(data, PrivateHistogram):
+            raise DPModelsTypeError(
+                f"{type(self).__name__}(formula, data) fits on a release (a PrivateHistogram), "
+                f"got {type(data).__name__}: to release from raw rows call the dp_* function "
+                f"(e.g. dpm.dp_ols(formula, data, epsilon=...)) or "
+                f"{type(self).__name__}.from_formula(formula, data, epsilon=...)")
+        namespace = self._prepare(formula, data, epsilon, None, eval_env, representatives)
+        if epsilon is not None and not _same_eps(epsilon, data.report.epsilon):
+            raise DPModelsError(
+                f"data is a release made with epsilon={data.report.epsilon:g}; a fit on it "
+                f"cannot change that (got epsilon={epsilon!r}): leave epsilon out"
+            )
+        fv = formula_variables(formula, data.domain.names, namespace)
+        for name in fv.discrete:
+            if data.domain.axis(name).kind != "discrete":
+                raise DomainError(
+                    f"C({name}) needs a discrete variable, but {name!r} is continuous (binned) "
+                    "in this release"
+                )
+        self._check_domain(data.domain, fv)
+        _warn_scale_mismatch(formula, data.domain, fv)
+        self._attach(data, fv, namespace, budget_spent=0.0)
+
+    @classmethod
+    def from_formula(
+        cls,
+        formula: str,
         data,
         *,
         epsilon: float | None = None,
@@ -308,7 +344,34 @@ class DPModel:
         eval_env: int | Mapping[str, object] = 0,
         representatives: str = DEFAULT_REPRESENTATIVES,
     ):
+        """Release the histogram of ``formula``'s variables from the raw rows
+        ``data`` (spending ``epsilon``: :func:`dpmodels.release`), then build the
+        model on it; on a release, the model on it (nothing spent).  Every check
+        of the public inputs, the model's own included, runs before anything is
+        read or spent.  The ``dp_*`` functions call this."""
+        model = cls.__new__(cls)
         check_random_state(random_state)  # before anything else (dpmodels.validation)
+        namespace = model._prepare(formula, data, epsilon, threshold, eval_env, representatives)
+        if isinstance(data, PrivateHistogram):
+            return cls(formula, data, epsilon=epsilon, eval_env=namespace,
+                       representatives=representatives)
+        rel = release(
+            data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+            threshold=threshold, threshold_A=threshold_A, n=n, random_state=random_state,
+            accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
+            namespace=namespace,
+            domain_check=lambda domain: (
+                model._check_domain(domain, formula_variables(formula, domain.names, namespace)),
+                check_finite_design(formula, domain, namespace)),
+        )
+        fv = formula_variables(formula, rel.domain.names, namespace)
+        model._attach(rel, fv, namespace, budget_spent=rel.report.epsilon)
+        return model
+
+    def _prepare(self, formula, data, epsilon, threshold, eval_env, representatives) -> dict:
+        """The checks of the public inputs every model makes first, and the
+        formula's namespace (``eval_env`` frames above the caller of
+        ``__init__`` or :meth:`from_formula`)."""
         self.representatives = check_representatives(
             check_choice("representatives", representatives, REPRESENTATIVES))
         check_eval_env(eval_env)
@@ -318,40 +381,17 @@ class DPModel:
         if not self._allows_signed:
             _refuse_signed(self._name, data, epsilon, threshold)
         namespace = formula_namespace(formula, eval_env if isinstance(eval_env, Mapping)
-                                      else _frame_namespace(int(eval_env) + 1, eval_env))
+                                      else _frame_namespace(int(eval_env) + 2, eval_env))
         check_formula_transforms(formula, namespace)  # before the release: nothing is spent
         self.formula = formula
         self.namespace = namespace
-        if isinstance(data, PrivateHistogram):
-            if epsilon is not None and not _same_eps(epsilon, data.report.epsilon):
-                raise DPModelsError(
-                    f"data is a release made with epsilon={data.report.epsilon:g}; a fit on it "
-                    f"cannot change that (got epsilon={epsilon!r}): leave epsilon out"
-                )
-            fv = formula_variables(formula, data.domain.names, namespace)
-            for name in fv.discrete:
-                if data.domain.axis(name).kind != "discrete":
-                    raise DomainError(
-                        f"C({name}) needs a discrete variable, but {name!r} is continuous (binned) "
-                        "in this release"
-                    )
-            self._check_domain(data.domain, fv)
-            _warn_scale_mismatch(formula, data.domain, fv)
-            self.release = data
-            self.budget_spent = 0.0
-        else:
-            self.release = release(
-                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
-                threshold=threshold, threshold_A=threshold_A, n=n, random_state=random_state,
-                accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
-                namespace=namespace,
-                domain_check=lambda domain: (
-                    self._check_domain(domain, formula_variables(formula, domain.names,
-                                                                 namespace)),
-                    check_finite_design(formula, domain, namespace)),
-            )
-            fv = formula_variables(formula, self.release.domain.names, namespace)
-            self.budget_spent = self.release.report.epsilon
+        return namespace
+
+    def _attach(self, rel: PrivateHistogram, fv, namespace: dict, *, budget_spent: float) -> None:
+        """The model's state on the release ``rel``: its cells at the
+        representatives' points and the formula's namespace."""
+        self.release = rel
+        self.budget_spent = budget_spent
         self.variables = fv.names
         self.response_variables = fv.response
         # the one place the cell frame is built: released cells, marginalized to the

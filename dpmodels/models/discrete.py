@@ -52,7 +52,6 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
 from ..dp_results import DPInferenceResultsMixin
-from ..errors import SeparationError, SeparationWarning, SingularDesignError  # noqa: F401 (logit's)
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = [

@@ -56,7 +56,7 @@ import pandas as pd
 from scipy import stats
 
 from ..dp_results import attach_dp_inference
-from ..errors import DPModelsError, ReleaseWarning
+from ..errors import DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import user_stacklevel
 from ..intervals import DPInference
 from ..moments import DesignSpace, PrivateMoments, release_moments
@@ -305,22 +305,39 @@ class FormulaReleaseModel:
     _release_type: type[Any] = object
     _release_fn: Any = None  # the subclass's release function (a staticmethod)
 
-    def __init__(self, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
-                 random_state=None, accountant=None, missing="drop", namespace=None,
-                 domain_check=None, **release_options):
+    def __init__(self, formula: str, data):
+        """The model of ``formula`` on the release ``data`` (made for that
+        formula): nothing is read or spent.  To release from raw rows, call the
+        ``dp_*`` function (or :meth:`from_formula`)."""
+        if not isinstance(data, self._release_type):
+            raise DPModelsTypeError(
+                f"{type(self).__name__}(formula, data) fits on a release (a "
+                f"{self._release_type.__name__}), got {type(data).__name__}: to release from raw "
+                "rows call the dp_* function (e.g. dpm.dp_ols(formula, data, epsilon=...)) or "
+                f"{type(self).__name__}.from_formula(formula, data, epsilon=...)")
+        if data.space.formula != formula:
+            raise DPModelsError(
+                f"this release was made for {data.space.formula!r}; a {self.method} "
+                f"release answers its own formula only (got {formula!r})")
         self.formula = formula
-        if isinstance(data, self._release_type):
-            if data.space.formula != formula:
-                raise DPModelsError(
-                    f"this release was made for {data.space.formula!r}; a {self.method} "
-                    f"release answers its own formula only (got {formula!r})")
-            self.release, self.budget_spent = data, 0.0
-        else:
-            self.release = type(self)._release_fn(
-                data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
-                random_state=random_state, accountant=accountant, missing=missing,
-                namespace=namespace, domain_check=domain_check, **release_options)
-            self.budget_spent = self.release.report.epsilon
+        self.release, self.budget_spent = data, 0.0
+
+    @classmethod
+    def from_formula(cls, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
+                     random_state=None, accountant=None, missing="drop", namespace=None,
+                     domain_check=None, **release_options):
+        """Make the release of ``formula`` from the raw rows ``data`` (spending
+        ``epsilon``), then build the model on it; on a release, the model on it
+        (nothing spent).  The ``dp_*`` functions call this."""
+        if isinstance(data, cls._release_type):
+            return cls(formula, data)
+        rel = cls._release_fn(
+            data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+            random_state=random_state, accountant=accountant, missing=missing,
+            namespace=namespace, domain_check=domain_check, **release_options)
+        model = cls(formula, rel)
+        model.budget_spent = rel.report.epsilon
+        return model
 
     @property
     def privacy(self):

@@ -261,15 +261,28 @@ def _split(epsilon: float, gamma: float) -> tuple[float, float]:
 class _Projected:
     """Selection, then the histogram model of the restricted formula."""
 
-    def __init__(self, formula, data, *, select, gamma=None, epsilon=None, bounds=None,
+    def __init__(self, *args, **kwargs):
+        raise DPModelsTypeError(
+            f"a projected model selects its variables from the raw rows: make it with "
+            f"{self._func}(formula, data, select=..., epsilon=...) (or "
+            f"{type(self).__name__}.from_formula); on an existing release, fit the formula "
+            "restricted to the variables you want with the plain dp_* function")
+
+    @classmethod
+    def from_formula(cls, formula, data, *, select, gamma=None, epsilon=None, bounds=None,
                  levels=None, bins="auto", threshold="enhanced", threshold_A=DEFAULT_A, n=None,
                  random_state=None, accountant=None, missing="drop",
                  max_spurious_cells=DEFAULT_MAX_SPURIOUS_CELLS, eval_env=0, **kwargs):
+        """Select (spending part of ``epsilon``), then release the histogram of the
+        projection and build the model on it (the rest of ``epsilon``): every check
+        of the public inputs runs before anything is read or spent."""
         # ---- public inputs only: every check before anything is spent or drawn --------
         import inspect
 
+        self = cls.__new__(cls)  # the checks' helpers; the model is built on the release below
+
         check_random_state(random_state)
-        allowed = set(inspect.signature(DPModel.__init__).parameters) - {"self"}
+        allowed = set(inspect.signature(DPModel.from_formula).parameters)
         unknown = sorted(set(kwargs) - allowed)
         if unknown:
             raise DPModelsTypeError(
@@ -373,21 +386,23 @@ class _Projected:
         restricted = restrict_formula(formula, set(selected), cols, namespace, response)
 
         # ---- the histogram of the projection (eps_h), then the usual model -----------
-        super().__init__(restricted, data, epsilon=eps_h, bounds=bounds, levels=levels,
-                         bins=bins, threshold=threshold, threshold_A=threshold_A, n=n,
-                         random_state=bits, accountant=accountant, missing=missing,
-                         max_spurious_cells=max_spurious_cells, eval_env=namespace, **kwargs)
-        self.original_formula = formula
-        self.selection = selection if selection is not None else (
+        # (the histogram model this mixin precedes in the MRO: DPLogit or DPMNLogit)
+        model = super().from_formula(  # type: ignore[misc]
+            restricted, data, epsilon=eps_h, bounds=bounds, levels=levels, bins=bins,
+            threshold=threshold, threshold_A=threshold_A, n=n, random_state=bits,
+            accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
+            eval_env=namespace, **kwargs)
+        model.original_formula = formula
+        model.selection = selection if selection is not None else (
             select if kind == "earlier" else None)
-        hist = self.release.report
+        hist = model.release.report
         split = ((("feature selection (PRIVATEKD)", eps_p),) if kind == "k" else ()) + (
             ("histogram of the projection", hist.epsilon),)
         total = eps_p + hist.epsilon if kind == "k" else hist.epsilon
         # which coefficients exist was chosen by the selection: a non-private selection
         # (epsilon = inf, here or earlier) makes the whole model non-private (PRIVACY.md
         # rule 8), whatever the histogram's epsilon
-        sel_private = self.selection is None or self.selection.report.private
+        sel_private = model.selection is None or model.selection.report.private
         if kind == "earlier" and not sel_private:
             split = (("an earlier selection, NOT PRIVATE (epsilon = inf)", math.inf),) + split
         if not sel_private:
@@ -398,13 +413,14 @@ class _Projected:
                 "the histogram's epsilon; select privately (a finite epsilon) to publish it",
                 NotPrivateWarning, stacklevel=user_stacklevel())
         dropped = tuple(c for c in candidates if c not in selected)
-        self._projected_report = ProjectedReport(
+        model._projected_report = ProjectedReport(
             epsilon=total, private=hist.private and sel_private,
             mechanism="projected histogram (Vinterbo 2012): feature selection, then the "
                       "perturbed histogram of the response and the selected variables",
             split=split, gamma=gamma_used, selection_source=source, selected=tuple(selected),
             dropped=dropped, formula=restricted,
             selection=selection.report if selection is not None else None, histogram=hist)
+        return model
 
     @property
     def privacy(self) -> ProjectedReport:
@@ -445,7 +461,7 @@ def _subsets_to_check(candidates, k, domain):
     return [tuple(by_size[:k])]
 
 
-class DPProjectedLogit(_Projected, DPLogit):
+class DPProjectedLogit(_Projected, DPLogit):  # type: ignore[misc]  # from_formula adds select=
     """Logistic regression on a projected histogram (Vinterbo's HLR):
     ``dp_logit(..., select=k)``.  ``.selection`` is the
     :class:`~dpmodels.selection.FeatureSelection` (None for a given list),
@@ -454,7 +470,7 @@ class DPProjectedLogit(_Projected, DPLogit):
     _name = "DP Logit (projected)"
 
 
-class DPProjectedMNLogit(_Projected, DPMNLogit):
+class DPProjectedMNLogit(_Projected, DPMNLogit):  # type: ignore[misc]  # from_formula adds select=
     """Multinomial logit on a projected histogram (Vinterbo's HMLR):
     ``dp_mnlogit(..., select=k)``; see :class:`DPProjectedLogit`."""
 
@@ -472,7 +488,8 @@ def build_projected(call):
             f"select= projects a histogram: it works with method='histogram' (or 'auto'), not "
             f"method={call.method!r}")
     cls = DPProjectedLogit if call.family == "logit" else DPProjectedMNLogit
-    return cls(call.formula, call.data, select=select, gamma=gamma, epsilon=call.epsilon,
+    return cls.from_formula(call.formula, call.data, select=select, gamma=gamma,
+                            epsilon=call.epsilon,
                bounds=call.bounds, levels=call.levels, bins=call.bins, threshold=call.threshold,
                n=call.n, random_state=call.random_state, accountant=call.accountant,
                eval_env=call.namespace, **opts)

@@ -21,7 +21,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 
-from ..errors import DPModelsError
+from ..errors import DPModelsError, DPModelsTypeError
 from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
 from ..summary import add_privacy_block, add_privacy_block2
 
@@ -42,24 +42,41 @@ class DPSampleAggregate:
 
     method = "sample-aggregate"
 
-    def __init__(self, family: str, formula: str, data, *, epsilon=None, bounds=None,
-                 levels=None, n=None, q=None, blocks=None, param_bounds=None,
-                 bias_correction="auto", random_state=None, accountant=None, missing="drop",
-                 namespace=None):
+    def __init__(self, family: str, formula: str, data: PrivateSampleAggregate):
+        """The model of a released sample-and-aggregate fit: nothing is read or
+        spent.  To release from raw rows, call the ``dp_*`` function with
+        ``method="sample-aggregate"`` (or :meth:`from_formula`)."""
+        if not isinstance(data, PrivateSampleAggregate):
+            raise DPModelsTypeError(
+                f"DPSampleAggregate(family, formula, data) fits on a release (a "
+                f"PrivateSampleAggregate), got {type(data).__name__}: to release from raw rows "
+                "call the dp_* function with method='sample-aggregate' or "
+                "DPSampleAggregate.from_formula(family, formula, data, epsilon=...)")
+        if data.formula != formula or data.family != family:
+            raise DPModelsError(
+                f"this release is a {data.family} fit of {data.formula!r}; it answers that "
+                f"model only (got {family} {formula!r})")
         self.family, self.formula = family, formula
+        self.release, self.budget_spent = data, 0.0
+
+    @classmethod
+    def from_formula(cls, family: str, formula: str, data, *, epsilon=None, bounds=None,
+                     levels=None, n=None, q=None, blocks=None, param_bounds=None,
+                     bias_correction="auto", random_state=None, accountant=None,
+                     missing="drop", namespace=None) -> DPSampleAggregate:
+        """Release the sample-and-aggregate fit of ``formula`` from the raw rows
+        ``data`` (spending ``epsilon``), then build the model on it; on a
+        release, the model on it (nothing spent)."""
         if isinstance(data, PrivateSampleAggregate):
-            if data.formula != formula or data.family != family:
-                raise DPModelsError(
-                    f"this release is a {data.family} fit of {data.formula!r}; it answers that "
-                    f"model only (got {family} {formula!r})")
-            self.release, self.budget_spent = data, 0.0
-        else:
-            self.release = release_sample_aggregate(
-                data, family=family, formula=formula, epsilon=epsilon, bounds=bounds,
-                levels=levels, n=n, q=q, blocks=blocks, param_bounds=param_bounds,
-                bias_correction=bias_correction, random_state=random_state,
-                accountant=accountant, missing=missing, namespace=namespace)
-            self.budget_spent = self.release.report.epsilon
+            return cls(family, formula, data)
+        rel = release_sample_aggregate(
+            data, family=family, formula=formula, epsilon=epsilon, bounds=bounds,
+            levels=levels, n=n, q=q, blocks=blocks, param_bounds=param_bounds,
+            bias_correction=bias_correction, random_state=random_state,
+            accountant=accountant, missing=missing, namespace=namespace)
+        model = cls(family, formula, rel)
+        model.budget_spent = rel.report.epsilon
+        return model
 
     @property
     def privacy(self):
@@ -462,7 +479,7 @@ def build_sample_aggregate(call):
     if call.bins != "auto" or call.threshold != "enhanced":
         raise DPModelsError("bins= and threshold= are options of the histogram release; "
                             "method='sample-aggregate' does not take them")
-    return DPSampleAggregate(
+    return DPSampleAggregate.from_formula(
         call.family, call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
         levels=call.levels, n=call.n, q=call.q, blocks=blocks, param_bounds=param_bounds,
         bias_correction=bias_correction, random_state=call.random_state,
