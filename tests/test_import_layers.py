@@ -31,9 +31,9 @@ LAYERS = {
             "batched unbounded",
     # the public domain of a release and the variables a formula reads
     "domain": "formula domain representatives",
-    # the only code that reads the caller's rows (engines, counting, the schema and the
-    # argument checks), and the code that writes public values out (files, figures),
-    # which the releases and results call
+    # the caller's data as the releases see it (the histogram's counting in every engine,
+    # the schema, the argument checks), and the code that writes public values out
+    # (files, figures), which the releases and results call
     "data": "engines engines.dask engines.lazy histogram columns validation saving plots",
     # one module per mechanism (plus the histogram's own simulation for the bootstrap)
     "releases": "population simulation release moments newton quantile_steps selection "
