@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -32,7 +32,7 @@ __all__ = ["Axis", "Domain", "EnumType", "DTYPE_LEVELS", "auto_bins", "build_dom
 #: scale of an :class:`~dpmodels.unbounded.Unbounded` variable is not listed here: its
 #: ``(T, T**-1)`` are the methods of the axis's ``unbounded`` declaration (see
 #: :attr:`Axis.unbounded`).
-SCALES = {
+SCALES: dict[str, tuple[Callable, Callable, float, bool]] = {
     "linear": (lambda x: x, lambda c: c, -math.inf, True),
     "log": (np.log, np.exp, 0.0, False),
     "log1p": (np.log1p, np.expm1, -1.0, False),
@@ -183,8 +183,32 @@ class Axis:
                               "declaration (center and scale)")
 
     @property
+    def bin_count(self) -> int:
+        """``bins`` of a continuous axis (always set by :func:`build_domain`);
+        raises :class:`~dpmodels.errors.DomainTypeError` when it is not set."""
+        if self.bins is None:
+            raise DomainTypeError(f"the {self.kind} axis of {self.name!r} has no bins")
+        return self.bins
+
+    @property
+    def bound_pair(self) -> tuple[float, float]:
+        """``bounds`` of a continuous axis (always set for one); raises
+        :class:`~dpmodels.errors.DomainTypeError` when they are not set."""
+        if self.bounds is None:
+            raise DomainTypeError(f"the {self.kind} axis of {self.name!r} has no bounds")
+        return self.bounds
+
+    @property
+    def level_set(self) -> tuple:
+        """``levels`` of a discrete axis (always set for one); raises
+        :class:`~dpmodels.errors.DomainTypeError` when they are not set."""
+        if self.levels is None:
+            raise DomainTypeError(f"the {self.kind} axis of {self.name!r} has no levels")
+        return self.levels
+
+    @property
     def size(self) -> int:
-        return int(self.bins) if self.kind == "continuous" else len(self.levels)
+        return int(self.bin_count) if self.kind == "continuous" else len(self.level_set)
 
     def _maps(self):
         """``(T, T**-1)`` of the axis's (non-linear) scale."""
@@ -196,7 +220,7 @@ class Axis:
     def coord_bounds(self) -> tuple[float, float]:
         """``(T(low), T(high))``: the bounds on the axis's scale ((0, 1) for
         an Unbounded variable)."""
-        lo, hi = self.bounds
+        lo, hi = self.bound_pair
         if self.scale == "linear":
             return lo, hi
         if self.unbounded is not None:
@@ -209,13 +233,13 @@ class Axis:
         """Bin edges on the axis's scale (continuous axes only); they depend
         only on bounds, scale and bins."""
         lo, hi = self.coord_bounds
-        return np.linspace(lo, hi, self.bins + 1)
+        return np.linspace(lo, hi, self.bin_count + 1)
 
     @property
     def width(self) -> float:
         """Bin width on the axis's scale."""
         lo, hi = self.coord_bounds
-        return (hi - lo) / self.bins
+        return (hi - lo) / self.bin_count
 
     def coarsened(self, factor: int) -> Axis:
         """The axis with its bins merged in groups of ``factor``; a bin count
@@ -227,15 +251,15 @@ class Axis:
         coarse bins are equal-width on (0, 1), so a coarse bin's nominal
         edges are off those of the fine bins it merges by less than one fine
         bin (the binning diagnostic's refit is then approximate)."""
-        k = -(-self.bins // factor)
+        k = -(-self.bin_count // factor)
         if self.unbounded is not None:
             return replace(self, bins=k)
         lo, _ = self.coord_bounds
         top = lo + k * factor * self.width
         if self.scale == "linear":
-            return replace(self, bins=k, bounds=(self.bounds[0], top))
+            return replace(self, bins=k, bounds=(self.bound_pair[0], top))
         raw_hi = float(self._maps()[1](top))
-        return replace(self, bins=k, bounds=(self.bounds[0], raw_hi))
+        return replace(self, bins=k, bounds=(self.bound_pair[0], raw_hi))
 
     def to_coord(self, values) -> np.ndarray:
         """Values of the variable -> coordinates on the axis's scale (float64;
@@ -243,7 +267,7 @@ class Axis:
         x = np.asarray(values, dtype=np.float64)
         if self.scale == "linear":
             return x
-        lo, hi = self.bounds
+        lo, hi = self.bound_pair
         with np.errstate(invalid="ignore"):
             return self._maps()[0](np.clip(x, lo, hi))
 
@@ -254,7 +278,7 @@ class Axis:
         c = np.asarray(coord, dtype=np.float64)
         if self.scale == "linear":
             return c
-        lo, hi = self.bounds
+        lo, hi = self.bound_pair
         return np.clip(self._maps()[1](c), lo, hi)
 
     @property
@@ -265,15 +289,15 @@ class Axis:
         Categorical).  A function of the declaration only."""
         if self.kind == "continuous":
             return "float64"
-        if not _is_numeric_levels(self.levels):
+        if not _is_numeric_levels(self.level_set):
             return None
-        return "int64" if all(_is_int(v) for v in self.levels) else "float64"
+        return "int64" if all(_is_int(v) for v in self.level_set) else "float64"
 
     @property
     def categories(self) -> list | None:
         """The categories of the published Categorical column, in order
         (None for continuous and numeric axes): see the class notes."""
-        return None if _is_numeric_levels(self.levels) else self.factor_levels
+        return None if _is_numeric_levels(self.level_set) else self.factor_levels
 
     @property
     def factor_levels(self) -> list | None:
@@ -282,15 +306,15 @@ class Axis:
         unless the declaration is ordered), None for a continuous axis."""
         if self.kind == "continuous":
             return None
-        return [self.levels[i] for i in self._category_order()]
+        return [self.level_set[i] for i in self._category_order()]
 
     def _category_order(self) -> list[int]:
         """Declared positions of the levels in category order."""
-        n = len(self.levels)
+        n = len(self.level_set)
         if self.declared_order:
             return list(range(n))
         try:
-            return sorted(range(n), key=self.levels.__getitem__)
+            return sorted(range(n), key=self.level_set.__getitem__)
         except TypeError:  # e.g. strings mixed with numbers: keep the declared order
             return list(range(n))
 
@@ -301,7 +325,7 @@ class Axis:
         if self.kind == "continuous":
             e = self.edges
             return (e[:-1] + e[1:]) / 2.0
-        return _level_array(self.levels)
+        return _level_array(self.level_set)
 
     def codes(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Axis position of each value.
@@ -318,21 +342,21 @@ class Axis:
             x = self.to_coord(values)
             missing = np.isnan(x)
             lo, hi = self.coord_bounds
-            scaled = (x - lo) * (self.bins / (hi - lo))
+            scaled = (x - lo) * (self.bin_count / (hi - lo))
             with np.errstate(invalid="ignore"):
-                idx = np.floor(np.clip(scaled, 0, self.bins - 1))
+                idx = np.floor(np.clip(scaled, 0, self.bin_count - 1))
             idx[missing] = -1
             return idx.astype(np.int64), missing, np.zeros(x.shape, bool)
         if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
             cat = pd.Categorical(values)
             raw = np.asarray(cat.codes, dtype=np.int64)
-            remap = _match_levels(self.levels, cat.categories)
+            remap = _match_levels(self.level_set, cat.categories)
             missing = raw < 0
             codes = np.where(missing, -1, remap[np.maximum(raw, 0)])
         else:
             arr = np.asarray(values)
             missing = np.asarray(pd.isna(arr), dtype=bool)
-            codes = _match_levels(self.levels, arr)
+            codes = _match_levels(self.level_set, arr)
         undeclared = (codes < 0) & ~missing
         return codes.astype(np.int64), missing, undeclared
 
@@ -346,13 +370,13 @@ class Axis:
         reps = self.representatives()
         if self.kind == "continuous":
             return self.to_values(reps[codes])
-        if _is_numeric_levels(self.levels):
+        if _is_numeric_levels(self.level_set):
             return reps[codes]
         order = self._category_order()
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         return pd.Categorical.from_codes(position[codes], categories=_object_index(
-            [self.levels[i] for i in order]))
+            [self.level_set[i] for i in order]))
 
     def describe(self) -> str:
         if self.kind == "continuous":
@@ -360,11 +384,12 @@ class Axis:
                 u = self.unbounded
                 return (f"continuous, unbounded, {self.bins} bins equal on the logistic scale "
                         f"1/(1+exp(-(x-{u.center:g})/{u.scale:g}))")
-            lo, hi = self.bounds
+            lo, hi = self.bound_pair
             on = "" if self.scale == "linear" else f" equal on the {self.scale} scale"
             return f"continuous, bounds [{lo:g}, {hi:g}], {self.bins} bins{on}"
-        shown = ", ".join(map(str, self.levels[:6])) + (", ..." if len(self.levels) > 6 else "")
-        return f"discrete, {len(self.levels)} levels ({shown})"
+        levels = self.level_set
+        shown = ", ".join(map(str, levels[:6])) + (", ..." if len(levels) > 6 else "")
+        return f"discrete, {len(levels)} levels ({shown})"
 
 
 def whole_number_bins(axis: Axis) -> bool:
@@ -377,7 +402,7 @@ def whole_number_bins(axis: Axis) -> bool:
     from the public domain only."""
     if axis.kind != "continuous" or axis.scale != "linear" or not axis.bins:
         return False
-    lo, hi = axis.bounds
+    lo, hi = axis.bound_pair
     width = (hi - lo) / axis.bins
     return float(lo).is_integer() and width in (1.0, 2.0)
 
@@ -793,7 +818,7 @@ def _check_unbounded_cells(axis: Axis) -> None:
     mids = (e[:-1] + e[1:]) / 2.0
     inner = axis.to_values(np.concatenate([e[1:-1], mids]))
     ok = np.all(np.isfinite(inner)) and np.all(np.diff(axis.to_values(mids)) > 0) and (
-        axis.bins < 3 or np.all(np.diff(axis.to_values(e[1:-1])) > 0))
+        axis.bin_count < 3 or np.all(np.diff(axis.to_values(e[1:-1])) > 0))
     if not ok:
         raise DomainError(
             f"bounds[{axis.name!r}] = {axis.unbounded} cut into {axis.bins} bins gives cells "
@@ -931,7 +956,8 @@ def build_domain(
                 "public, never read from the data)"
             )
 
-    explicit = {}
+    explicit: dict[str, int] = {}
+    default: int | str
     if isinstance(bins, Mapping):
         explicit = dict(bins)
         default = "auto"
@@ -941,8 +967,9 @@ def build_domain(
         default = "auto"
     else:
         default = bins
-    for name, k in list(explicit.items()) + ([(None, default)] if default != "auto" else []):
-        _as_bins(name, k)
+    checked: list[tuple[str | None, int | str]] = list(explicit.items())
+    for key, k in checked + ([(None, default)] if default != "auto" else []):
+        _as_bins(key, k)
     fixed = 1
     auto_names = []
     for s in specs:
@@ -958,7 +985,11 @@ def build_domain(
     axes = []
     for s in specs:
         if s["kind"] == "continuous":
-            s["bins"] = int(explicit.get(s["name"], k_auto if s["name"] in auto_names else default))
+            fallback = default
+            if s["name"] in auto_names:
+                assert k_auto is not None  # computed whenever auto_names is not empty
+                fallback = k_auto
+            s["bins"] = int(explicit.get(s["name"], fallback))
             _check_edges(s["name"], Axis(**s).coord_bounds, s["bins"])
             if s.get("unbounded") is not None:
                 _check_unbounded_cells(Axis(**s))
