@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import FrameType
 
 import patsy
 import patsy.builtins
@@ -132,7 +133,8 @@ def user_stacklevel() -> int:
     import os
 
     pkg = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg + os.sep):
         frame, level = frame.f_back, level + 1
     return level

@@ -167,6 +167,8 @@ class BinningCheck:
         """``cov`` widened by :attr:`rounding` (its ``widened``); unchanged without it."""
         if self.rounding is None:
             return cov
+        # BinningDiagnostic._rounding sets the three together
+        assert self.constant is not None and self.means is not None
         return self.rounding.widened(cov, params, self.constant, self.means, ok)
 
     @property

@@ -75,7 +75,7 @@ class Route:
 #: The registered routes, tried in order: the routed mechanisms of
 #: :data:`dpmodels.registry.MECHANISMS`.
 ROUTES: list[Route] = [Route(m.name, m.families, m.applies, m.build)
-                       for m in _registry.MECHANISMS if m.routed]
+                       for m in _registry.MECHANISMS if m.applies is not None]
 
 
 def route(call: Call):

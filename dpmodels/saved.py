@@ -84,7 +84,7 @@ import os
 import pathlib
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -158,7 +158,13 @@ class _Reader:
     def int(self, key) -> int:
         return _int(self._get(key), self._name(key))
 
-    def float(self, key, optional: builtins.bool = False) -> float | None:
+    @overload
+    def float(self, key, optional: Literal[False] = False) -> builtins.float: ...
+
+    @overload
+    def float(self, key, optional: builtins.bool) -> builtins.float | None: ...
+
+    def float(self, key, optional: builtins.bool = False) -> builtins.float | None:
         v = self._get(key)
         if v is None and optional:
             return None
@@ -238,7 +244,7 @@ def _domain_in(r: _Reader) -> Domain:
                 axis = Axis(name, "continuous", bounds=(-math.inf, math.inf),
                             bins=_as_bins(name, a.int("bins")), scale="logistic",
                             unbounded=Unbounded(u.float("center"), u.float("scale")))
-                _check_edges(name, axis.coord_bounds, axis.bins)
+                _check_edges(name, axis.coord_bounds, axis.bin_count)
                 _check_unbounded_cells(axis)
             elif kind == "continuous":
                 bounds = _as_bounds(name, a.list("bounds"))
@@ -414,7 +420,8 @@ def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
     if not np.all(values["half"] > 0):
         raise SavedReleaseError("release.design.half must be positive")
     # the saved numbers (exact) with the rebuilt patsy coding
-    return replace(rebuilt, **values), q
+    return replace(rebuilt, constant_values=values["constant_values"], lo=values["lo"],
+                   hi=values["hi"], centre=values["centre"], half=values["half"]), q
 
 
 def _describes(report, domain: Domain) -> None:

@@ -187,9 +187,9 @@ class ReleaseSimulator:
             if n_out > 0:
                 p_cross = discrete_laplace_sf(self.k, self.epsilon)
                 n_new = rng.binomial(n_out, p_cross, size=size)
-                for r in np.flatnonzero(n_new):
-                    idx = rng.choice(n_out, size=int(n_new[r]), replace=False)
-                    reps.append(np.full(idx.size, r, np.int64))
+                for row in np.flatnonzero(n_new):
+                    idx = rng.choice(n_out, size=int(n_new[row]), replace=False)
+                    reps.append(np.full(idx.size, row, np.int64))
                     ids.append(complement_ids(self.support, idx))
                     vals.append(simulate_discrete_laplace_tail(rng, self.epsilon, self.k, idx.size))
         if reps:

@@ -71,6 +71,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -182,6 +183,14 @@ def _n_continuous(domain: Domain) -> int:
 # ---------------------------------------------------------------------------------------
 
 WITHIN = ("uniform", "density")
+
+
+@overload
+def _check_size(size, allow_none: Literal[False]) -> int: ...
+
+
+@overload
+def _check_size(size, allow_none: bool) -> int | None: ...
 
 
 def _check_size(size, allow_none: bool) -> int | None:
