@@ -76,7 +76,9 @@ def batched_newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8, *,
     ``I`` (a new flat direction, separation) fails the replicate.
     """
     b = W.shape[1]
-    proj = flat = eye = None
+    proj: np.ndarray | None = None
+    flat: np.ndarray | None = None
+    eye: np.ndarray | None = None
     if flat_directions is not None:
         main = np.asarray(flat_directions, float)
         p, k = X.shape[1], np.size(start)
@@ -100,6 +102,7 @@ def batched_newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8, *,
             break
         g, info = grad_hess(theta[idx], idx)
         if proj is not None:  # P I P + (1 - P) on the flat replicates: steps stay in P's range
+            assert flat is not None and eye is not None  # set with proj
             sub = flat[idx]
             Pi = proj[idx[sub]]
             info[sub] = Pi @ info[sub] @ Pi + (eye - Pi)

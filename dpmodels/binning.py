@@ -370,15 +370,16 @@ def coarsen_frame(frame: pd.DataFrame, domain: Domain, variables: Sequence[str],
         axis = domain.axis(name)
         if axis.kind != "continuous":
             continue
-        if axis.bins < BINNING_MIN_BINS_ONE:
+        bins = axis.bin_count
+        if bins < BINNING_MIN_BINS_ONE:
             skipped.append(name)
             continue
         e = axis.edges  # on the axis's scale, as the codes
         lo = axis.coord_bounds[0]
         coord = axis.to_coord(out[name].to_numpy(float))
-        code = np.clip(np.floor((coord - lo) / axis.width), 0, axis.bins - 1)
+        code = np.clip(np.floor((coord - lo) / axis.width), 0, bins - 1)
         c = code.astype(np.int64) // factor
-        out[name] = axis.to_values((e[factor * c] + e[np.minimum(factor * c + factor, axis.bins)]) / 2.0)
+        out[name] = axis.to_values((e[factor * c] + e[np.minimum(factor * c + factor, bins)]) / 2.0)
         done.append(name)
     return out, tuple(done), tuple(skipped)
 

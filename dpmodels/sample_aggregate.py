@@ -128,7 +128,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -349,7 +349,8 @@ class PrivateSampleAggregate(Release):
     spread: np.ndarray
     params: np.ndarray
     space: DesignSpace = field(repr=False)
-    report: SampleAggregateReport = None
+    # always passed (Release's contract); the None default only lets it precede defaulted fields
+    report: SampleAggregateReport = None  # type: ignore[assignment]
     #: The (noisy, when private) share of blocks whose fit failed.
     failed_share: float = 0.0
     #: True when more than MAX_FAILED_BLOCKS of the blocks failed (an upper
@@ -918,7 +919,7 @@ def release_sample_aggregate(
             check_binary_levels(domain.axis(response))
         space = design_space(formula, domain, namespace, response=False)
         if family == "mnlogit":
-            ynames = tuple(domain.axis(response).levels)
+            ynames = tuple(domain.axis(response).level_set)
     else:
         space = design_space(formula, domain, namespace, response=True)
     J = len(ynames) if family == "mnlogit" else 2
@@ -926,7 +927,12 @@ def release_sample_aggregate(
     exog = tuple(space.exog_names)
     names = (tuple(f"{x}[{ynames[e + 1]}]" for e in range(J1) for x in exog)
              if family == "mnlogit" else exog)
-    shown = equation_names(exog, response, ynames) if family == "mnlogit" else exog
+    shown: Sequence[str]
+    if family == "mnlogit":
+        assert response is not None  # checked with the response's levels above
+        shown = equation_names(exog, response, ynames)
+    else:
+        shown = exog
     p = len(names)
     private = math.isfinite(epsilon)
     if param_bounds is not None:
@@ -991,6 +997,7 @@ def release_sample_aggregate(
     sizes = sorted({len(part) for part in parts})
     block_rows = " or ".join(f"{s:,}" for s in sizes)
 
+    split: tuple[tuple[str, float], ...]
     if not private:
         Wok = W[ok]
         if Wok.shape[0] == 0:

@@ -87,12 +87,13 @@ def _axis_out(axis: Axis) -> dict:
     if axis.kind == "continuous" and axis.unbounded is not None:  # no finite bounds
         return {"name": axis.name, "kind": "continuous", "bounds": None,
                 "unbounded": {"center": axis.unbounded.center, "scale": axis.unbounded.scale},
-                "bins": int(axis.bins), "scale": axis.scale}
+                "bins": int(axis.bin_count), "scale": axis.scale}
     if axis.kind == "continuous":
-        return {"name": axis.name, "kind": "continuous", "bounds": [float(b) for b in axis.bounds],
-                "bins": int(axis.bins), "scale": axis.scale}
+        return {"name": axis.name, "kind": "continuous",
+                "bounds": [float(b) for b in axis.bound_pair],
+                "bins": int(axis.bin_count), "scale": axis.scale}
     return {"name": axis.name, "kind": "discrete",
-            "levels": [_level_out(axis.name, v) for v in axis.levels],
+            "levels": [_level_out(axis.name, v) for v in axis.level_set],
             "declared_order": bool(axis.declared_order)}
 
 

@@ -343,6 +343,8 @@ def private_kd(codes: Sequence[np.ndarray], sizes: Sequence[int], target: np.nda
         if r is None:
             pick = int(np.argmin(w))
         else:
+            if bits is None:
+                raise ValueError("private_kd with a scale r draws from bits: pass a RandomBits")
             pick = exponential_choice(bits, deficits, r)
         a = left.pop(pick)
         chosen.append(a)
@@ -491,6 +493,7 @@ def selection_domain(data, target: str, candidates: Sequence[str], *, bounds, le
     dtypes = {nm: dtype_of(data, nm) for nm in names}
     check_dtypes(dtypes)
     auto = selection_bins(n, len(candidates))
+    use: int | dict[str, int]
     if isinstance(bins, str):  # "auto" (checked by _check_bins)
         use = auto
     elif isinstance(bins, Mapping):
@@ -507,7 +510,7 @@ def selection_domain(data, target: str, candidates: Sequence[str], *, bounds, le
         raise DomainError(
             f"the target {target!r} must be discrete, but it is continuous "
             f"({axis.describe()}): declare its level set, e.g. levels={{{target!r}: [0, 1]}}")
-    if len(axis.levels) < 2:
+    if len(axis.level_set) < 2:
         raise DomainError(
             f"the target {target!r} has a single declared level: declare every value it can take")
     return domain
