@@ -436,6 +436,9 @@ class LocalHistogram(PrivateHistogram):
         """The local channel's simulation (:class:`LocalSimulator`): the
         parametric bootstrap of any model fitted on this histogram replicates
         the local release, not the central one."""
+        if self.local is None:
+            raise DPModelsError("this LocalHistogram has no local release to simulate: make it "
+                                "with LocalRelease.histogram")
         return [LocalSimulator(self.local)]
 
     def save(self, path):  # pragma: no cover - not supported
@@ -511,7 +514,8 @@ class LocalRelease(Release):
         counts = self.projected[: self.domain.size]
         ids = np.flatnonzero(counts > 0).astype(np.uint64)
         return LocalHistogram(self.domain, ids, counts[counts > 0].astype(np.int64),
-                              self.report, local=self)
+                              self.report,  # type: ignore[arg-type]  # the channel's own report
+                              local=self)
 
     @cached_property
     def cells(self) -> pd.DataFrame:
@@ -756,6 +760,7 @@ class LocalSimulator:
     n: int = field(init=False)
     hidden: float = 0.0
     removed: float = 0.0
+    _pop: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         m = self.release.domain.size
