@@ -42,16 +42,17 @@ import shlex
 import sys
 import tomllib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from . import __version__, datasets, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
 from .accountant import Accountant, Spend
 from .errors import DPModelsError
 from .formula import formula_variables
-from .moments import release_moments
+from .moments import ScaledRows, release_moments
 from .newton import release_newton
 from .quantile_steps import release_quantile_steps
-from .release import release
+from .release import PrivateHistogram, release
 from .unbounded import Unbounded
 
 __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS"]
@@ -308,14 +309,14 @@ def load_data(path: pathlib.Path, columns: Sequence[str]):
     try:
         import dask.dataframe as dd
     except ImportError:
-        dd = None
-    if dd is not None:
+        pass
+    else:
         return dd.read_parquet(str(path), columns=columns)
     try:
         import polars as pl
     except ImportError:
-        pl = None
-    if pl is not None:
+        pass
+    else:
         return pl.scan_parquet(path).select(columns)
     return pd.read_parquet(path, columns=columns)
 
@@ -523,14 +524,15 @@ class Ledger:
         with open(lock_path, "a") as fh:
             try:
                 import fcntl
+                has_lock = True
             except ImportError:  # pragma: no cover - Windows: no lock
-                fcntl = None
-            if fcntl is not None:
+                has_lock = False
+            if has_lock:
                 fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                if fcntl is not None:
+                if has_lock:
                     fcntl.flock(fh, fcntl.LOCK_UN)
 
     def accountant(self, doc: dict):
@@ -742,6 +744,7 @@ def cmd_schema_init(args) -> int:
 
 def cmd_ledger_init(args) -> int:
     path = _writable(args.file, "ledger file")
+    assert path is not None  # FILE is a required argument
     Ledger.create(path, args.total, force=args.force)
     print(f"ledger {path}: total epsilon {args.total:g}, nothing spent")
     return 0
@@ -881,8 +884,9 @@ def cmd_fit(args) -> int:
     if args.model == "mnlogit" and args.method not in ("auto", "histogram", "sample-aggregate"):
         raise CLIError("mnlogit is fitted on the histogram or the sample-and-aggregate release: "
                        "use --method auto, histogram or sample-aggregate")
-    fn = {"ols": dp_ols, "logit": dp_logit, "quantreg": dp_quantreg, "mnlogit": dp_mnlogit}[
-        args.model]
+    functions: dict[str, Callable[..., Any]] = {
+        "ols": dp_ols, "logit": dp_logit, "quantreg": dp_quantreg, "mnlogit": dp_mnlogit}
+    fn = functions[args.model]
     kw = {"method": args.method}
     fit_kw = {"random_state": args.seed}
     if args.model == "quantreg":
@@ -931,6 +935,7 @@ def cmd_release(args) -> int:
     if args.q is not None and args.method != "quantile-newton":
         raise CLIError("--q applies to --method quantile-newton only: leave it out")
     out = _writable(args.out)
+    assert out is not None  # --out is required
     if out.exists() and not args.force:
         raise CLIError(f"{str(out)!r} already exists: choose another --out, or pass --force")
     with _budget(raw, _command_line(args.argv)) as acct:
@@ -940,6 +945,7 @@ def cmd_release(args) -> int:
                            "\"y ~ x + ...\"")
         data = load_data(raw.path, raw.variables)
         opts = raw.options(args.seed, acct, bins=args.method == "histogram")
+        rel: PrivateHistogram | ScaledRows
         if args.method == "histogram":
             key = {"formula": args.spec} if raw.is_formula else {"columns": raw.variables}
             rel = release(data, namespace=_namespace(), **key, **opts)
