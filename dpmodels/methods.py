@@ -303,12 +303,11 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"  # the others build the design on a public grid, where a
         # center()/standardize()/spline would memorize the grid, not the data
     elif (hist_opts == ["bins"]
-          and _rows_readable(data)
           and _sparse_grid(formula, data, bounds, levels, bins, n, epsilon, namespace or {},
                            other)):
         chosen, hist_opts = other, []
-    elif hist_opts or not _rows_readable(data):
-        chosen = "histogram"  # (the moments and Newton releases read Dask partition-wise)
+    elif hist_opts:
+        chosen = "histogram"
     else:
         shape = _shape(formula, data, bounds, levels, namespace or {})
         # (None: invalid formula or declarations; the histogram's checks say what is wrong)
@@ -318,19 +317,6 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
-
-
-def _rows_readable(data) -> bool:
-    """The moments, Newton and quantile-steps releases can read these rows: in
-    memory (pandas, a mapping, a Polars DataFrame, which they convert) or a
-    Dask frame, partition by partition.  Auto picks the same mechanism for the
-    same rows in any of these containers (a Polars frame got the histogram
-    where the same pandas frame got the moments); the engines that count out
-    of memory (DuckDB, Spark, a Polars LazyFrame) get the histogram."""
-    source = source_for(data)
-    polars_eager = (type(data).__name__ == "DataFrame"
-                    and type(data).__module__.startswith("polars"))
-    return source is None or source.engine == "dask" or polars_eager
 
 
 def _stateful(formula) -> bool:

@@ -69,7 +69,8 @@ import pathlib
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from functools import partial
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -584,12 +585,12 @@ def _to_pandas(data) -> pd.DataFrame:
     to_pandas = getattr(data, "to_pandas", None)  # a Polars DataFrame (in memory)
     if callable(to_pandas) and type(data).__module__.startswith("polars"):
         return to_pandas()
-    # (public_inputs raises this for every release built on it: name none of them)
+    # (a release that reads rows in memory only raises this: sample-and-aggregate)
     raise DPModelsError(
         f"this release reads in-memory rows (a pandas DataFrame, a mapping of arrays, a Polars "
-        f"DataFrame; the moments and Newton releases also a Dask DataFrame), got "
-        f"{type(data).__name__}: convert it first (a Polars LazyFrame: .collect(); DuckDB: "
-        ".df(); Spark: .toPandas()), or use method='histogram', which counts inside the engine")
+        f"DataFrame), got {type(data).__name__}: convert it first (a Polars LazyFrame: "
+        ".collect(); DuckDB: .df(); Spark: .toPandas()), or use method='histogram', which "
+        "counts inside the engine")
 
 
 def published_frame(data: pd.DataFrame, domain: Domain, missing: str):
@@ -795,52 +796,71 @@ class _RowPasses:
             yield U
 
 
+def _checked_rows(make_rows, frame: pd.DataFrame, domain: Domain):
+    try:
+        return make_rows(frame)
+    except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
+        raise unreadable_values_error(frame, domain) from None
+
+
+def _published_rows(space, domain, missing, chunk_rows, frame: pd.DataFrame) -> _RowPasses:
+    published, valid = published_frame(frame, domain, missing)
+    return _RowPasses(space, published, valid, chunk_rows)
+
+
+@dataclass(frozen=True)
+class _PartitionStage:
+    """A stage on one batch or partition of the rows (a pandas frame), run where
+    the data live.  It holds the public design and the stage only, so it
+    pickles to Dask's and Spark's workers."""
+
+    make_rows: Any
+    domain: Domain
+    stage: Any
+
+    def __call__(self, frame: pd.DataFrame):
+        return self.stage(_checked_rows(self.make_rows, frame.reset_index(drop=True),
+                                        self.domain))
+
+
 class _Passes:
     """Runs a stage over the rows where they live.  In memory: one
-    :class:`_RowPasses` (scaled rows kept between the stages when small).  A
-    Dask DataFrame: the stage runs on every partition (a pandas frame) in the
-    workers, and only its small result (histogram counts, the integer
-    statistics as Python integers) comes back and is summed."""
+    :class:`_RowPasses` (scaled rows kept between the stages when small).  An
+    engine's frame (Dask, Polars LazyFrame, DuckDB, Spark): the stage runs on
+    every batch or partition (a pandas frame) where the data live
+    (:meth:`dpmodels.engines.Source.map_partitions`), and only its small result
+    (histogram counts, the integer statistics as Python integers) comes back
+    and is summed.  Every result is an exact integer sum, so the release is
+    the same, bit for bit, however the rows are split."""
 
     def __init__(self, data, space: DesignSpace, domain: Domain, missing: str, chunk_rows: int,
                  rows=None):
         self.data, self.space, self.domain = data, space, domain
         self.missing, self.chunk_rows = missing, chunk_rows
-        self.make_rows = rows or self._rows  # frame -> the rows a stage iterates
-        self.dask = _is_dask(data)
-        self.rows_of = None if self.dask else self._checked(_to_pandas(data))
-
-    def _checked(self, frame: pd.DataFrame):
-        try:
-            return self.make_rows(frame)
-        except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
-            raise unreadable_values_error(frame, self.domain) from None
-
-    def _rows(self, frame: pd.DataFrame) -> _RowPasses:
-        published, valid = published_frame(frame, self.domain, self.missing)
-        return _RowPasses(self.space, published, valid, self.chunk_rows)
-
-    def _partition(self, stage, frame: pd.DataFrame):
-        return stage(self._checked(frame.reset_index(drop=True)))
+        # frame -> the rows a stage iterates
+        self.make_rows = rows or partial(_published_rows, space, domain, missing, chunk_rows)
+        self.source = source_for(data)
+        self.rows_of = (None if self.source is not None
+                        else _checked_rows(self.make_rows, _to_pandas(data), domain))
 
     def run(self, stage):
         """``stage(rows_of)`` over all rows; results (tuples of arrays or of
         Python numbers) are summed over the partitions."""
-        if not self.dask:
+        if self.source is None:
             return stage(self.rows_of)
-        import dask
-
         names = list(self.domain.names)
-        parts = [dask.delayed(self._partition)(stage, p)
-                 for p in self.data[names].to_delayed()]
-        results = dask.compute(*parts)
+        task = _PartitionStage(self.make_rows, self.domain, stage)
+        results = self.source.map_partitions(names, task)
+        if not results:  # no batch at all: the stage on no rows
+            results = [task(pd.DataFrame({nm: [] for nm in names}))]
         return tuple(_add(*col) for col in zip(*results)) if isinstance(results[0], tuple) \
             else _add(*results)
 
     def statistics(self, offsets, scales, radius) -> IntegerStatistics:
         """Part 3's exact statistics (summed over partitions)."""
+        space, chunk_rows = self.space, self.chunk_rows  # (the stage pickles to workers)
         parts = self.run(lambda rows_of: (exact_statistics(
-            rows_of, self.space, offsets, scales, radius, self.chunk_rows),))
+            rows_of, space, offsets, scales, radius, chunk_rows),))
         return parts[0]
 
 
@@ -886,10 +906,8 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
         domain_check=domain_check)
     epsilon = check_epsilon(epsilon)
     source = source_for(data)
-    if source is not None and source.engine != "dask":
-        _to_pandas(data)  # raises for engines that count out of memory
-    if type(data).__module__.startswith("polars"):
-        data, source = _to_pandas(data), None
+    if type(data).__name__ == "DataFrame" and type(data).__module__.startswith("polars"):
+        data, source = _to_pandas(data), None  # an eager Polars frame is in memory already
     cols = source.columns() if source is not None else columns_of(data)
     fv = formula_variables(formula, cols, namespace)
     if source is None:

@@ -407,14 +407,21 @@ def test_a_dask_frame_gives_the_pandas_release():
                    levels={"g": ["a", "b"]}, method="moments")
 
 
-def test_engines_other_than_dask_need_the_histogram():
+def test_an_engine_gets_the_choice_and_the_release_of_the_same_rows_in_pandas():
+    # issue 28: "auto" never depends on the container, and the moments read DuckDB's
+    # rows batch by batch (Arrow record batches) into the same exact integer sums
     duckdb = pytest.importorskip("duckdb")
-    rel = duckdb.from_df(_frame(n=200))
-    assert choose_ols_method("auto", "y ~ x1 + x2 + C(g)", rel, bounds=BOUNDS,
-                             levels=LEVELS, namespace={}) == "histogram"
-    with pytest.raises(DPModelsError, match="in-memory"):
-        dpm.dp_ols("y ~ x1 + x2 + C(g)", rel, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
-                   method="moments")
+    df = _frame(n=2000)
+    rel = duckdb.from_df(df)
+    f = "y ~ x1 + x2 + C(g)"
+    assert choose_ols_method("auto", f, rel, bounds=BOUNDS, levels=LEVELS, namespace={}) \
+        == choose_ols_method("auto", f, df, bounds=BOUNDS, levels=LEVELS, namespace={}) \
+        == "moments"
+    a, b = (dpm.dp_ols(f, d, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, method="moments",
+                       random_state=4).release for d in (rel, df))
+    np.testing.assert_array_equal(a.sums, b.sums)
+    np.testing.assert_array_equal(a.second, b.second)
+    assert a.count == b.count
 
 
 def test_missing_values_are_dropped_and_counted_by_the_noisy_count():

@@ -57,6 +57,13 @@ class Source(Protocol):
     def nrows(self) -> int:
         """Number of rows (one counting query in the engine)."""
 
+    def map_partitions(self, names: list[str], fn) -> list:
+        """``fn(frame)`` on every batch or partition of the named columns, as
+        pandas frames, where the data live; the (small) results, one per batch.
+        The row passes of the moments, Newton and quantile-steps releases run
+        through it; ``fn`` must be picklable (Spark and Dask send it to their
+        workers)."""
+
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         """Exact counts of the non-empty cells, computed in the engine; raises
         :class:`~dpmodels.UndeclaredLevelError` / :class:`~dpmodels.MissingValueError`

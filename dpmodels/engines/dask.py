@@ -71,6 +71,13 @@ class DaskSource:
     def nrows(self) -> int:
         return int(len(self.ddf))
 
+    def map_partitions(self, names: list[str], fn) -> list:
+        """``fn`` (a pandas frame -> a small result) on every partition of the
+        named columns, in the workers; the results, one per partition."""
+        import dask
+
+        return list(dask.compute(*[dask.delayed(fn)(p) for p in self.ddf[names].to_delayed()]))
+
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         names = list(domain.names)
         meta = pd.DataFrame({KEY: np.zeros(0, np.int64), COUNT: np.zeros(0, np.int64)})

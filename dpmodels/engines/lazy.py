@@ -42,10 +42,13 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Axis, Domain, EnumType
-from ..errors import DomainError
+from ..errors import DomainError, DPModelsError
 from ..histogram import CellCounts, missing_error, undeclared_error
 
 __all__ = ["NarwhalsSource", "cell_key_expr", "pandas_like_dtype"]
+
+#: Rows per batch a row pass reads from a Polars or DuckDB frame (bounded memory).
+PARTITION_ROWS = 250_000
 
 KEY = "__dpmodels_cell"
 COUNT = "__dpmodels_n"
@@ -282,6 +285,26 @@ class NarwhalsSource:
         out = self._collect(self.lf.select(nw.len().alias(COUNT)))
         return int(out[COUNT].to_numpy()[0])
 
+    def map_partitions(self, names: list[str], fn) -> list:
+        """``fn`` (a pandas frame -> a small result) on the named columns, batch
+        by batch where the data live: Polars streams batches of
+        :data:`PARTITION_ROWS` rows, DuckDB fetches Arrow record batches of that
+        size, Spark runs ``fn`` on every partition in its workers
+        (``mapInPandas``) and sends back only the pickled results."""
+        if self.engine == "polars":
+            lazy = self.native.lazy() if hasattr(self.native, "lazy") else self.native
+            return [fn(batch.to_pandas())
+                    for batch in lazy.select(names).collect_batches(chunk_size=PARTITION_ROWS)]
+        if self.engine == "duckdb":
+            relation = self.native.select(*names)
+            reader = (relation.to_arrow_reader(PARTITION_ROWS)
+                      if hasattr(relation, "to_arrow_reader")  # duckdb >= 1.4
+                      else relation.fetch_record_batch(PARTITION_ROWS))
+            return [fn(batch.to_pandas()) for batch in reader]
+        if self.engine == "pyspark":
+            return _spark_map(self.native.select(*names), fn)
+        raise NotImplementedError(f"row passes on {self.engine}")  # pragma: no cover
+
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         nw = _nw()
         key, undeclared = cell_key_expr(domain, self.schema)
@@ -296,3 +319,27 @@ class NarwhalsSource:
             return got[name].to_list()
 
         return keys_to_counts(domain, keys, counts, missing, examples)
+
+
+def _spark_map(sdf, fn) -> list:
+    """``fn`` on every pandas batch of every partition of a Spark frame, in the
+    executors; each partition sends back one pickled list of its results, or
+    the dpmodels error ``fn`` raised there, raised again here as itself (an
+    undeclared level, a missing value)."""
+    import pickle
+
+    def per_partition(frames):
+        payload: tuple[str, object]
+        try:
+            payload = ("ok", [fn(frame) for frame in frames])
+        except DPModelsError as exc:
+            payload = ("error", exc)
+        yield pd.DataFrame({"payload": [pickle.dumps(payload)]})
+
+    out = []
+    for row in sdf.mapInPandas(per_partition, schema="payload binary").collect():
+        kind, value = pickle.loads(row["payload"])
+        if kind == "error":
+            raise value
+        out.extend(value)
+    return out
