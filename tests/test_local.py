@@ -440,3 +440,23 @@ def test_contract_epsilon_inf_reproduces_statsmodels_and_summaries(family):
     text = str(res.summary())
     assert "LOCAL epsilon-DP" in text and "Covariance type dp" in text
     assert "LOCAL epsilon-DP" in res.summary().as_latex()
+
+
+# ---- the central path's checks on a local fit ----------------------------------------------
+
+
+def test_a_covariate_in_too_few_bins_is_flagged_on_a_local_fit_as_on_the_central_one():
+    # The local fit skipped the binning checks: with x in 2 bins its slope came out as a
+    # precise-looking number (on fair's logit at 4,000 rows, epsilon 3, np.log(yrs_married)
+    # at 0.16-0.35 against a truth of 0.99, no interval covering, no warning).  Now it gets
+    # the central path's inference: x's slope is unmeasured, with a warning naming it and
+    # saying to randomize with more bins.
+    df = _frame(n=4000, seed=5)
+    df["y"] = (np.random.default_rng(6).random(4000) < 1 / (1 + np.exp(-(df.x - 5)))).astype(int)
+    rel = randomize(df, columns=["y", "g", "x"], epsilon=3.0, levels=LEVELS,
+                    bounds={"x": (0, 10)}, bins=2, random_state=3)
+    with pytest.warns(dpm.ReleaseWarning, match=r"x is cut into fewer than 3 bins.*"
+                                                r"dpm\.local\.randomize\(\.\.\., bins="):
+        res = dpm.dp_logit("y ~ x + C(g)", rel).fit(n_boot=20, random_state=1)
+    assert np.isinf(res.bse["x"]) and np.isinf(res.bse["Intercept"])
+    assert np.isfinite(res.bse["C(g)[T.b]"])  # the factor's contrast is still measured

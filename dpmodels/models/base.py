@@ -614,10 +614,7 @@ class DPModel:
                 f"{', '.join(few)} {'is' if len(few) == 1 else 'are'} cut into fewer than "
                 f"{BINNING_MIN_BINS_ONE} bins, too few for the binning check to measure what the "
                 f"binning does to {_joined(labels, binned)}: their standard errors are set to "
-                "infinity (p = 1, unbounded intervals). Pass more bins (e.g. bins={"
-                + ", ".join(f"{v!r}: {BINNING_MIN_BINS_ONE + 1}" for v in few)
-                + "}; the cells grow with them), fewer variables, a larger epsilon, or "
-                "method='auto'",
+                "infinity (p = 1, unbounded intervals). " + self._more_bins_hint(few),
                 ReleaseWarning, stacklevel=user_stacklevel())
         swamped = np.zeros(n_params, bool)
         share = release_contamination(self.release, self.variables)
@@ -666,6 +663,13 @@ class DPModel:
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any() or loose.any()),
                 "no_information_why": why if out.any() else ""}
+
+    def _more_bins_hint(self, few) -> str:
+        """What to do about the variables ``few`` cut into too few bins."""
+        return ("Pass more bins (e.g. bins={"
+                + ", ".join(f"{v!r}: {BINNING_MIN_BINS_ONE + 1}" for v in few)
+                + "}; the cells grow with them), fewer variables, a larger epsilon, or "
+                "method='auto'")
 
     def _flat_columns(self, k: int) -> np.ndarray:
         """Design columns the fit itself held along flat directions of the

@@ -1,19 +1,17 @@
 """The ``dp_*`` models on a local release (:mod:`dpmodels.local`): the
 histogram models of each family fitted on the debiased, projected histogram
-of the reports, with standard errors from the local channel's bootstrap
-(replicates from :class:`~dpmodels.local.LocalSimulator`: post-processing
-only).  The registry's ``local`` route builds them (:func:`build_model`).
+of the reports, with the central path's inference and every one of its checks; the
+bootstrap's replicates come from the local channel
+(:class:`~dpmodels.local.LocalSimulator`: post-processing only).  The
+registry's ``local`` route builds them (:func:`build_model`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..bootstrap import CellDesign, parametric_bootstrap
-from ..dp_results import attach_dp_inference
 from ..errors import DPModelsError
+from ..intervals import BINNING_MIN_BINS_ONE
 from ..local import LocalRelease
 from ..quantile_steps import _quantiles
 from .logit import DPLogit
@@ -21,17 +19,7 @@ from .mnlogit import DPMNLogit
 from .ols import DPOLS
 from .quantreg import DPQuantReg
 
-__all__ = ["build_model", "local_bootstrap"]
-
-
-def local_bootstrap(local: LocalRelease, design, refit, params, *, n_boot: int,
-                    random_state=None, interval: str, label: str, n_refit: int):
-    """:class:`~dpmodels.intervals.DPInference` of a fit on a local release:
-    the parametric bootstrap with replicates from :class:`LocalSimulator`
-    (post-processing only; :meth:`LocalHistogram.simulators`)."""
-    return parametric_bootstrap(local.histogram, design, refit, params, n_boot=n_boot,
-                                random_state=random_state, interval=interval, label=label,
-                                n_refit=n_refit)
+__all__ = ["build_model"]
 
 
 if TYPE_CHECKING:
@@ -47,19 +35,19 @@ class _LocalFit(_Model):
 
     _allows_signed = True  # the projected counts are >= 0
 
-    def _uninformative(self, res, build, n_params: int):
-        return None
-
     def _dp_inference(self, res, refit, start, opts: dict, *, label: str, classes=None):
-        build = self._design_builder(res, classes=classes)
-        design = CellDesign(self.release.domain, self.variables, build,
-                            representer=self.representer)
-        inference = local_bootstrap(
-            self.release.local, design, refit, np.asarray(start, dtype=float),
-            n_boot=opts["n_boot"], random_state=opts["random_state"],
-            interval=opts["interval"], label=label + " (local)", n_refit=opts["n_refit"])
-        attach_dp_inference(res, inference, warn=not self.names_unmeasured)
-        return inference
+        # the central path's inference, every check included (the binning diagnostic, too
+        # few bins, the response's rounding, unidentified levels): the bootstrap draws its
+        # replicates from the local channel (LocalHistogram.simulators)
+        return super()._dp_inference(res, refit, start, opts, label=label + " (local)",
+                                     classes=classes)
+
+    def _more_bins_hint(self, few) -> str:
+        return ("The bins of a local release are fixed when the rows are randomized: "
+                "randomize with more bins (e.g. dpm.local.randomize(..., bins={"
+                + ", ".join(f"{v!r}: {BINNING_MIN_BINS_ONE + 1}" for v in few)
+                + "})), fewer variables or a larger epsilon; more cells cost accuracy "
+                "under local noise")
 
 
 _MODELS: dict = {}
