@@ -335,6 +335,8 @@ class Representer:
         every method is "midpoint" without continuous variables).
     """
 
+    _fit: DensityFit | None  # set when method is "density"
+
     def __init__(self, domain: Domain, ids, counts, *, method: str = DEFAULT_REPRESENTATIVES,
                  epsilon: float = math.inf, threshold: float | None = None,
                  n: int | None = None, start: Representer | None = None,
@@ -439,10 +441,12 @@ class Representer:
                 off = frac * _shift_at(dom, self.ids, self.counts, ids, i)
                 values[ax.name] = ax.to_values(ax.representatives()[codes[i]] + off * ax.width)
             return CellPoints(dom, ids, one, values, w, self.method)
+        fit = self._fit
+        assert fit is not None  # the remaining method, "density", is fitted on construction
         if ids.size == self.ids.size and np.array_equal(ids, self.ids):
-            mean, cov = self._fit.mean, self._fit.cov
+            mean, cov = fit.mean, fit.cov
         else:
-            mean, cov = self._fit.moments(ids)
+            mean, cov = fit.moments(ids)
         pts, share = equal_weight_points(mean, cov)
         values = {}
         for j, i in enumerate(self._cont):
@@ -903,7 +907,9 @@ def _poisson_fit(y, cells: _Cells, theta, prior_mean, prec, iters=_NEWTON_ITER, 
     live = np.ones(cells.groups, bool) if fit is None else np.array(fit, bool)
     obj, eta, f = objective(sub, ys, theta, prior_mean, None if at_start is None else at_start[:2])
     A = None if at_start is None or len(at_start) < 3 else at_start[2]
-    eta_out = f_out = None  # the groups' results once they leave play
+    # the groups' results once they leave play
+    eta_out: np.ndarray | None = None
+    f_out: np.ndarray | None = None
 
     for _ in range(iters):
         if not live.any():
@@ -957,14 +963,14 @@ def _poisson_fit(y, cells: _Cells, theta, prior_mean, prec, iters=_NEWTON_ITER, 
             f = np.where(cell_moved[:, None], f_new, f)
         live = moved & ~(np.max(np.abs(t[:, None] * step), axis=1) < 1e-8)
         if live.any() and 2 * np.count_nonzero(live[sub.seg]) < ys.size:
-            if eta_out is None:
+            if eta_out is None or f_out is None:  # (None together)
                 eta_out, f_out = np.empty_like(eta), np.empty_like(f)
             eta_out[idx], f_out[idx] = eta, f
             keep = np.flatnonzero(live)
             sub, at = sub.take(keep)
             grp, ys, idx, eta, f, obj = grp[keep], ys[at], idx[at], eta[at], f[at], obj[keep]
             live = live[keep]
-    if eta_out is None:
+    if eta_out is None or f_out is None:  # (None together)
         return theta, (eta, f)
     eta_out[idx], f_out[idx] = eta, f
     return theta, (eta_out, f_out)
@@ -1053,7 +1059,8 @@ def _em_fit(y, censored, cells: _Cells, k, epsilon, theta, prior_mean, prec, war
     # _poisson_fit, stopped groups leave play when they hold half of the cells.
     grp, part, at = np.arange(cells.groups), cells, np.arange(y.size)
     live = np.ones(cells.groups, bool)
-    eta_all = f_all = None
+    eta_all: np.ndarray | None = None
+    f_all: np.ndarray | None = None
     for _ in range(_EM_ITER):
         theta[grp], pred = _poisson_fit(y[at], part, theta[grp], prior_mean[grp], prec,
                                         iters=2, at_start=pred, fit=live)
@@ -1066,14 +1073,15 @@ def _em_fit(y, censored, cells: _Cells, k, epsilon, theta, prior_mean, prec, war
         if not live.any():
             break
         if 2 * np.count_nonzero(live[part.seg]) < at.size:
-            if eta_all is None:
+            if eta_all is None or f_all is None:  # (None together)
                 eta_all, f_all = np.empty_like(pred[0]), np.empty_like(pred[1])
             eta_all[at], f_all[at] = pred
             keep = np.flatnonzero(live)
             part, sel = part.take(keep)
             grp, at, live = grp[keep], at[sel], live[keep]
             pred = (pred[0][sel], pred[1][sel])
-    if eta_all is not None:
+    if eta_all is not None and f_all is not None:  # (None together)
+        assert pred is not None  # every EM iteration (at least one) predicts
         eta_all[at], f_all[at] = pred
         pred = (eta_all, f_all)
     return _poisson_fit(y, cells, theta, prior_mean, prec, at_start=pred)
@@ -1165,22 +1173,25 @@ class DensityFit:
     mean: np.ndarray
     cov: np.ndarray
     groups: int
-    domain: Domain = field(repr=False, default=None)
+    domain: Domain | None = field(repr=False, default=None)
     thetas: dict = field(repr=False, default_factory=dict)
-    pooled: np.ndarray = field(repr=False, default=None)
+    pooled: np.ndarray | None = field(repr=False, default=None)
 
     def moments(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """Within-cell mean and covariance of any cells ``ids`` of the domain
         under the fitted densities (a group that had no released cell gets
         the pooled fit)."""
         ids = np.asarray(ids, dtype=np.uint64)
-        codes = self.domain.decode(ids)
-        cont, sizes, gkey = _layout(self.domain, codes)
+        domain, pooled = self.domain, self.pooled
+        if domain is None or pooled is None:
+            raise ValueError("this DensityFit was made without its domain or pooled fit")
+        codes = domain.decode(ids)
+        cont, sizes, gkey = _layout(domain, codes)
         basis = _basis(tuple(sizes), self.family)
         if ids.size == 0:
             return np.zeros((0, basis.d)), np.zeros((0, basis.d, basis.d))
         keys, inv = np.unique(gkey, return_inverse=True)
-        theta = np.stack([self.thetas.get(int(key), self.pooled) for key in keys])
+        theta = np.stack([self.thetas.get(int(key), pooled) for key in keys])
         pos = np.ravel_multi_index(tuple(codes[i] for i in cont), sizes)
         return _cell_moments(basis, pos, theta[inv])
 
@@ -1366,6 +1377,7 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     prec = basis.ridge + _POOLED_PRIOR
     prec[0] = 0.0
     if warm:
+        assert start is not None and start.pooled is not None  # warm: a start of this family
         theta0 = start.pooled.copy()
     at_start, memo = _from_start(tables, 0, apos)
     pooled = _fit_censored(obs, rmask, _Cells.build(basis, apos, starts), k, epsilon,
@@ -1380,12 +1392,13 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     prec[0] = 0.0
     theta = np.tile(pooled, (keys.size, 1))
     for g, key in enumerate(keys.tolist()):
-        if warm and key in start.thetas:
+        if warm and start is not None and key in start.thetas:
             theta[g] = start.thetas[key]
         else:
             theta[g, 0] += math.log(max(obs[starts[g]:starts[g + 1]].sum(), 1.0) / total)
     prior = np.tile(pooled, (keys.size, 1))
-    if tables is not None and not all(key in start.thetas for key in keys.tolist()):
+    if (tables is not None and start is not None
+            and not all(key in start.thetas for key in keys.tolist())):
         tables = None  # (a group the start has not fitted)
     row = None if tables is None else np.repeat([tables[0][key] for key in keys.tolist()],
                                                 np.diff(starts))
@@ -1428,6 +1441,8 @@ def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.in
             tables = None
     if tables is None:
         return [single(r) for r in range(len(cells))]
+    # _one_step_tables found tables: a start fitted on this continuous grid
+    assert start is not None and start.pooled is not None and family is not None
 
     basis = _basis(tuple(sizes), family)
     p = basis.p
