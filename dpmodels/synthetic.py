@@ -258,6 +258,8 @@ def _density_fractions(release, ids: np.ndarray, rng) -> tuple[np.ndarray, str]:
             stacklevel=user_stacklevel())
         return rng.random((ids.size, d)), "uniform (the density fit is not available)"
     fit = rep._fit
+    # method "density": fit_density's fit, which always carries its pooled fit
+    assert fit is not None and fit.pooled is not None
     uniq, inv = np.unique(ids, return_inverse=True)
     codes = domain.decode(uniq)
     cont, sizes, gkey = _layout(domain, codes)
