@@ -241,6 +241,8 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
         if d >= NEWTON_MIN_CONTINUOUS:
             return True
         rows = public_rows(data, n)
+        if rows is None or epsilon is None:  # n or epsilon unknown: no preference
+            return False
         try:
             n_eps = rows * float(epsilon)
         except (TypeError, ValueError):
