@@ -526,7 +526,7 @@ class DPModel:
         start = np.asarray(start, dtype=float)
 
         # least squares on a continuous response: what its rounding to bins can do
-        rounding = (response_rounding(self.release, self.response_variables[0])
+        rounding = (self._response_rounding(self.response_variables[0])
                     if opts["binning_check"] and not self.response_phase
                     and len(self.response_variables) == 1 else None)
         binning = (BinningDiagnostic(self.release, self.variables, self.cells, self.count_column,
@@ -663,6 +663,11 @@ class DPModel:
         return {"uninformative": out if out.any() else None,
                 "flags_explain_failures": bool(empty.any() or loose.any()),
                 "no_information_why": why if out.any() else ""}
+
+    def _response_rounding(self, response: str):
+        """What rounding the response to its bins can do to the slopes
+        (:func:`~dpmodels.rounding.response_rounding`)."""
+        return response_rounding(self.release, response)
 
     def _more_bins_hint(self, few) -> str:
         """What to do about the variables ``few`` cut into too few bins."""
