@@ -133,6 +133,7 @@ class LogRate:
         """An interval holding ``log(rho)``, of relative width about 2**-prec."""
         if self._exact is not None:
             return self._exact
+        assert self._parts is not None  # every rate holds its exact value or its parts
         epsilon, k = self._parts
         wp = prec + 32
         while True:

@@ -432,6 +432,7 @@ def release_newton(
         b = newton_update(b, H, score, floor)
         split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
                       f"1/({LEVELS} {g}**2))", eps_t))
+    assert moments is not None  # recorded at the first step (STEP_SHARES is not empty)
     report = MomentsReport(
         epsilon=epsilon, private=True,
         mechanism=("logistic regression by noisy Newton steps (rows centred and scaled "

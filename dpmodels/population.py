@@ -65,7 +65,8 @@ def cell_features(domain: Domain, ids: np.ndarray) -> np.ndarray:
     positions (scaled to [-1/2, 1/2]), and for each discrete axis its level
     indicators, alone and times each continuous position."""
     codes = domain.decode(ids)
-    cont = [(c + 0.5) / a.bins - 0.5 for c, a in zip(codes, domain.axes) if a.kind == "continuous"]
+    cont = [(c + 0.5) / a.bin_count - 0.5 for c, a in zip(codes, domain.axes)
+            if a.kind == "continuous"]
     cols = [np.ones(ids.size)] + cont
     cols += [u * v for i, u in enumerate(cont) for v in cont[i:]]
     for c, a in zip(codes, domain.axes):

@@ -359,7 +359,7 @@ def _quantiles(q) -> tuple[float, ...]:
     values = [q] if np.ndim(q) == 0 else list(q)
     if not values:
         raise DPModelsError("q is empty: give one quantile or a list of them")
-    out = []
+    out: list[float] = []
     for v in values:
         try:
             t = float(v)
@@ -385,6 +385,7 @@ def _residual_counts(rows: _RowPasses, offsets, scales, radius, b, edges,
         counts += np.bincount(np.searchsorted(edges, r, side="right"),
                               minlength=edges.size + 1)
         if levels is not None:
+            assert space is not None  # levels are counted with a space only
             levels += _level_chunk(U, space)
     return (counts,) if levels is None else (counts, levels)
 

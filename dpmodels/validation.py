@@ -530,6 +530,7 @@ def check_formula_transforms(formula: str, namespace: Mapping | None) -> None:
             if id(value) in weighted:
                 if bare:
                     continue
+                assert isinstance(node.func, ast.Attribute)  # _resolve: only a name is bare
                 raise DPModelsError(
                     f"{shown}(...) in the formula: call it by its bare name, "
                     f"{node.func.attr}(...), so that it is evaluated on the weighted release "
