@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -135,7 +135,7 @@ def missing_error(name: str) -> MissingValueError:
 
 
 def count_cells_reference(
-    columns: Mapping[str, object], domain: Domain, *, missing: str = "drop",
+    columns: Mapping[str, Sized], domain: Domain, *, missing: str = "drop",
     chunk_rows: int = 1 << 18,
 ) -> CellCounts:
     """The plain algorithm, kept as the specification of :func:`count_cells`.
@@ -709,7 +709,7 @@ class CountResult:
 
 
 def count_cells(
-    columns: Mapping[str, object], domain: Domain, *, missing: str = "drop",
+    columns: Mapping[str, Sized], domain: Domain, *, missing: str = "drop",
     threads: int | None = None,
 ) -> CellCounts:
     """Count rows per cell of ``domain``.
@@ -742,7 +742,7 @@ def count_cells(
 
 
 def count_cells_unchecked(
-    columns: Mapping[str, object], domain: Domain, *, missing: str = "drop",
+    columns: Mapping[str, Sized], domain: Domain, *, missing: str = "drop",
     threads: int | None = None,
 ) -> CountResult:
     """:func:`count_cells` without raising: the counts of the complete rows and
@@ -778,7 +778,9 @@ def count_cells_unchecked(
     missing_axes = frozenset().union(*(p.missing_axes for p in parts))
     if dense:
         total = parts[0].dense
+        assert total is not None  # dense: every part counts into its own array
         for p in parts[1:]:
+            assert p.dense is not None
             total += p.dense
         nz = np.flatnonzero(total)
         counts = CellCounts(nz.astype(np.uint64), total[nz])

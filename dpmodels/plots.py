@@ -596,12 +596,12 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
                 (ax_y, ax.set_yticks, ax.set_yticklabels, ax.set_ylabel)):
             setter_lab(axis.name)
             if axis.kind == "discrete":
-                setter_t(np.arange(len(axis.levels)))
-                setter_l([str(v) for v in axis.levels])
+                setter_t(np.arange(len(axis.level_set)))
+                setter_l([str(v) for v in axis.level_set])
             else:  # edges between positions, labelled by value
                 e = axis.to_values(axis.edges)
-                step = max(1, axis.bins // 8)
-                pos = np.arange(0, axis.bins + 1, step)
+                step = max(1, axis.bin_count // 8)
+                pos = np.arange(0, axis.bin_count + 1, step)
                 setter_t(pos - 0.5)
                 setter_l([f"{v:.3g}" for v in e[pos]])
         bar = fig.colorbar(img, ax=ax)

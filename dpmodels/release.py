@@ -289,7 +289,7 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
             if not (isinstance(A, numbers.Real) and not isinstance(A, bool)
                     and math.isfinite(A) and A > 0):
                 raise DPModelsError(f"threshold_A must be a finite number > 0, got {A!r}")
-            t = A * math.log(n) / epsilon
+            t: float = A * math.log(n) / epsilon
             if not (math.isfinite(t) and math.ceil(t) <= INT64_MAX):
                 raise DPModelsError(
                     f"the {threshold} threshold threshold_A*log(n)/epsilon = {A:g}*log({n})/"
@@ -317,12 +317,12 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
             f'threshold must be "enhanced", "auto", "zero", a number or None, got {threshold!r}'
         )
     if (isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
-            or not math.isfinite(threshold) or abs(math.ceil(threshold)) > INT64_MAX):
+            or not math.isfinite(threshold) or abs(int(math.ceil(threshold))) > INT64_MAX):
         raise DPModelsError(
             f'threshold must be "enhanced", "auto", "zero", a finite number (whose integer '
             f'cut fits in a 64-bit integer) or None, got {threshold!r}'
         )
-    return ThresholdSpec("fixed", float(threshold), math.ceil(threshold), None)
+    return ThresholdSpec("fixed", float(threshold), int(math.ceil(threshold)), None)
 
 
 def release(
