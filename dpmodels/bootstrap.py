@@ -133,6 +133,12 @@ class CellDesign:
         pos = np.searchsorted(self._known, uniq)
         return self._row_of_known[pos][inv]
 
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(X, y)`` of the stored points (:meth:`rows` stores them)."""
+        if self.X is None or self.y is None:
+            raise TypeError("the design holds no points yet: rows() adds the cells' points")
+        return self.X, self.y
+
     @property
     def n_rows(self) -> int:
         """Number of cell rows (the rows of the count matrices ``W``)."""
@@ -150,7 +156,8 @@ class CellDesign:
         owner = np.repeat(np.arange(cells.size), n)
         offset = np.arange(owner.size) - np.repeat(np.cumsum(n) - n, n)
         pts = self._first[cells][owner] + offset
-        return self.X[pts], self.y[pts], W[owner] * self.point_share[pts][:, None]
+        X, y = self._points()
+        return X[pts], y[pts], W[owner] * self.point_share[pts][:, None]
 
     def _design_slopes(self) -> list[np.ndarray] | None:
         """Where the design is affine in the continuous variables across every
@@ -195,7 +202,8 @@ class CellDesign:
         when every stored point's row equals the centre's row plus the edge
         slopes times the point's offsets from the centre; a point's slopes are
         its cell's."""
-        base = np.column_stack([self.y[at], self.X[at]])
+        X, y = self._points()
+        base = np.column_stack([y[at], X[at]])
         tol = 1e-9 * (np.abs(base).max(axis=0) + 1.0)
         cell = self.point_cell[at]
         first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])  # each cell's first point
@@ -240,9 +248,10 @@ class CellDesign:
             return None
         offset = np.arange(cell.size) - np.repeat(np.cumsum(n) - n, n)
         pts = self._first[rows][cell] + offset
-        if self._stored is None or len(self._stored) != self.X.shape[0]:
+        X, y = self._points()
+        if self._stored is None or len(self._stored) != X.shape[0]:
             self._stored = pd.concat(self._frames, ignore_index=True)
-        out = np.column_stack([self.y[pts], self.X[pts]])
+        out = np.column_stack([y[pts], X[pts]])
         cont = [a.name for a in self.sub.axes if a.kind == "continuous"]
         for name, slope in zip(cont, slopes):
             moved = np.asarray(points.values[name], float)
@@ -418,7 +427,7 @@ def parametric_bootstrap(
     runs = [_replicates(sim, design, refit, params, rng, b, r, label)
             for sim, b, r in zip(sims, sizes, refits)]
     seeded = random_state is not None
-    whole = tuple((ax.name, *ax.bounds, (ax.bounds[1] - ax.bounds[0]) / ax.bins)
+    whole = tuple((ax.name, *ax.bound_pair, (ax.bound_pair[1] - ax.bound_pair[0]) / ax.bin_count)
                   for ax in design.sub.axes if whole_number_bins(ax))
     common: dict[str, Any] = dict(params=params, interval=interval, seeded=seeded,
                   uninformative=uninformative, whole_number_bins=whole,
@@ -459,7 +468,8 @@ def _replicates(sim: ReleaseSimulator, design: CellDesign, refit: Callable, para
         est, ok = refit(*design.expand(np.arange(design.n_rows), w_pop), params)
         target = est[0] if ok[0] else None
     estimates, oks = [], []
-    fixed, refitted, ok_pairs, pair_at = [], [], [], []
+    fixed, ok_pairs, pair_at = [], [], []
+    refitted: list[np.ndarray] = []
     n_refit = min(int(n_refit), int(n_boot))
     bar = _progress(int(n_boot), label)
     done = 0
