@@ -74,7 +74,7 @@ def exact_parts(epsilon: float, parts: Sequence[float]) -> list[float]:
     return out
 
 
-def split_epsilon(epsilon: float, shares: Sequence[float]) -> list[float]:
+def split_epsilon(epsilon: float, shares: Sequence[float | None]) -> list[float]:
     """``epsilon`` split by ``shares`` (the last part takes the remainder),
     the parts' exact sum at most ``epsilon``.
 

@@ -608,7 +608,7 @@ def published_frame(data: pd.DataFrame, domain: Domain, missing: str):
         else:
             x = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
             miss = np.isnan(x)
-            lo, hi = axis.bounds
+            lo, hi = axis.bound_pair
             cols[axis.name] = np.clip(np.where(miss, lo, x), lo, hi)
         if miss.any() and missing == "raise":
             raise missing_error(axis.name)
@@ -769,7 +769,8 @@ class _RowPasses:
                  chunk_rows: int, y: np.ndarray | None = None):
         self.space, self.published, self.valid, self.chunk_rows = space, published, valid, chunk_rows
         self.y = y
-        self.cache = [] if valid.sum() * space.q <= _CACHE_VALUES else None
+        self.cache: list[tuple[np.ndarray, np.ndarray | None]] | None = (
+            [] if valid.sum() * space.q <= _CACHE_VALUES else None)
         self.done = False
 
     def pairs(self, chunk: int | None = None):
@@ -1214,11 +1215,12 @@ def exact_statistics(rows_of, space: DesignSpace, offsets, scales, radius: float
     q = space.q
     i, j = space.released_pairs
     if not math.isfinite(radius):
-        n, s, m = 0, np.zeros(q), np.zeros((q, q))
+        rows, sums, cross = 0, np.zeros(q), np.zeros((q, q))
         for U in rows_of():
             V = clipped_rows(U, offsets, scales, radius)
-            n, s, m = n + V.shape[0], s + V.sum(axis=0), m + V.T @ V
-        return IntegerStatistics(space, 0, 1, 0, (float(n),) + tuple(s) + tuple(m[i, j]))
+            rows, sums, cross = rows + V.shape[0], sums + V.sum(axis=0), cross + V.T @ V
+        return IntegerStatistics(space, 0, 1, 0,
+                                 (float(rows),) + tuple(sums) + tuple(cross[i, j]))
     g, A, w_s, delta = moments_sensitivity(radius, space, offsets, scales)
     chunk = max(1, min(chunk_rows, (2**53 - 1) // (A * A)))  # float64 partial sums exact
     n, s, m = 0, [0] * q, [0] * i.size
