@@ -58,7 +58,9 @@ def _nw():
     try:
         import narwhals.stable.v2 as nw
     except ImportError:  # pragma: no cover - narwhals < 2.x has no stable.v2
-        import narwhals as nw
+        import narwhals
+
+        return narwhals
     return nw
 
 
@@ -153,13 +155,13 @@ def _comparable_levels(levels: tuple, family: str):
 
 
 def _categorical_family(axis: Axis) -> str:
-    if all(isinstance(v, str) for v in axis.levels):
+    if all(isinstance(v, str) for v in axis.level_set):
         return "string"
-    if all(_is_number(v) for v in axis.levels):
+    if all(_is_number(v) for v in axis.level_set):
         return "float"
     raise DomainError(
         f"{axis.name!r} is a categorical column counted in an engine, which needs string or "
-        f"numeric levels; got {list(axis.levels)[:5]}: declare levels of one kind, or cast the "
+        f"numeric levels; got {list(axis.level_set)[:5]}: declare levels of one kind, or cast the "
         "column to its values' type first"
     )
 
@@ -181,12 +183,13 @@ def _axis_exprs(axis: Axis, nw_dtype):
             u = axis.unbounded
             clean = 1.0 / (1.0 + (-(clean - u.center) / u.scale).exp())
         elif axis.scale != "linear":  # the coordinates of Axis.to_coord: clip, then transform
-            raw_lo, raw_hi = axis.bounds
+            raw_lo, raw_hi = axis.bound_pair
             clean = clean.clip(raw_lo, raw_hi)
             clean = {"log": lambda e: e.log(), "log1p": lambda e: (e + 1.0).log(),
                      "sqrt": lambda e: e.sqrt()}[axis.scale](clean)
         lo, hi = axis.coord_bounds
-        code = ((clean - lo) * (axis.bins / (hi - lo))).clip(0.0, float(axis.bins - 1))
+        bins = axis.bin_count
+        code = ((clean - lo) * (bins / (hi - lo))).clip(0.0, float(bins - 1))
         return code.floor().cast(nw.Int64), miss
     if family == "categorical":
         family = _categorical_family(axis)
@@ -198,7 +201,7 @@ def _axis_exprs(axis: Axis, nw_dtype):
     miss = col.is_null()
     if family == "float":
         miss = miss | col.is_nan()
-    values, codes = _comparable_levels(axis.levels, family)
+    values, codes = _comparable_levels(axis.level_set, family)
     if values:
         code = col.replace_strict(values, codes, default=-1, return_dtype=nw.Int64).fill_null(-1)
     else:
@@ -225,6 +228,7 @@ def cell_key_expr(domain: Domain, schema):
     for i in range(d):
         cond, value = undeclared[i], nw.lit(-2 - i, nw.Int64)
         chain = nw.when(cond).then(value) if chain is None else chain.when(cond).then(value)
+    assert chain is not None  # a domain has at least one axis
     for i in range(d):
         chain = chain.when(misses[i]).then(nw.lit(-2 - d - i, nw.Int64))
     key = chain.otherwise(ids).cast(nw.Int64)
