@@ -2,7 +2,8 @@
 
 A release (:class:`~dpmodels.release.PrivateHistogram`,
 :class:`~dpmodels.moments.PrivateMoments`, :class:`~dpmodels.newton.PrivateNewton`,
-:class:`~dpmodels.quantile_steps.PrivateQuantileSteps`) is made once from raw
+:class:`~dpmodels.quantile_steps.PrivateQuantileSteps`,
+:class:`~dpmodels.local.LocalRelease`) is made once from raw
 rows and spends its epsilon then; everything computed from it afterwards is
 post-processing (PRIVACY.md rule 6).  ``release.save(path)`` writes it to one
 self-describing JSON document and :func:`load_release` reads it back, so that
@@ -29,14 +30,14 @@ Layout (format ``"dpmodels-release"``, version ``"1.0"``)
 One JSON object::
 
     {"format": "dpmodels-release", "format_version": "1.0",
-     "release_type": "histogram" | "moments" | "newton" | "quantile-steps",
+     "release_type": "histogram" | "moments" | "newton" | "quantile-steps" | "local",
      "dpmodels_version": "...", "note": "...",
      "guarantee": {"definition", "epsilon", "delta": 0, "neighbouring", "mechanism"},
      "domain": {"axes": [{"name", "kind": "continuous", "bounds", "bins", "scale"}
                          | {"name", "kind": "continuous", "bounds": null, "bins",
                             "scale": "logistic", "unbounded": {"center", "scale"}}
                          | {"name", "kind": "discrete", "levels", "declared_order"}]},
-     "report": {"type": "PrivacyReport" | "MomentsReport", <its fields>},
+     "report": {"type": "PrivacyReport" | "MomentsReport" | "LocalReport", <its fields>},
      "release": {<the type's released values, see docs/saved-releases.md>}}
 
 Non-finite floats (an ``epsilon`` of ``inf``, the NaN of a non-constant
@@ -64,7 +65,9 @@ Versioning
 ``format_version`` is ``"MAJOR.MINOR"``.  A reader accepts every minor
 version of its major version (a newer minor version may add keys, which are
 ignored); a file of another major version is refused with a
-:class:`SavedReleaseError` saying which versions this dpmodels reads.
+:class:`SavedReleaseError` saying which versions this dpmodels reads.  A new
+``release_type`` (``"local"``) adds no key to the others and keeps the version;
+a reader that does not know a type refuses it, listing the types it reads.
 
 Loading checks the whole file before building anything and refuses an
 inconsistent one with a :class:`SavedReleaseError` naming what is wrong:
@@ -101,6 +104,7 @@ from .domain import (
 )
 from .errors import DPModelsError
 from .formula import caller_namespace
+from .local import Channel, LocalRelease, LocalReport
 from .moments import PrivateMoments, describe_axis, design_space
 from .newton import PrivateNewton
 from .quantile_steps import PrivateQuantileSteps, residual_edges
@@ -287,6 +291,10 @@ _REPORT_KINDS = {
                     "split": "split", "n": "int", "n_source": "str", "variables": "pairs",
                     "columns": "strs", "radius": "float", "clipped_rows": "float",
                     "noisy_rows": "float", "seeded": "bool", "budget": "str"},
+    LocalReport: {"epsilon": "float", "private": "bool", "mechanism": "str", "channel": "str",
+                  "p": "float", "q": "float", "k": "int", "domain_cells": "int",
+                  "missing": "str", "n": "int", "n_source": "str", "variables": "pairs",
+                  "noisy_total": "int", "seeded": "bool", "budget": "str"},
 }
 
 
@@ -565,8 +573,82 @@ def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
         body.float("y_centre"), _positive(body.float("y_half"), "release.y_half"), report)
 
 
+#: The channels a saved local release may name (``Channel.name``).
+_LOCAL_CHANNELS = ("krr", "oue", "identity")
+
+
+def _local_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None):
+    """A :class:`~dpmodels.local.LocalRelease`: the channel rebuilt from its
+    name, k and per-row epsilon (its p and q must be the rebuilt ones), the k
+    report counts, and the report, checked against both and the domain."""
+    report = _report_in(doc.sub("report"), LocalReport)
+    body = doc.sub("release")
+    saved = body.sub("channel")
+    name = saved.str("name")
+    if name not in _LOCAL_CHANNELS:
+        raise SavedReleaseError(f"release.channel.name must be one of {list(_LOCAL_CHANNELS)}, "
+                                f"got {name!r}: this dpmodels does not know that channel")
+    k, eps = saved.int("k"), saved.float("epsilon")
+    if (name == "identity") != math.isinf(eps) or math.isnan(eps) or eps <= 0:
+        raise SavedReleaseError(
+            f"release.channel.epsilon is {eps:g} for the {name!r} channel: the identity channel "
+            "has epsilon = inf, k-RR and OUE a finite epsilon > 0")
+    if eps != report.epsilon:
+        raise SavedReleaseError(f"release.channel.epsilon is {eps:g} but report.epsilon is "
+                                f"{report.epsilon:g}: the channel's epsilon is each row's")
+    if name != report.channel:
+        raise SavedReleaseError(f"release.channel.name is {name!r} but report.channel is "
+                                f"{report.channel!r}")
+    if report.missing not in ("drop", "raise"):
+        raise SavedReleaseError(f"report.missing must be \"drop\" or \"raise\", got "
+                                f"{report.missing!r}")
+    m = domain.size
+    want_k = m + (1 if report.missing == "drop" else 0)
+    if report.domain_cells != m:
+        raise SavedReleaseError(f"report.domain_cells is {report.domain_cells} but the saved "
+                                f"domain has {m} cells")
+    for key, stated in (("report.k", report.k), ("release.channel.k", k)):
+        if stated != want_k:
+            raise SavedReleaseError(
+                f"{key} is {stated}, but the channel has k = {want_k} inputs: the saved "
+                f"domain's {m} cells" + (" and the missing cell (report.missing = \"drop\")"
+                                         if report.missing == "drop" else ""))
+    channel = Channel(name, k, eps)
+    for key in ("p", "q"):
+        value = getattr(channel, key)
+        for where, stated in ((f"release.channel.{key}", saved.float(key)),
+                              (f"report.{key}", getattr(report, key))):
+            if stated != value:
+                raise SavedReleaseError(
+                    f"{where} is {stated!r}, not the {name} channel's {key} = {value!r} for "
+                    f"k = {k} and epsilon = {eps:g}")
+    counts = _int_vector(body.list("report_counts"), "release.report_counts")
+    if len(counts) != k:
+        raise SavedReleaseError(f"release.report_counts has {len(counts)} entries; the channel "
+                                f"has k = {k} inputs (one report count each)")
+    n = report.n
+    bad = [c for c in counts if not 0 <= c <= n]
+    if bad:
+        raise SavedReleaseError(
+            f"release.report_counts holds {bad[0]}, outside 0..report.n = {n}: each of the n "
+            "rows reports a cell (or sets a cell's bit) at most once")
+    if name != "oue" and sum(counts) != n:
+        raise SavedReleaseError(
+            f"release.report_counts add up to {sum(counts)}, not report.n = {n}: under the "
+            f"{name} channel each row reports exactly one cell")
+    if report.variables != tuple(domain.describe().items()):
+        raise SavedReleaseError("report.variables does not describe the saved domain "
+                                f"({report.variables} vs {tuple(domain.describe().items())})")
+    rel = LocalRelease(domain, channel, np.array(counts, dtype=np.int64), report)
+    total = int(rel.projected[:m].sum())
+    if report.noisy_total != total:
+        raise SavedReleaseError(f"report.noisy_total is {report.noisy_total} but the saved "
+                                f"report counts give {total} (debiased, projected, rounded)")
+    return rel
+
+
 _READERS = {"histogram": _histogram_in, "moments": _moments_in, "newton": _newton_in,
-            "quantile-steps": _quantile_in}
+            "quantile-steps": _quantile_in, "local": _local_in}
 
 
 def _reject_constant(name: str):
@@ -640,7 +722,7 @@ def load_release(path: str | os.PathLike, *, namespace: Mapping[str, object] | N
 
     Returns
     -------
-    PrivateHistogram, PrivateMoments, PrivateNewton or PrivateQuantileSteps
+    PrivateHistogram, PrivateMoments, PrivateNewton, PrivateQuantileSteps or LocalRelease
 
     Raises
     ------

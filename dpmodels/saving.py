@@ -4,7 +4,8 @@
 It sits below the releases (every release's ``save`` calls :func:`save_release`)
 and imports none of them: a release names its kind in the file by its
 ``saved_kind`` class attribute (``"histogram"``, ``"moments"``, ``"newton"``,
-``"quantile-steps"``) and the encoder reads its public fields by name.  What a
+``"quantile-steps"``, ``"local"``) and the encoder reads its public fields by name
+(a local release's histogram saves the local release it is a view of).  What a
 file holds and what it never holds is in :mod:`dpmodels.saved`.
 """
 
@@ -130,6 +131,12 @@ def _release_out(rel) -> tuple[str, dict]:
     if kind == "histogram":
         return "histogram", {"cell_ids": [int(i) for i in rel.cell_ids.tolist()],
                              "counts": [int(c) for c in rel.counts.tolist()]}
+    if kind == "local":
+        ch = rel.channel
+        return "local", {"channel": {"name": ch.name, "k": int(ch.k),
+                                     "epsilon": _float_out(ch.epsilon),
+                                     "p": _float_out(ch.p), "q": _float_out(ch.q)},
+                         "report_counts": [int(c) for c in rel.report_counts.tolist()]}
     if kind == "moments":
         return "moments", {
             "design": _space_out(rel.space, True), "count": _float_out(rel.count),
@@ -162,7 +169,7 @@ def _release_out(rel) -> tuple[str, dict]:
             "y_centre": _float_out(rel.y_centre), "y_half": _float_out(rel.y_half)}
     raise SavedReleaseError(
         f"cannot save a {type(rel).__name__}: saved releases hold a PrivateHistogram, "
-        "PrivateMoments, PrivateNewton or PrivateQuantileSteps")
+        "PrivateMoments, PrivateNewton, PrivateQuantileSteps or LocalRelease")
 
 
 def _moments_out(moments) -> dict:
@@ -185,12 +192,29 @@ def _pretty(obj, depth: int = 0) -> str:
     return json.dumps(obj, allow_nan=False, separators=(", ", ": "))
 
 
+def _local_of(rel):
+    """The local release a local release's histogram is a view of (or ``rel``)."""
+    if hasattr(rel, "report_counts"):
+        return rel
+    local = getattr(rel, "local", None)
+    if local is None:
+        raise SavedReleaseError(
+            f"cannot save this {type(rel).__name__}: it has no local release (make it with "
+            "LocalRelease.histogram); a local release saves its channel's report counts")
+    return local
+
+
 def release_document(rel) -> dict:
     """The JSON document (a dict) :func:`save_release` writes for ``rel``."""
+    if getattr(rel, "saved_kind", None) == "local":
+        rel = _local_of(rel)
     kind, body = _release_out(rel)
-    domain = rel.domain if kind == "histogram" else rel.space.domain
+    domain = rel.domain if kind in ("histogram", "local") else rel.space.domain
     report = rel.report
-    guarantee = {"definition": "pure epsilon-differential privacy (delta = 0)" if report.private
+    private = ("pure epsilon-local differential privacy (delta = 0): each row's report is "
+               "epsilon-DP on its own" if kind == "local"
+               else "pure epsilon-differential privacy (delta = 0)")
+    guarantee = {"definition": private if report.private
                  else "none: epsilon = inf, exact values (NOT private)",
                  "epsilon": _float_out(report.epsilon), "delta": 0.0,
                  "neighbouring": NEIGHBOURING, "mechanism": report.mechanism}
@@ -211,7 +235,8 @@ def save_release(rel, path: str | os.PathLike) -> pathlib.Path:
 
     Parameters
     ----------
-    rel : PrivateHistogram, PrivateMoments, PrivateNewton or PrivateQuantileSteps
+    rel : PrivateHistogram, PrivateMoments, PrivateNewton, PrivateQuantileSteps or LocalRelease
+        (a LocalHistogram saves its LocalRelease)
     path : str or os.PathLike
 
     Returns
