@@ -72,8 +72,18 @@ def spec(request) -> Spec:
     return SPECS[request.param]
 
 
+#: One fit per model, shared by the report and summary tests (each is a full dp bootstrap).
+_FITS: dict = {}
+
+
+def _fitted(spec: Spec, frame):
+    if spec.formula not in _FITS:
+        _FITS[spec.formula] = _fit(spec, _make(spec, frame))
+    return _FITS[spec.formula]
+
+
 def test_privacy_report_present_and_complete(spec, frame):
-    res = _fit(spec, _make(spec, frame))
+    res = _fitted(spec, frame)
     rep = res.privacy
     assert isinstance(rep, dpm.PrivacyReport)
     assert rep.private and rep.epsilon == 1.0 and rep.seeded
@@ -89,7 +99,7 @@ def test_privacy_report_present_and_complete(spec, frame):
 
 
 def test_summary_renders_in_three_formats(spec, frame):
-    smry = _fit(spec, _make(spec, frame)).summary()
+    smry = _fitted(spec, frame).summary()
     for text in (smry.as_text(), smry.as_html(), smry.as_latex()):
         assert "Differential privacy" in text
         assert "Released cells" in text and "Noisy total" in text
