@@ -219,7 +219,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
               ("pandas", "dict", "polars"), applies=_sample_aggregate_applies,
               builders=_every_family(_sample_aggregate_build)),
     Mechanism("select_features", (), None, "dpmodels.selection:select_features", None,
-              _IN_MEMORY, own_function=True),
+              ENGINES, own_function=True),
     Mechanism("smoothed_sample", (), None, "dpmodels.synthetic:smoothed_sample", None,
               _IN_MEMORY, own_function=True),
 )

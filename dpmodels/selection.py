@@ -79,6 +79,7 @@ import pandas as pd
 from .accountant import Accountant, charge
 from .columns import columns_of, dtype_of, nrows
 from .domain import Domain, build_domain
+from .engines import source_for
 from .errors import (
     DomainError,
     DPModelsError,
@@ -226,23 +227,33 @@ class FeatureSelection:
 # ---- the mechanism -----------------------------------------------------------------------
 
 
-def _pair_term(keys: np.ndarray, size: int) -> int:
-    """``sum_c count_c**2`` over the distinct values of ``keys`` (in [0, size))."""
+def _counts(keys: np.ndarray, minlength: int, weights: np.ndarray | None) -> np.ndarray:
+    """``bincount`` of ``keys``, each row counted ``weights`` times (int64; the
+    float sums of integer weights are exact below 2**53)."""
+    if weights is None:
+        return np.bincount(keys, minlength=minlength).astype(np.int64)
+    return np.rint(np.bincount(keys, weights=weights, minlength=minlength)).astype(np.int64)
+
+
+def _pair_term(keys: np.ndarray, size: int, weights: np.ndarray | None = None) -> int:
+    """``sum_c count_c**2`` over the distinct values of ``keys`` (in [0, size)),
+    a row of ``keys`` standing for ``weights`` rows when given."""
     if keys.size == 0:
         return 0
     if size <= 4 * keys.size + 1024:
-        cnt = np.bincount(keys, minlength=0)
+        cnt = _counts(keys, 0, weights)
     else:
-        _, cnt = np.unique(keys, return_counts=True)
-    cnt = cnt.astype(np.int64)
+        _, inverse = np.unique(keys, return_inverse=True)
+        cnt = _counts(inverse.ravel(), 0, weights)
     return int(np.dot(cnt, cnt))
 
 
 def _undiscerned(blocks: np.ndarray, n_blocks: int, codes: np.ndarray, size: int,
-                 f: np.ndarray, q: int) -> int:
+                 f: np.ndarray, q: int, weights: np.ndarray | None = None) -> int:
     """``W(S ∪ {a})``: pairs in one block of the refined partition that f tells apart."""
     key = blocks * size + codes
-    return _pair_term(key, n_blocks * size) - _pair_term(key * q + f, n_blocks * size * q)
+    return (_pair_term(key, n_blocks * size, weights)
+            - _pair_term(key * q + f, n_blocks * size * q, weights))
 
 
 #: Largest table (candidates x blocks x cells x target levels) scored in one bincount.
@@ -250,21 +261,23 @@ _VECTOR_CELLS = 1 << 22
 
 
 def _all_undiscerned(blocks: np.ndarray, n_blocks: int, codes: Sequence[np.ndarray],
-                     sizes: Sequence[int], f: np.ndarray, q: int, left: Sequence[int]) -> np.ndarray:
+                     sizes: Sequence[int], f: np.ndarray, q: int, left: Sequence[int],
+                     weights: np.ndarray | None = None) -> np.ndarray:
     """``W(S ∪ {a})`` for every candidate ``a`` in ``left`` (int64): two
     ``bincount`` calls over all candidates at once when the table is small,
-    else one candidate at a time."""
+    else one candidate at a time.  With ``weights``, a row stands for that
+    many rows (the distinct cells of an engine's count)."""
     top = max(int(sizes[a]) for a in left)
     span = n_blocks * top * q
     if len(left) * span > _VECTOR_CELLS:
-        return np.array([_undiscerned(blocks, n_blocks, codes[a], int(sizes[a]), f, q)
+        return np.array([_undiscerned(blocks, n_blocks, codes[a], int(sizes[a]), f, q, weights)
                          for a in left], dtype=np.int64)
     key = blocks[None, :] * top + np.stack([codes[a] for a in left])  # (m, N)
     offset = (np.arange(len(left), dtype=np.int64) * span)[:, None]
-    c1 = np.bincount((key + offset).ravel(), minlength=len(left) * span).reshape(len(left), -1)
-    c2 = np.bincount((key * q + f[None, :] + offset).ravel(),
-                     minlength=len(left) * span).reshape(len(left), -1)
-    c1, c2 = c1.astype(np.int64), c2.astype(np.int64)
+    w = None if weights is None else np.tile(np.asarray(weights, np.float64), len(left))
+    c1 = _counts((key + offset).ravel(), len(left) * span, w).reshape(len(left), -1)
+    c2 = _counts((key * q + f[None, :] + offset).ravel(), len(left) * span,
+                 w).reshape(len(left), -1)
     return np.einsum("ij,ij->i", c1, c1) - np.einsum("ij,ij->i", c2, c2)
 
 
@@ -308,7 +321,8 @@ def score_scale(epsilon: float, k: int, n: int) -> float:
 
 
 def private_kd(codes: Sequence[np.ndarray], sizes: Sequence[int], target: np.ndarray, q: int,
-               k: int, r: float | None, bits: RandomBits | None) -> list[int]:
+               k: int, r: float | None, bits: RandomBits | None,
+               weights: np.ndarray | None = None) -> list[int]:
     """PRIVATEKD (Vinterbo's Algorithm 1) on coded rows.
 
     Parameters
@@ -326,6 +340,10 @@ def private_kd(codes: Sequence[np.ndarray], sizes: Sequence[int], target: np.nda
         (:func:`score_scale`); None: the non-private greedy NONPRIVATEKD
         (argmax, ties to the first candidate).
     bits : RandomBits or None
+    weights : int64 array, optional
+        The number of rows each row of ``codes`` stands for (the distinct cells
+        and their counts, as an engine counts them): the same pair counts, so
+        the same choice, as the rows themselves.
 
     Returns
     -------
@@ -338,7 +356,7 @@ def private_kd(codes: Sequence[np.ndarray], sizes: Sequence[int], target: np.nda
     blocks = np.zeros(n, np.int64)
     n_blocks = 1
     for _ in range(min(k, len(codes))):
-        w = _all_undiscerned(blocks, n_blocks, codes, sizes, target, q, left)
+        w = _all_undiscerned(blocks, n_blocks, codes, sizes, target, q, left, weights)
         deficits = w - w.min()  # = max U - U(S ∪ {a}) (U = T_f - W)
         if r is None:
             pick = int(np.argmin(w))
@@ -444,12 +462,12 @@ def selection_bins(n: int, m: int) -> int:
 
 
 def _check_names(data, target, candidates) -> tuple[str, tuple[str, ...], list[str]]:
-    if not isinstance(data, (pd.DataFrame, Mapping)):
+    source = source_for(data)
+    if source is None and not isinstance(data, (pd.DataFrame, Mapping)):
         raise DPModelsTypeError(
-            "feature selection reads the rows in process: data must be a pandas DataFrame or a "
-            f"mapping of column name to array, got {type(data).__name__} (an engine's frame: "
-            "convert it first, e.g. with .to_pandas())")
-    cols = columns_of(data)
+            "feature selection reads a pandas DataFrame, a mapping of column name to array, or "
+            "a Polars, Dask, DuckDB or PySpark data frame; got " + type(data).__name__)
+    cols = source.columns() if source is not None else columns_of(data)
     if not isinstance(target, str):
         raise DPModelsTypeError(f"target must be a column name (str), got {type(target).__name__}")
     if isinstance(candidates, str) or not isinstance(candidates, Sequence):
@@ -489,8 +507,11 @@ def selection_domain(data, target: str, candidates: Sequence[str], *, bounds, le
     """The public domain of the target and the candidates (``bins="auto"``:
     :func:`selection_bins`); the target must be discrete with >= 2 levels."""
     names = (target,) + tuple(candidates)
-    check_used_columns(data, names)
-    dtypes = {nm: dtype_of(data, nm) for nm in names}
+    source = source_for(data)
+    if source is None:
+        check_used_columns(data, names)
+    dtypes = (source.dtypes(names) if source is not None
+              else {nm: dtype_of(data, nm) for nm in names})
     check_dtypes(dtypes)
     auto = selection_bins(n, len(candidates))
     use: int | dict[str, int]
@@ -631,7 +652,8 @@ def select_features(
     _check_bounds(bounds)
     _check_levels(levels, bounds)
     _check_bins(bins)
-    n_rows = nrows(data)
+    source = source_for(data)
+    n_rows = source.nrows() if source is not None else nrows(data)
     if n_rows < 2:
         raise DPModelsError(f"data has {n_rows} row(s): a selection needs at least 2")
     domain = selection_domain(data, target, cand, bounds=bounds, levels=levels, bins=bins,
@@ -644,18 +666,24 @@ def select_features(
         k_source = f"estimated from public n, q and domain sizes (Vinterbo §2.3, sigma={SIGMA})"
     if accountant is not None:
         accountant.check(epsilon, f"feature selection for {target!r}")
-    codes, _ = coded_rows(data, domain, missing)  # errors (undeclared, missing) before noise
+    weights = None
+    if source is None:
+        codes, _ = coded_rows(data, domain, missing)  # errors (undeclared, missing) before noise
+    else:  # counted where the data live: the distinct cells, each standing for its count
+        cells = source.count(domain, missing=missing)
+        codes = [np.asarray(c, np.int64) for c in domain.decode(cells.ids)]
+        weights = np.asarray(cells.counts, np.int64)
     if math.isinf(epsilon):
         warnings.warn(
             "epsilon=inf: the selection is the non-private greedy choice, NOT differentially "
             "private. Use it only to compare with private selections.",
             NotPrivateWarning, stacklevel=user_stacklevel())
     return _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows,
-                          "rows handed in", random_state, accountant)
+                          "rows handed in", random_state, accountant, weights=weights)
 
 
 def _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_source,
-                   random_state, accountant) -> FeatureSelection:
+                   random_state, accountant, weights=None) -> FeatureSelection:
     """Charge the accountant, then run PRIVATEKD on the coded rows."""
     budget = charge(accountant, epsilon, f"feature selection for {target!r}")
     bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
@@ -663,7 +691,7 @@ def _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_
     r = score_scale(epsilon, k, n_rows) if private else None
     sizes = [domain.axis(c).size for c in cand]
     q = domain.axis(target).size
-    chosen = private_kd(codes[1:], sizes, codes[0], q, k, r, bits)
+    chosen = private_kd(codes[1:], sizes, codes[0], q, k, r, bits, weights)
     selected = tuple(cand[i] for i in chosen)
     report = SelectionReport(
         epsilon=epsilon, private=private, mechanism=MECHANISM, k=k, k_source=k_source,

@@ -486,13 +486,47 @@ def test_refusals_come_before_noise_and_charge(exc, match, call):
     _refused(exc, match, call)
 
 
-def test_an_engine_frame_is_refused_with_what_to_do():
-    """select_features and select= read the rows in process: a Polars frame is
-    refused, saying so and how to convert it (before anything is drawn)."""
+def test_select_features_counts_in_the_engine_and_select_refuses_an_engine_frame():
+    """select_features counts the selection's cells where the data live (issue 28):
+    a Polars LazyFrame gives the pandas frame's choice with the same seed.  select=
+    still reads the rows in process: a Polars frame is refused, saying how to
+    convert it (before anything is drawn)."""
     pl = pytest.importorskip("polars")
+    rng = np.random.default_rng(3)
+    pdf = pd.DataFrame({"x1": rng.uniform(0, 5, 3000), "x2": rng.uniform(0, 5, 3000),
+                        "g": rng.choice(["a", "b"], 3000)})
+    pdf["y"] = ((pdf.x2 > 2.5) ^ (rng.random(3000) < 0.1)).astype(int)
+    kw = dict(epsilon=1.0, bounds={"x1": (0, 5), "x2": (0, 5)},
+              levels={"y": [0, 1], "g": ["a", "b"]})
+    for seed in range(4):
+        a = dpm.select_features(pdf, "y", ["x1", "x2", "g"], k=1, random_state=seed, **kw)
+        b = dpm.select_features(pl.from_pandas(pdf).lazy(), "y", ["x1", "x2", "g"], k=1,
+                                random_state=seed, **kw)
+        assert a.selected == b.selected and a.report == b.report
     df = pl.DataFrame({"y": [0, 1, 0, 1], "x": [1.0, 2.0, 3.0, 4.0]})
     kw = dict(epsilon=1.0, bounds={"x": (0, 5)}, levels={"y": [0, 1]})
     with pytest.raises(dpm.DPModelsTypeError, match="to_pandas"):
-        dpm.select_features(df, "y", ["x"], k=1, **kw)
-    with pytest.raises(dpm.DPModelsTypeError, match="to_pandas"):
         dpm.dp_logit("y ~ x", df, select=1, **kw)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_private_kd_on_counted_cells_chooses_as_on_the_rows(seed):
+    # issue 28: an engine counts the distinct cells where the data live; PRIVATEKD on
+    # those cells, each weighted by its count, scores the same integer pair counts, so
+    # with the same bits it makes the same choices as on the rows themselves
+    from dpmodels.randomness import random_source
+    from dpmodels.selection import private_kd
+
+    rng = np.random.default_rng(seed)
+    n, sizes, q = 3000, [3, 5, 2, 4, 6], 3
+    codes = [rng.integers(0, s, n) for s in sizes]
+    target = (codes[0] + (codes[2] > 0) + rng.integers(0, 2, n)) % q
+    key = np.ravel_multi_index([target] + codes, [q] + sizes)
+    cells, counts = np.unique(key, return_counts=True)
+    parts = np.unravel_index(cells, [q] + sizes)
+    for k, r in ((1, None), (3, None), (2, 0.002), (4, 0.01)):
+        rows = private_kd(codes, sizes, target, q, k, r, random_source(seed))
+        counted = private_kd([np.asarray(p, np.int64) for p in parts[1:]], sizes,
+                             np.asarray(parts[0], np.int64), q, k, r, random_source(seed),
+                             weights=counts)
+        assert counted == rows, (k, r)

@@ -18,6 +18,8 @@ lookup, a pandas group-by): see ``docs/scaling.md``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -65,7 +67,9 @@ class DaskSource:
     def dtypes(self, names) -> dict:
         import narwhals as nw
 
-        schema = nw.from_native(self.ddf).collect_schema()
+        with warnings.catch_warnings():  # narwhals' notice that its Dask support moves to
+            warnings.simplefilter("ignore", FutureWarning)  # a package of its own: not the user's
+            schema = nw.from_native(self.ddf).collect_schema()
         return {nm: pandas_like_dtype(schema[nm], self.ddf.dtypes[nm]) for nm in names}
 
     def nrows(self) -> int:

@@ -47,6 +47,11 @@ from ..histogram import CellCounts, missing_error, undeclared_error
 
 __all__ = ["NarwhalsSource", "cell_key_expr", "pandas_like_dtype"]
 
+#: The dtype pandas gives a column of strings (``str`` in pandas 3, object before): an
+#: engine's string column is declared as the same pandas column would be, so that every
+#: message naming a dtype reads the same on every engine.
+_PANDAS_STRING = pd.Series(["a"]).dtype
+
 #: Rows per batch a row pass reads from a Polars or DuckDB frame (bounded memory).
 PARTITION_ROWS = 250_000
 
@@ -95,7 +100,7 @@ def pandas_like_dtype(nw_dtype, native_dtype=None):
     if isinstance(nw_dtype, nw.Enum):
         return EnumType(tuple(nw_dtype.categories))
     if nw_dtype == nw.String:
-        return pd.StringDtype()
+        return _PANDAS_STRING
     return np.dtype(object)
 
 
