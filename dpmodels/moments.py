@@ -621,12 +621,39 @@ def published_frame(data: pd.DataFrame, domain: Domain, missing: str):
 _NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])
 
 
+def _categorical_as_is(data, contrast=None, levels=None):
+    """patsy's ``C()``, except that a pandas Categorical with no ``levels=`` is
+    handed back as it is: patsy then reads its codes at once, where a ``C()``
+    box of it makes patsy look every value up in Python (0.58 s of a 0.65 s
+    moments release at a million rows).  Its categories are the published
+    ones the design was built on, so the codes, and the design, are the same;
+    a mismatch makes patsy raise, and :func:`_design` then builds as patsy does."""
+    if levels is None and isinstance(getattr(data, "dtype", None), pd.CategoricalDtype):
+        return data
+    return patsy.builtins.C(data, contrast, levels)
+
+
+def _design(infos, frame: pd.DataFrame) -> list:
+    """``patsy.build_design_matrices(infos, frame)``, with ``C()`` of a
+    published Categorical read from its codes (:func:`_categorical_as_is`):
+    the frame's columns come first in patsy's lookup, before the formula's
+    namespace, so a ``C`` among them is the one the formula calls."""
+    if "C" not in frame.columns:
+        data = {name: frame[name] for name in frame.columns}
+        data["C"] = _categorical_as_is
+        try:
+            return patsy.build_design_matrices(infos, data, NA_action=_NO_NA)
+        except patsy.PatsyError:
+            pass  # (e.g. levels the box would have checked): patsy's own way below
+    return patsy.build_design_matrices(infos, frame, NA_action=_NO_NA)
+
+
 def _scaled_rows(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
     with np.errstate(all="ignore"):
         if not space.has_response:
-            (X,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
+            (X,) = _design([space.infos[1]], frame)
             return space.scaled(np.asarray(X, float))
-        y, X = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
+        y, X = _design(list(space.infos), frame)
     return space.scaled(np.asarray(X, float), np.asarray(y, float)[:, 0])
 
 
