@@ -416,11 +416,11 @@ def _is_number(v) -> bool:
             and not isinstance(v, (bool, np.bool_)))
 
 
-def _is_numeric_levels(levels: tuple) -> bool:
+def _is_numeric_levels(levels: Sequence) -> bool:
     return all(_is_number(v) for v in levels)
 
 
-def _level_array(levels: tuple) -> np.ndarray:
+def _level_array(levels: Sequence) -> np.ndarray:
     """The levels as an array: int64 or float64 for numeric levels (see
     :attr:`Axis.value_dtype`), else object."""
     if _is_numeric_levels(levels):
@@ -457,7 +457,7 @@ def _item(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _level_index(levels: tuple) -> pd.Index:
+def _level_index(levels: Sequence) -> pd.Index:
     """The index :meth:`Axis.codes` matches values against, by value."""
     if _is_numeric_levels(levels):
         return pd.Index(_level_array(levels))

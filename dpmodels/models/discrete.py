@@ -80,6 +80,7 @@ class _FreqWeights(_Model):
     """
 
     weights: np.ndarray
+    df_resid: float  # statsmodels' initialize sets it (rows - parameters); corrected here
 
     def _check_kwargs(self, kwargs, keys_extra=None, **kw):
         # statsmodels warns about (and drops) init keywords it does not know.
@@ -444,6 +445,8 @@ class FreqMNLogit(_FreqWeights, MNLogit):
     >>> res.nobs, res.df_resid
     (100.0, 96.0)
     """
+
+    _ynames_map: dict[int, Any]  # statsmodels' MNLogit._handle_data sets it: code -> name
 
     def __init__(self, endog, exog, weights=None, ylevels=None, check_rank=True, **kwargs):
         self._ylevels = None if ylevels is None else tuple(ylevels)

@@ -16,6 +16,7 @@ carry negative counts.
 from __future__ import annotations
 
 import sys
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -140,7 +141,7 @@ def _read_by_anova_of_models() -> bool:
     which reads it directly only when it compares several models (through the
     results wrapper's attribute lookup, and a comprehension's frame in Python
     3.11; the single-model tables read it from ``anova2_lm_single`` etc.)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(4):
         if frame is None:
             return False

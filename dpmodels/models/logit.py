@@ -109,6 +109,7 @@ class _DPChoiceModel(DPModel):
     response_classes = True
     _name = "DP choice model"
     _func = "dp_model"
+    _example_levels: str  # set by each subclass: a level list for its error messages
     response: str
 
     # ---- before the release: public domain only ---------------------------------------
@@ -134,10 +135,11 @@ class _DPChoiceModel(DPModel):
                 f"continuous ({axis.describe()}): declare its level set, e.g. "
                 f"levels={{{axis.name!r}: {self._example_levels}}}, instead of bounds"
             )
-        if len(axis.levels) < 2:
+        levels = axis.level_set  # a discrete axis always has its levels
+        if len(levels) < 2:
             raise DomainError(
                 f"the response {axis.name!r} has a single declared level "
-                f"({axis.levels[0]!r}): {self._func} needs at least two; declare every value "
+                f"({levels[0]!r}): {self._func} needs at least two; declare every value "
                 f"{axis.name!r} can take"
             )
 
@@ -147,7 +149,7 @@ class _DPChoiceModel(DPModel):
         non-numeric levels (strings, bools), so that the first declared level
         is the base (dp_mnlogit) or is coded 0 (dp_logit); None for numeric
         levels, which the fit uses as numbers (statsmodels sorts them)."""
-        levels = self.release.domain.axis(self.response).levels
+        levels = self.release.domain.axis(self.response).level_set  # checked discrete
         return None if _is_numeric(levels) else list(levels)
 
     def _response_frame(self) -> tuple[pd.DataFrame, np.ndarray, list | None]:
@@ -299,23 +301,23 @@ class _DPChoiceModel(DPModel):
         found = getattr(res._results, "separation", None) or ()
         params = np.asarray(inference.params, dtype=float)
         diverged = [nm for nm, v, u in zip(param_names, params, lost) if u and not np.isfinite(v)]
-        why = []
+        reasons: list[str] = []
         if found:
-            why.append("the released cells are (quasi-)separated, so the maximum likelihood "
-                       "estimate diverges along a direction involving " + ", ".join(found))
+            reasons.append("the released cells are (quasi-)separated, so the maximum likelihood "
+                           "estimate diverges along a direction involving " + ", ".join(found))
         if diverged:
-            why.append("their estimates are not finite (the fit on the released cells broke "
-                       "down)" if len(diverged) == int(lost.sum())
-                       else f"the estimate of {', '.join(diverged)} is not finite")
+            reasons.append("their estimates are not finite (the fit on the released cells broke "
+                           "down)" if len(diverged) == int(lost.sum())
+                           else f"the estimate of {', '.join(diverged)} is not finite")
         if (lost & np.isfinite(params)).any() or not diverged:
             refits = (f"{inference.n_ok} of {inference.n_boot} replicate releases could be "
                       "refitted")
-            why.append(f"the bootstrap's refits of the replicate releases diverge as well "
-                       f"({refits}), so the likelihood cannot bound these coefficients" if found
-                       else f"{refits}; the others' released cells are separated or "
-                       "rank-deficient, or their refits do not converge")
-        why = "; ".join(why) + ("; use a larger epsilon, fewer bins, a lower threshold, or "
-                                "merge levels / drop terms")
+            reasons.append(f"the bootstrap's refits of the replicate releases diverge as well "
+                           f"({refits}), so the likelihood cannot bound these coefficients" if found
+                           else f"{refits}; the others' released cells are separated or "
+                           "rank-deficient, or their refits do not converge")
+        why = "; ".join(reasons) + ("; use a larger epsilon, fewer bins, a lower threshold, or "
+                                   "merge levels / drop terms")
         inference = dataclasses.replace(inference, unmeasured_why=why)
         attach_dp_inference(res, inference, warn=False)
         warnings.warn(inference.unmeasured_message(param_names),
@@ -336,7 +338,7 @@ class DPLogit(_DPChoiceModel):
 
     def _check_response_axis(self, axis: Axis) -> None:
         super()._check_response_axis(axis)
-        levels = axis.levels
+        levels = axis.level_set  # discrete: checked by super()
         if len(levels) > 2:
             raise DomainError(
                 f"the response {axis.name!r} has {len(levels)} declared levels "

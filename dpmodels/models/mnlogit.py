@@ -202,7 +202,7 @@ class DPMNLogit(_DPChoiceModel):
         axis = self.release.domain.axis(self.response)
         y = frame[self.response].to_numpy()
         if order is None:  # numeric levels, used as they are (statsmodels sorts them)
-            values = sorted(axis.levels)
+            values = sorted(axis.level_set)  # the response axis is checked discrete
         else:  # other levels: their positions in the declared order (base: the first)
             values = list(range(len(order)))
         present = [v for v in values if np.any(w[y == v] > 0)]

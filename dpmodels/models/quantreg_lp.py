@@ -419,7 +419,7 @@ def refit_quantreg_batch(
     pos = W > 0
     x_scale = np.max(np.abs(X), axis=0) if C else np.ones(p)
     x_scale[x_scale == 0] = 1.0
-    todo = pos.any(axis=0)
+    todo = np.asarray(pos.any(axis=0))  # W is 2-D (checked above): an array per column
     if b == 1 and todo[0]:  # one column: matrix_rank itself is cheaper than the batched test
         todo[0] = np.linalg.matrix_rank(X[pos[:, 0]]) == p
     elif todo.any():

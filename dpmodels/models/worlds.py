@@ -144,7 +144,9 @@ def sym_laplace(rng, var: float, shape) -> np.ndarray:
 def _split_top(name: str) -> list[str]:
     """``name`` split at the colons outside brackets and parentheses (patsy
     joins an interaction's column names with ``:``)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in name:
         depth += (ch in "([{") - (ch in ")]}")
         if ch == ":" and depth == 0:
