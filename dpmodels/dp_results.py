@@ -56,7 +56,13 @@ class DPInferenceResultsMixin(_Results):
     dp_inference: DPInference | None = None
 
     def _dp_active(self) -> bool:
-        return self.dp_inference is not None and getattr(self, "cov_type", None) == "dp"
+        return self._active_inference() is not None
+
+    def _active_inference(self) -> DPInference | None:
+        """The attached inference when cov_type "dp" uses it, else None."""
+        if getattr(self, "cov_type", None) != "dp":
+            return None
+        return self.dp_inference
 
     def _dp_shape(self, flat: np.ndarray) -> np.ndarray:
         shape = np.shape(self.params)
@@ -65,15 +71,15 @@ class DPInferenceResultsMixin(_Results):
     @property
     def bse(self):
         """Standard errors; under cov_type "dp", the bootstrap's."""
-        if self._dp_active():
-            return self._dp_shape(self.dp_inference.se)
+        if (inference := self._active_inference()) is not None:
+            return self._dp_shape(inference.se)
         return super().bse
 
     def cov_params(self, r_matrix=None, column=None, scale=None, cov_p=None, other=None):
         """Covariance of the estimates (statsmodels' signature); under cov_type
         "dp", the bootstrap's covariance is the one every contrast uses."""
-        if cov_p is None and self._dp_active():
-            cov_p = self.dp_inference.cov
+        if cov_p is None and (inference := self._active_inference()) is not None:
+            cov_p = inference.cov
             if r_matrix is not None and column is None and other is None:
                 return _contrast_cov(np.atleast_2d(np.asarray(r_matrix, float)),
                                      np.asarray(cov_p, float))
@@ -83,19 +89,20 @@ class DPInferenceResultsMixin(_Results):
     @property
     def tvalues(self):
         """z statistics; under cov_type "dp", those of the default interval's center."""
-        if self._dp_active():
-            return self._dp_shape(self.dp_inference.tvalues)
+        if (inference := self._active_inference()) is not None:
+            return self._dp_shape(inference.tvalues)
         return super().tvalues
 
     @property
     def pvalues(self):
         """Two-sided p-values; under cov_type "dp", from the bootstrap."""
-        if self._dp_active():
-            return self._dp_shape(self.dp_inference.pvalues)
+        if (inference := self._active_inference()) is not None:
+            return self._dp_shape(inference.pvalues)
         return super().pvalues
 
     def _dp_no_information(self) -> bool:
-        return self._dp_active() and bool(self.dp_inference._no_information().any())
+        inference = self._active_inference()
+        return inference is not None and bool(inference._no_information().any())
 
     def wald_test(self, r_matrix, cov_p=None, invcov=None, use_f=None, df_constraints=None,
                   scalar=True):
@@ -119,7 +126,7 @@ class DPInferenceResultsMixin(_Results):
                 warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
             res = super().wald_test(r_matrix, cov_p=cov_p, invcov=invcov, use_f=use_f,
                                     df_constraints=df_constraints, scalar=scalar)
-        dof = getattr(res, "df_num", None) if res.distribution == "F" else res.df_denom
+        dof = res.df_num if res.distribution == "F" else res.df_denom  # set on every F result
         if cov_p is not None and invcov is None and self._dp_active() and int(dof) == 0:
             # every restriction is on unmeasured coefficients: no evidence against it
             res.statistic = 0.0
@@ -276,10 +283,11 @@ class DPInferenceResultsMixin(_Results):
     def conf_int(self, alpha=0.05, cols=None, **kwargs):
         """Confidence intervals; under cov_type "dp", the bootstrap intervals
         (``method=`` one of "bc-normal", "normal", "basic", "percentile")."""
-        if not self._dp_active():
+        inference = self._active_inference()
+        if inference is None:
             return super().conf_int(alpha=alpha, cols=cols, **kwargs) if cols is not None \
                 else super().conf_int(alpha=alpha, **kwargs)
-        ci = self.dp_inference.conf_int(alpha, method=kwargs.pop("method", None))
+        ci = inference.conf_int(alpha, method=kwargs.pop("method", None))
         if len(np.shape(self.params)) == 2:  # multinomial: (J-1, K, 2), as statsmodels
             K, J1 = np.shape(self.params)
             return ci.reshape(J1, K, 2)
