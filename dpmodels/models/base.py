@@ -20,6 +20,7 @@ from ..bootstrap import (
     CellDesign,
     parametric_bootstrap,
 )
+from ..domain import Domain
 from ..dp_results import attach_dp_inference
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import (
@@ -173,6 +174,9 @@ def _weighted_rows(x, weights: np.ndarray, name: str) -> np.ndarray:
 class _WeightedCenter(patsy.state.Center):
     """patsy's ``center`` with the mean of the weighted cells."""
 
+    _sum: np.ndarray | None  # patsy's Center.__init__ sets None; memorize_chunk the sum
+    _count: float
+
     def __init__(self, weights: np.ndarray):
         super().__init__()
         self._weights = weights
@@ -188,6 +192,11 @@ class _WeightedCenter(patsy.state.Center):
 class _WeightedStandardize(patsy.state.Standardize):
     """patsy's ``standardize`` / ``scale`` with the mean and the variance of
     the weighted cells (``ddof`` counts against the total weight)."""
+
+    # patsy's Standardize.__init__ sets 0/None/None; memorize_chunk the weighted moments
+    current_n: float
+    current_mean: np.ndarray | None
+    current_M2: np.ndarray | None
 
     def __init__(self, weights: np.ndarray):
         super().__init__()
@@ -355,14 +364,18 @@ class DPModel:
         if isinstance(data, PrivateHistogram):
             return cls(formula, data, epsilon=epsilon, eval_env=namespace,
                        representatives=representatives)
+
+        def domain_check(domain: Domain) -> None:
+            model._check_domain(domain, formula_variables(formula, domain.names, namespace))
+            check_finite_design(formula, domain, namespace)
+
         rel = release(
-            data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, bins=bins,
+            # None is deliberate: release's check_epsilon refuses it with its own message
+            data, formula=formula, epsilon=epsilon,  # type: ignore[arg-type]
+            bounds=bounds, levels=levels, bins=bins,
             threshold=threshold, threshold_A=threshold_A, n=n, random_state=random_state,
             accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
-            namespace=namespace,
-            domain_check=lambda domain: (
-                model._check_domain(domain, formula_variables(formula, domain.names, namespace)),
-                check_finite_design(formula, domain, namespace)),
+            namespace=namespace, domain_check=domain_check,
         )
         fv = formula_variables(formula, rel.domain.names, namespace)
         model._attach(rel, fv, namespace, budget_spent=rel.report.epsilon)
@@ -597,6 +610,7 @@ class DPModel:
             crowded |= self._class_equations(res, mixed.classes, k, eqs)
             crowded &= ~empty & ~loose
         if crowded.any():
+            assert mixed is not None  # crowded stays all False without a contamination
             warnings.warn(
                 f"{_joined(labels, crowded)} rest on factor levels or response classes whose "
                 f"released rows are expected to be more than {CONTAMINATION_LIMIT:.0%} spurious "
