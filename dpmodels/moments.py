@@ -633,12 +633,25 @@ def _categorical_as_is(data, contrast=None, levels=None):
     return patsy.builtins.C(data, contrast, levels)
 
 
+def _calls_patsy_c(infos) -> bool:
+    """Every factor of the design evaluates ``C`` as patsy's own (not a function
+    of the caller's namespace that happens to be named C)."""
+    for info in infos:
+        for factor_info in info.factor_infos.values():
+            env = factor_info.state.get("eval_env") if isinstance(factor_info.state, dict) \
+                else None
+            if env is not None and env.namespace.get("C", patsy.builtins.C) \
+                    is not patsy.builtins.C:
+                return False
+    return True
+
+
 def _design(infos, frame: pd.DataFrame) -> list:
     """``patsy.build_design_matrices(infos, frame)``, with ``C()`` of a
     published Categorical read from its codes (:func:`_categorical_as_is`):
     the frame's columns come first in patsy's lookup, before the formula's
     namespace, so a ``C`` among them is the one the formula calls."""
-    if "C" not in frame.columns:
+    if "C" not in frame.columns and _calls_patsy_c(infos):
         data = {name: frame[name] for name in frame.columns}
         data["C"] = _categorical_as_is
         try:

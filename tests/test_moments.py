@@ -471,3 +471,25 @@ def test_the_design_reads_a_published_categorical_by_its_codes_as_patsy_would(fo
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         assert a.design_info.column_names == b.design_info.column_names
     assert as_is  # the formula's C() was ours
+
+
+def test_a_function_of_the_callers_named_c_is_left_to_patsy(monkeypatch):
+    # the fast read of C() applies to patsy's own C only: a caller's function named C
+    # (here one that reverses the levels) is evaluated as patsy would
+    import patsy
+
+    from dpmodels import moments
+
+    def C(data, *args, **kwargs):  # noqa: N802 (the caller's name)
+        return patsy.builtins.C(data, levels=list(reversed(data.categories)))
+
+    grid = pd.DataFrame({"y": [0.0, 1.0, 2.0], "g": pd.Categorical(list("abc"))})
+    env = patsy.EvalEnvironment([{"C": C}])
+    infos = [m.design_info for m in patsy.dmatrices("y ~ C(g)", grid, eval_env=env)]
+    frame = pd.DataFrame({"y": np.arange(6.0), "g": pd.Categorical(list("abcabc"))})
+    as_is = []
+    monkeypatch.setattr(moments, "_categorical_as_is", lambda *a, **k: as_is.append(1))
+    ours = moments._design(infos, frame)
+    theirs = patsy.build_design_matrices(infos, frame, NA_action=moments._NO_NA)
+    np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))
+    assert not as_is
