@@ -481,7 +481,7 @@ def test_a_function_of_the_callers_named_c_is_left_to_patsy(monkeypatch):
     from dpmodels import moments
 
     def C(data, *args, **kwargs):  # noqa: N802 (the caller's name)
-        return patsy.builtins.C(data, levels=list(reversed(data.categories)))
+        return patsy.builtins.C(data, levels=list(reversed(pd.Categorical(data).categories)))
 
     grid = pd.DataFrame({"y": [0.0, 1.0, 2.0], "g": pd.Categorical(list("abc"))})
     env = patsy.EvalEnvironment([{"C": C}])
