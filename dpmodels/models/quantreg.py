@@ -116,6 +116,8 @@ class FreqQuantReg(QuantReg):
     (129.0, 129.0, 129)
     """
 
+    weights: np.ndarray  # RegressionModel.__init__ stores it; initialize checks it
+
     def __init__(self, endog, exog, weights=None, missing: str = "none", hasconst=None, **kwargs):
         self._check_kwargs(kwargs)
         if weights is None:
@@ -331,7 +333,7 @@ def _weighted_percentile(a: np.ndarray, w: np.ndarray, per: float) -> float:
     lo = math.floor(idx)
 
     def at(k: float) -> float:  # the k-th (0-based) value of the expanded sorted sample
-        return float(a_sorted[min(np.searchsorted(cum, k, side="right"), a_sorted.size - 1)])
+        return float(a_sorted[min(int(np.searchsorted(cum, k, side="right")), a_sorted.size - 1)])
 
     if lo == idx:
         return at(lo)
@@ -382,7 +384,7 @@ def _unresolved_coefficients(exog, w, resid, groups, share: float = _UNRESOLVED_
     """
     p = exog.shape[1]
     mask = np.zeros(p, bool)
-    found = []
+    found: list[tuple[Any, float, np.ndarray]] = []
     total = float(np.sum(w))
     on = np.flatnonzero((resid == 0) & (w > 0))
     if on.size == 0 or not total > 0:
