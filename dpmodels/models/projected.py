@@ -38,6 +38,7 @@ import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import patsy
@@ -75,7 +76,7 @@ from ..validation import (
     check_release_arguments,
 )
 from .base import DPModel, _frame_namespace, _refuse_signed
-from .logit import DPLogit
+from .logit import DPLogit, _DPChoiceModel
 from .mnlogit import DPMNLogit
 
 __all__ = ["ProjectedReport", "DPProjectedLogit", "DPProjectedMNLogit", "restrict_formula",
@@ -242,7 +243,9 @@ def _check_select(select, candidates: tuple, response: str):
 def _check_gamma(gamma) -> float | None:
     if gamma is None:
         return None
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0 < gamma < 1:
+    if (isinstance(gamma, bool) or not isinstance(gamma, numbers.Real)
+            # numbers.Real declares no reflected comparison with int; every Real has one
+            or not 0 < gamma < 1):  # type: ignore[operator]
         raise DPModelsError(
             f"gamma (the histogram's share of epsilon) must be a number strictly between 0 and "
             f"1, or None to estimate it; got {gamma!r}")
@@ -258,8 +261,18 @@ def _split(epsilon: float, gamma: float) -> tuple[float, float]:
     return eps_p, eps_h
 
 
-class _Projected:
+if TYPE_CHECKING:
+    #: to the type checker, the kind of model this mixin precedes (DPLogit, DPMNLogit)
+    _ChoiceModel = _DPChoiceModel
+else:
+    _ChoiceModel = object
+
+
+class _Projected(_ChoiceModel):
     """Selection, then the histogram model of the restricted formula."""
+
+    original_formula: str  # set by from_formula, with the report
+    _projected_report: ProjectedReport
 
     def __init__(self, *args, **kwargs):
         raise DPModelsTypeError(
@@ -269,10 +282,11 @@ class _Projected:
             "restricted to the variables you want with the plain dp_* function")
 
     @classmethod
-    def from_formula(cls, formula, data, *, select, gamma=None, epsilon=None, bounds=None,
-                 levels=None, bins="auto", threshold="enhanced", threshold_A=DEFAULT_A, n=None,
-                 random_state=None, accountant=None, missing="drop",
-                 max_spurious_cells=DEFAULT_MAX_SPURIOUS_CELLS, eval_env=0, **kwargs):
+    def from_formula(  # type: ignore[override]  # adds select= and gamma= to DPModel's
+            cls, formula, data, *, select, gamma=None, epsilon=None, bounds=None,
+            levels=None, bins="auto", threshold="enhanced", threshold_A=DEFAULT_A, n=None,
+            random_state=None, accountant=None, missing="drop",
+            max_spurious_cells=DEFAULT_MAX_SPURIOUS_CELLS, eval_env=0, **kwargs):
         """Select (spending part of ``epsilon``), then release the histogram of the
         projection and build the model on it (the rest of ``epsilon``): every check
         of the public inputs runs before anything is read or spent."""
@@ -366,6 +380,7 @@ class _Projected:
         bits = random_source(random_state)  # one stream for both steps
         selection = None
         if kind == "k":
+            assert sel_domain is not None  # built above whenever kind == "k"
             codes, _ = coded_rows(data, sel_domain, missing)  # errors before any noise
             selection = _run_selection(codes, sel_domain, response, candidates, k, k_source,
                                        eps_p, n_rows, "rows handed in", bits, accountant)
@@ -387,9 +402,10 @@ class _Projected:
 
         # ---- the histogram of the projection (eps_h), then the usual model -----------
         # (the histogram model this mixin precedes in the MRO: DPLogit or DPMNLogit)
-        model = super().from_formula(  # type: ignore[misc]
+        model = super().from_formula(
             restricted, data, epsilon=eps_h, bounds=bounds, levels=levels, bins=bins,
-            threshold=threshold, threshold_A=threshold_A, n=n, random_state=bits,
+            # the one RandomBits stream of both steps: random_source takes it as it is
+            threshold=threshold, threshold_A=threshold_A, n=n, random_state=bits,  # type: ignore[arg-type]
             accountant=accountant, missing=missing, max_spurious_cells=max_spurious_cells,
             eval_env=namespace, **kwargs)
         model.original_formula = formula
@@ -461,7 +477,7 @@ def _subsets_to_check(candidates, k, domain):
     return [tuple(by_size[:k])]
 
 
-class DPProjectedLogit(_Projected, DPLogit):  # type: ignore[misc]  # from_formula adds select=
+class DPProjectedLogit(_Projected, DPLogit):
     """Logistic regression on a projected histogram (Vinterbo's HLR):
     ``dp_logit(..., select=k)``.  ``.selection`` is the
     :class:`~dpmodels.selection.FeatureSelection` (None for a given list),
@@ -470,7 +486,7 @@ class DPProjectedLogit(_Projected, DPLogit):  # type: ignore[misc]  # from_formu
     _name = "DP Logit (projected)"
 
 
-class DPProjectedMNLogit(_Projected, DPMNLogit):  # type: ignore[misc]  # from_formula adds select=
+class DPProjectedMNLogit(_Projected, DPMNLogit):
     """Multinomial logit on a projected histogram (Vinterbo's HMLR):
     ``dp_mnlogit(..., select=k)``; see :class:`DPProjectedLogit`."""
 
