@@ -21,6 +21,8 @@ from dpmodels.errors import DPModelsError
 from dpmodels.local import Channel, LocalHistogram, LocalRelease, randomize
 from dpmodels.saved import FORMAT, FORMAT_VERSION, SavedReleaseError, save_release
 
+from .test_saved_release import _drop, _set  # the file edits of the refusal tests
+
 #: Raw values no bound, level or released number can equal: they must never reach a file.
 SENTINEL = 987654.3125
 SENTINEL_TEXT = "987654"
@@ -206,24 +208,6 @@ def test_neighbouring_data_sets_write_the_same_metadata(tmp_path):
 
 
 # ---- refusals ------------------------------------------------------------------------------------
-
-
-def _set(keys, value):
-    def edit(doc):
-        target = doc
-        for k in keys[:-1]:
-            target = target[k]
-        target[keys[-1]] = value
-    return edit
-
-
-def _drop(keys):
-    def edit(doc):
-        target = doc
-        for k in keys[:-1]:
-            target = target[k]
-        del target[keys[-1]]
-    return edit
 
 
 def _edits(doc) -> dict:
