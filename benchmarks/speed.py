@@ -161,7 +161,7 @@ MODELS = {
 SM_MAX = {"ols": 10**7, "logit": 10**6, "mnlogit": 10**6, "quantreg": 10**6}
 
 #: sections of the run, in order (``--only``)
-SECTIONS = ("table", "big", "many", "default", "post", "dask")
+SECTIONS = ("table", "big", "many", "default", "post", "dask", "engines")
 
 #: "Default fits": the issue's goals for the default fit (release + fit(),
 #: bootstrap standard errors included), end to end on one core.  At Lei's
@@ -211,6 +211,10 @@ def parse_args(argv=None):
                    help="comma-separated sections to run, of " + ",".join(SECTIONS)
                         + " (default: all; the --no-* flags and --big-rows 0 / --dask-rows 0 "
                           "still skip theirs)")
+    p.add_argument("--engine-sizes", default=None,
+                   help="comma-separated n of the engines section (default 1e5,1e6)")
+    p.add_argument("--spark", action="store_true",
+                   help="engines section: Spark local[2] too (JVM start-up: minutes)")
     p.add_argument("--dask-child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     # The main table keeps its best of 5; the new sections take the median of 3.
@@ -235,6 +239,7 @@ def parse_args(argv=None):
     args.sections = only
     args.default_sizes = _sizes(args.default_sizes, DEFAULT_SIZES)
     args.post_sizes = _sizes(args.post_sizes, POST_SIZES[:2] if args.quick else POST_SIZES)
+    args.engine_sizes = _sizes(args.engine_sizes, (10**5,) if args.quick else (10**5, 10**6))
     if args.sizes is None:
         args.sizes = "1e5,1e6" if args.quick else "1e5,1e6,1e7"
     args.sizes = [int(float(s)) for s in args.sizes.split(",")]
@@ -805,6 +810,103 @@ def run_default_fits(args, frames: FrameCache) -> str:
     return "\n".join(lines)
 
 
+#: The engines section's releases: (label, dp function, formula, method); housing's
+#: price, size, year and county, and its 0/1 "price above the cut" y.
+ENGINE_MECHANISMS = (
+    ("moments (dp_ols)", "ols", "price ~ size + np.log(size + 1) + year + C(county)", "moments"),
+    ("newton (dp_logit)", "logit", "y ~ size + np.log(size + 1) + year + C(county)", "newton"),
+    ("quantile steps (dp_quantreg)", "quantreg",
+     "price ~ size + np.log(size + 1) + year + C(county)", "newton"),
+    ("histogram (dp_ols)", "ols", OLS_FORMULA, "histogram"),
+    ("feature selection", None, None, None),
+)
+
+
+def _engine_frames(df: pd.DataFrame, spark: bool) -> dict:
+    """The same rows in each engine: pandas, a Polars LazyFrame, a DuckDB relation
+    (and a Spark frame)."""
+    out = {"pandas": df}
+    try:
+        import polars as pl
+
+        out["polars-lazy"] = pl.from_pandas(df).lazy()
+    except ImportError:
+        pass
+    try:
+        import duckdb
+
+        out["duckdb"] = duckdb.connect().from_df(df)
+    except ImportError:
+        pass
+    if spark:
+        from pyspark.sql import SparkSession
+
+        session = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                   .getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        out["spark"] = session.createDataFrame(df)
+    return out
+
+
+def _released(label: str, family, formula, method, data):
+    """One release of the engines section (seed 0) and what identifies it."""
+    levels = {"county": list(COUNTIES), "year": [1, 2, 3, 4], "y": [0, 1]}
+    bounds = {"price": (1e5, 9e5), "size": (0, 3000)}
+    if family is None:
+        sel = dpmodels.select_features(data, "y", ["size", "year", "county"], k=1,
+                                       epsilon=EPSILON, bounds=bounds, levels=levels,
+                                       random_state=0)
+        return (sel.selected,)
+    fn = {"ols": dpmodels.dp_ols, "logit": dpmodels.dp_logit, "quantreg": dpmodels.dp_quantreg}
+    rel = fn[family](formula, data, epsilon=EPSILON, bounds=bounds, levels=levels,
+                     method=method, random_state=0).release
+    if hasattr(rel, "counts"):
+        return (rel.cell_ids.tobytes(), rel.counts.tobytes())
+    return tuple(np.asarray(getattr(rel, a), float).tobytes()
+                 for a in ("sums", "second", "beta") if hasattr(rel, a))
+
+
+def run_engines(args) -> str:
+    """Each default mechanism's release on each engine (issue 28): the time, its
+    ratio to one numpy pass building the same design and its X'X in memory,
+    and whether the release is pandas' bit for bit (seed 0)."""
+    lines = ["Releases where the data live (median of "
+             f"{args.section_repeat}; ratio to one numpy design + X'X in memory; "
+             "'same' = the pandas release bit for bit, seed 0)", ""]
+    header = f"{'n':>11}  {'mechanism':30}" + "".join(f"{e:>22}" for e in
+                                                      ("pandas", "polars-lazy", "duckdb", "spark"))
+    lines += [header, "-" * len(header)]
+    for n in args.engine_sizes:
+        df = housing_frame(n)
+        t0 = time.perf_counter()
+        X = np.column_stack([np.ones(n), df["size"], np.log(df["size"] + 1.0), df["year"]]
+                            + [(df["county"] == c).to_numpy(float) for c in COUNTIES[1:]])
+        _ = X.T @ X
+        floor = time.perf_counter() - t0
+        frames = _engine_frames(df, args.spark)
+        for label, family, formula, method in ENGINE_MECHANISMS:
+            print(f"  engines: {label} at n={n:,} ...", file=sys.stderr, flush=True)
+            cells, ref = [], None
+            for engine in ("pandas", "polars-lazy", "duckdb", "spark"):
+                data = frames.get(engine)
+                if data is None:
+                    cells.append(f"{'-':>22}")
+                    continue
+                times, made = [], None
+                for _ in range(args.section_repeat):
+                    t0 = time.perf_counter()
+                    made = _released(label, family, formula, method, data)
+                    times.append(time.perf_counter() - t0)
+                t = float(np.median(times))
+                ref = made if engine == "pandas" else ref
+                same = "same" if made == ref else "DIFFERS"
+                cells.append(f"{_sec(t):>9} {t / floor:5.1f}x {same:>6}")
+            lines.append(f"{n:>11,}  {label:30}" + "".join(cells))
+        floor_label = "(numpy design + X'X)"
+        lines.append(f"{'':>11}  {floor_label:30}{_sec(floor):>22}")
+    return "\n".join(lines)
+
+
 def run_post_processing(args, frames: FrameCache) -> str:
     """``.fit()`` alone (default fit, bootstrap included) of dp_ols and
     dp_quantreg against n, with bins=10 fixed and with bins="auto"; the
@@ -1044,6 +1146,9 @@ def main(argv=None) -> int:
     if "dask" in args.sections:
         print()
         print(run_dask(args))
+    if "engines" in args.sections:
+        print()
+        print(run_engines(args), flush=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s (load average {load:.1f} at the end)")
     return 0
