@@ -864,6 +864,28 @@ class _PartitionStage:
                                         self.domain))
 
 
+class _KeepRows:
+    """The first pass over an in-process engine's batches (Polars, DuckDB): runs
+    the stage on each batch's rows and keeps those rows for the next passes
+    while they hold at most ``_CACHE_VALUES`` values (the in-memory path's
+    rule); beyond, it keeps none and every pass reads the engine again."""
+
+    def __init__(self, task: _PartitionStage, q: int):
+        self.task, self.q = task, q
+        self.rows: list | None = []
+        self.values = 0
+
+    def __call__(self, frame: pd.DataFrame):
+        rows = _checked_rows(self.task.make_rows, frame.reset_index(drop=True), self.task.domain)
+        if self.rows is not None:
+            self.values += int(np.count_nonzero(rows.valid)) * self.q
+            if self.values <= _CACHE_VALUES:
+                self.rows.append(rows)
+            else:
+                self.rows = None
+        return self.task.stage(rows)
+
+
 class _Passes:
     """Runs a stage over the rows where they live.  In memory: one
     :class:`_RowPasses` (scaled rows kept between the stages when small).  An
@@ -883,6 +905,7 @@ class _Passes:
         self.source = source_for(data)
         self.rows_of = (None if self.source is not None
                         else _checked_rows(self.make_rows, _to_pandas(data), domain))
+        self.kept: list | None = None  # an in-process engine's batches, when small
 
     def run(self, stage):
         """``stage(rows_of)`` over all rows; results (tuples of arrays or of
@@ -891,7 +914,14 @@ class _Passes:
             return stage(self.rows_of)
         names = list(self.domain.names)
         task = _PartitionStage(self.make_rows, self.domain, stage)
-        results = self.source.map_partitions(names, task)
+        if self.kept is not None:  # the rows of an earlier pass, kept in this process
+            results = [stage(rows) for rows in self.kept]
+        elif self.source.engine in ("polars", "duckdb"):  # batches read in this process
+            keep = _KeepRows(task, self.space.q)
+            results = self.source.map_partitions(names, keep)
+            self.kept = keep.rows if keep.rows else None
+        else:
+            results = self.source.map_partitions(names, task)
         if not results:  # no batch at all: the stage on no rows
             results = [task(pd.DataFrame({nm: [] for nm in names}))]
         return tuple(_add(*col) for col in zip(*results)) if isinstance(results[0], tuple) \

@@ -493,3 +493,35 @@ def test_a_function_of_the_callers_named_c_is_left_to_patsy(monkeypatch):
     theirs = patsy.build_design_matrices(infos, frame, NA_action=moments._NO_NA)
     np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))
     assert not as_is
+
+
+def test_an_in_process_engine_is_read_once_when_its_rows_are_small(monkeypatch):
+    # issue 28: Polars and DuckDB batches are read in this process; the first pass keeps
+    # their rows for the next passes under the in-memory rule (_CACHE_VALUES), so the
+    # engine is read once, not once per pass; beyond the rule every pass reads it again.
+    # The release is the same either way, and the pandas release, bit for bit.
+    duckdb = pytest.importorskip("duckdb")
+    from dpmodels import moments
+    from dpmodels.engines.lazy import NarwhalsSource
+
+    df = _frame(n=3000)
+    f = "y ~ x1 + x2 + C(g)"
+    reads = []
+    real = NarwhalsSource.map_partitions
+    monkeypatch.setattr(NarwhalsSource, "map_partitions",
+                        lambda self, *a, **k: reads.append(1) or real(self, *a, **k))
+
+    def release(data):
+        reads.clear()
+        rel = dpm.dp_ols(f, data, epsilon=1.0, bounds=BOUNDS, levels=LEVELS, method="moments",
+                         random_state=5).release
+        return rel, len(reads)
+
+    kept, once = release(duckdb.connect().from_df(df))
+    monkeypatch.setattr(moments, "_CACHE_VALUES", 10)
+    streamed, every = release(duckdb.connect().from_df(df))
+    in_memory, _ = release(df)
+    assert once == 1 and every == 3
+    for rel in (kept, streamed):
+        np.testing.assert_array_equal(rel.sums, in_memory.sums)
+        np.testing.assert_array_equal(rel.second, in_memory.second)
