@@ -859,9 +859,12 @@ class _PartitionStage:
     domain: Domain
     stage: Any
 
+    def rows(self, frame: pd.DataFrame):
+        """The rows a stage iterates, of one batch."""
+        return _checked_rows(self.make_rows, frame.reset_index(drop=True), self.domain)
+
     def __call__(self, frame: pd.DataFrame):
-        return self.stage(_checked_rows(self.make_rows, frame.reset_index(drop=True),
-                                        self.domain))
+        return self.stage(self.rows(frame))
 
 
 class _KeepRows:
@@ -876,7 +879,7 @@ class _KeepRows:
         self.values = 0
 
     def __call__(self, frame: pd.DataFrame):
-        rows = _checked_rows(self.task.make_rows, frame.reset_index(drop=True), self.task.domain)
+        rows = self.task.rows(frame)
         if self.rows is not None:
             self.values += int(np.count_nonzero(rows.valid)) * self.q
             if self.values <= _CACHE_VALUES:
@@ -916,7 +919,7 @@ class _Passes:
         task = _PartitionStage(self.make_rows, self.domain, stage)
         if self.kept is not None:  # the rows of an earlier pass, kept in this process
             results = [stage(rows) for rows in self.kept]
-        elif self.source.engine in ("polars", "duckdb"):  # batches read in this process
+        elif self.source.batches_here:  # the batches come to this process (Polars, DuckDB)
             keep = _KeepRows(task, self.space.q)
             results = self.source.map_partitions(names, keep)
             self.kept = keep.rows if keep.rows else None

@@ -46,6 +46,8 @@ class Source(Protocol):
 
     #: Engine name: one of :data:`SUPPORTED`.
     engine: str
+    #: :meth:`map_partitions` hands the batches to this process (not to workers).
+    batches_here: bool
 
     def columns(self) -> list[str]:
         """Column names (schema only)."""

@@ -57,6 +57,7 @@ class DaskSource:
     """A ``dask.dataframe.DataFrame``."""
 
     engine = "dask"
+    batches_here = False  # the partitions are read in the workers
 
     def __init__(self, ddf):
         self.ddf = ddf

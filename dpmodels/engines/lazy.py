@@ -273,6 +273,8 @@ class NarwhalsSource:
     def __init__(self, native, engine: str):
         nw = _nw()
         self.engine = engine
+        # Polars and DuckDB hand their batches to this process; Spark's stay in executors
+        self.batches_here = engine in ("polars", "duckdb")
         self.native = native
         frame = nw.from_native(native)
         self.lf = frame.lazy() if isinstance(frame, nw.DataFrame) else frame
