@@ -28,7 +28,7 @@ LAYERS = {
     "base": "errors version",
     # randomness, exact samplers and noise, the budget, the report every release carries
     "core": "randomness exact mechanisms budget accountant report thresholds weighted_stats "
-            "batched unbounded",
+            "batched unbounded streams",
     # the public domain of a release and the variables a formula reads
     "domain": "formula domain representatives",
     # the caller's data as the releases see it (the histogram's counting in every engine,

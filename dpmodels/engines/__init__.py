@@ -59,12 +59,15 @@ class Source(Protocol):
     def nrows(self) -> int:
         """Number of rows (one counting query in the engine)."""
 
-    def map_partitions(self, names: list[str], fn) -> list:
+    def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
         """``fn(frame)`` on every batch or partition of the named columns, as
-        pandas frames, where the data live; the (small) results, one per batch.
-        The row passes of the moments, Newton and quantile-steps releases run
-        through it; ``fn`` must be picklable (Spark and Dask send it to their
-        workers)."""
+        pandas frames, where the data live; the (small) results, one per batch,
+        in the rows' order.  The row passes of the moments, Newton and
+        quantile-steps releases run through it; ``fn`` must be picklable (Spark
+        and Dask send it to their workers).  With ``positions=True`` the call is
+        ``fn(frame, start)``: ``start`` is the position of the frame's first row
+        among all the rows in the engine's order, whatever the batches are (the
+        per-row streams of :mod:`dpmodels.streams` are keyed by it)."""
 
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         """Exact counts of the non-empty cells, computed in the engine; raises

@@ -76,12 +76,19 @@ class DaskSource:
     def nrows(self) -> int:
         return int(len(self.ddf))
 
-    def map_partitions(self, names: list[str], fn) -> list:
+    def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
         """``fn`` (a pandas frame -> a small result) on every partition of the
-        named columns, in the workers; the results, one per partition."""
+        named columns, in the workers; the results, one per partition.  With
+        ``positions=True``, ``fn(frame, start)``, ``start`` the position of the
+        partition's first row (the partitions' lengths are counted first)."""
         import dask
 
-        return list(dask.compute(*[dask.delayed(fn)(p) for p in self.ddf[names].to_delayed()]))
+        parts = self.ddf[names].to_delayed()
+        if not positions:
+            return list(dask.compute(*[dask.delayed(fn)(p) for p in parts]))
+        lengths = dask.compute(*[dask.delayed(len)(p) for p in parts])
+        starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)[:-1]])
+        return list(dask.compute(*[dask.delayed(fn)(p, int(s)) for p, s in zip(parts, starts)]))
 
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         names = list(domain.names)

@@ -296,25 +296,35 @@ class NarwhalsSource:
         out = self._collect(self.lf.select(nw.len().alias(COUNT)))
         return int(out[COUNT].to_numpy()[0])
 
-    def map_partitions(self, names: list[str], fn) -> list:
+    def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
         """``fn`` (a pandas frame -> a small result) on the named columns, batch
         by batch where the data live: Polars streams batches of
         :data:`PARTITION_ROWS` rows, DuckDB fetches Arrow record batches of that
         size, Spark runs ``fn`` on every partition in its workers
-        (``mapInPandas``) and sends back only the pickled results."""
+        (``mapInPandas``) and sends back only the pickled results.
+
+        With ``positions=True`` the call is ``fn(frame, start)``, ``start`` the
+        position of the frame's first row among all rows in the engine's order
+        (Spark counts each partition's rows first: one more pass)."""
+        if self.engine in ("polars", "duckdb"):
+            out, start = [], 0
+            for batch in self._batches(names):
+                frame = batch.to_pandas()
+                out.append(fn(frame, start) if positions else fn(frame))
+                start += len(frame)
+            return out
+        if self.engine == "pyspark":
+            return _spark_map(self.native.select(*names), fn, positions)
+        raise NotImplementedError(f"row passes on {self.engine}")  # pragma: no cover
+
+    def _batches(self, names: list[str]):
         if self.engine == "polars":
             lazy = self.native.lazy() if hasattr(self.native, "lazy") else self.native
-            return [fn(batch.to_pandas())
-                    for batch in lazy.select(names).collect_batches(chunk_size=PARTITION_ROWS)]
-        if self.engine == "duckdb":
-            relation = self.native.select(*names)
-            reader = (relation.to_arrow_reader(PARTITION_ROWS)
-                      if hasattr(relation, "to_arrow_reader")  # duckdb >= 1.4
-                      else relation.fetch_record_batch(PARTITION_ROWS))
-            return [fn(batch.to_pandas()) for batch in reader]
-        if self.engine == "pyspark":
-            return _spark_map(self.native.select(*names), fn)
-        raise NotImplementedError(f"row passes on {self.engine}")  # pragma: no cover
+            return lazy.select(names).collect_batches(chunk_size=PARTITION_ROWS)
+        relation = self.native.select(*names)
+        return (relation.to_arrow_reader(PARTITION_ROWS)
+                if hasattr(relation, "to_arrow_reader")  # duckdb >= 1.4
+                else relation.fetch_record_batch(PARTITION_ROWS))
 
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         nw = _nw()
@@ -332,17 +342,51 @@ class NarwhalsSource:
         return keys_to_counts(domain, keys, counts, missing, examples)
 
 
-def _spark_map(sdf, fn) -> list:
+def _spark_partition_rows(sdf) -> dict[int, int]:
+    """Each Spark partition's number of rows, by partition id."""
+
+    def rows(frames):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        yield pd.DataFrame({"pid": [pid], "rows": [sum(len(f) for f in frames)]})
+
+    got = sdf.mapInPandas(rows, schema="pid long, rows long").collect()
+    return {int(r["pid"]): int(r["rows"]) for r in got}
+
+
+def _spark_map(sdf, fn, positions: bool = False) -> list:
     """``fn`` on every pandas batch of every partition of a Spark frame, in the
     executors; each partition sends back one pickled list of its results, or
     the dpmodels error ``fn`` raised there, raised again here as itself (an
-    undeclared level, a missing value)."""
+    undeclared level, a missing value).  With ``positions``, ``fn(frame,
+    start)`` with the frame's first row's position in the partitions' order."""
     import pickle
+
+    starts: dict[int, int] = {}
+    if positions:
+        sizes = _spark_partition_rows(sdf)
+        total = 0
+        for pid in sorted(sizes):
+            starts[pid] = total
+            total += sizes[pid]
 
     def per_partition(frames):
         payload: tuple[str, object]
         try:
-            payload = ("ok", [fn(frame) for frame in frames])
+            if positions:
+                from pyspark import TaskContext
+
+                ctx = TaskContext.get()
+                start = starts.get(ctx.partitionId() if ctx is not None else 0, 0)
+                results = []
+                for frame in frames:
+                    results.append(fn(frame, start))
+                    start += len(frame)
+            else:
+                results = [fn(frame) for frame in frames]
+            payload = ("ok", results)
         except DPModelsError as exc:
             payload = ("error", exc)
         yield pd.DataFrame({"payload": [pickle.dumps(payload)]})
