@@ -354,9 +354,13 @@ class Axis:
             missing = raw < 0
             codes = np.where(missing, -1, remap[np.maximum(raw, 0)])
         else:
-            arr = np.asarray(values)
-            missing = np.asarray(pd.isna(arr), dtype=bool)
-            codes = _match_levels(self.level_set, arr)
+            fast = _string_codes(self.level_set, values)
+            if fast is not None:
+                codes, missing = fast
+            else:
+                arr = np.asarray(values)
+                missing = np.asarray(pd.isna(arr), dtype=bool)
+                codes = _match_levels(self.level_set, arr)
         undeclared = (codes < 0) & ~missing
         return codes.astype(np.int64), missing, undeclared
 
@@ -451,6 +455,29 @@ def _match_levels(levels: tuple, values) -> np.ndarray:
                                 dtype=bool)
                 codes[rows[~same]] = -1
     return codes
+
+
+def _string_codes(levels: tuple, values) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(codes, missing)`` of a column of strings, matched once per distinct
+    value (``pd.factorize``), or None when the column holds anything but
+    strings and missing values.  The same answer as matching value by value:
+    a distinct value that is a str stands only for values equal to it, which
+    are strs too (a str equals no number or bool); anything else (a number,
+    a bool, a missing value factorize does not flag) takes the general path."""
+    dtype = getattr(values, "dtype", None)
+    if not (isinstance(dtype, pd.StringDtype)
+            or (isinstance(dtype, np.dtype) and dtype.kind == "O" and len(values) > 1000)):
+        return None
+    raw, uniques = pd.factorize(values, use_na_sentinel=True)
+    uniques = np.asarray(uniques, dtype=object)
+    if not all(isinstance(u, str) for u in uniques):
+        return None
+    raw = np.asarray(raw, dtype=np.int64)
+    missing = raw < 0
+    if not uniques.size:
+        return np.full(raw.shape, -1, np.int64), missing
+    remap = _match_levels(levels, uniques)
+    return np.where(missing, -1, remap[np.maximum(raw, 0)]), missing
 
 
 def _item(v):

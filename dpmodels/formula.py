@@ -19,13 +19,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 
+import pandas as pd
 import patsy
 import patsy.builtins
 
 from .errors import UnknownVariableError
 
 __all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "formula_namespace",
-           "user_stacklevel", "PicklableNamespace", "equation_names"]
+           "user_stacklevel", "PicklableNamespace", "equation_names", "build_design", "NO_NA"]
 
 
 _PATSY_NAMES = set(patsy.builtins.__all__) | {"C", "Q", "I"}
@@ -310,3 +311,51 @@ def equation_names(exog, response: str, levels) -> list[str]:
     warning and summary names them: ``x (y=level)`` for each non-base level
     (``levels[1:]``) and each exog name."""
     return [f"{x} ({response}={lev})" for lev in list(levels)[1:] for x in exog]
+
+
+# ---- building a design fast -------------------------------------------------------------
+
+
+#: Missing values were removed before the design is built; a NaN a transform makes
+#: is mapped to the column's centre by DesignSpace.scaled (no per-element NA scan).
+NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])
+
+
+def _categorical_as_is(data, contrast=None, levels=None):
+    """patsy's ``C()``, except that a pandas Categorical with no ``levels=`` is
+    handed back as it is: patsy then reads its codes at once, where a ``C()``
+    box of it makes patsy look every value up in Python (0.58 s of a 0.65 s
+    moments release at a million rows).  Its categories are the published
+    ones the design was built on, so the codes, and the design, are the same;
+    a mismatch makes patsy raise, and :func:`build_design` then builds as patsy does."""
+    if levels is None and isinstance(getattr(data, "dtype", None), pd.CategoricalDtype):
+        return data
+    return patsy.builtins.C(data, contrast, levels)
+
+
+def _calls_patsy_c(infos) -> bool:
+    """Every factor of the design evaluates ``C`` as patsy's own (not a function
+    of the caller's namespace that happens to be named C)."""
+    for info in infos:
+        for factor_info in info.factor_infos.values():
+            env = factor_info.state.get("eval_env") if isinstance(factor_info.state, dict) \
+                else None
+            if env is not None and env.namespace.get("C", patsy.builtins.C) \
+                    is not patsy.builtins.C:
+                return False
+    return True
+
+
+def build_design(infos, frame) -> list:
+    """``patsy.build_design_matrices(infos, frame)``, with ``C()`` of a
+    published Categorical read from its codes (:func:`_categorical_as_is`):
+    the frame's columns come first in patsy's lookup, before the formula's
+    namespace, so a ``C`` among them is the one the formula calls."""
+    if "C" not in frame.columns and _calls_patsy_c(infos):
+        data = {name: frame[name] for name in frame.columns}
+        data["C"] = _categorical_as_is
+        try:
+            return patsy.build_design_matrices(infos, data, NA_action=NO_NA)
+        except patsy.PatsyError:
+            pass  # (e.g. levels the box would have checked): patsy's own way below
+    return patsy.build_design_matrices(infos, frame, NA_action=NO_NA)

@@ -83,6 +83,7 @@ from .domain import Domain, build_domain
 from .engines import source_for
 from .errors import DPModelsError, NotPrivateWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from .formula import NO_NA as _NO_NA  # noqa: F401  (imported from here by the other releases)
 from .formula import (
     FormulaVariables,
     PicklableNamespace,
@@ -91,6 +92,7 @@ from .formula import (
     formula_variables,
     user_stacklevel,
 )
+from .formula import build_design as _design
 from .histogram import missing_error, undeclared_error
 from .randomness import random_source
 from .report import MomentsReport, Release
@@ -614,51 +616,6 @@ def published_frame(data: pd.DataFrame, domain: Domain, missing: str):
             raise missing_error(axis.name)
         bad |= miss
     return pd.DataFrame(cols, index=pd.RangeIndex(len(data))), ~bad
-
-
-#: Missing values were removed before the design is built; a NaN a transform makes
-#: is mapped to the column's centre by DesignSpace.scaled (no per-element NA scan).
-_NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])
-
-
-def _categorical_as_is(data, contrast=None, levels=None):
-    """patsy's ``C()``, except that a pandas Categorical with no ``levels=`` is
-    handed back as it is: patsy then reads its codes at once, where a ``C()``
-    box of it makes patsy look every value up in Python (0.58 s of a 0.65 s
-    moments release at a million rows).  Its categories are the published
-    ones the design was built on, so the codes, and the design, are the same;
-    a mismatch makes patsy raise, and :func:`_design` then builds as patsy does."""
-    if levels is None and isinstance(getattr(data, "dtype", None), pd.CategoricalDtype):
-        return data
-    return patsy.builtins.C(data, contrast, levels)
-
-
-def _calls_patsy_c(infos) -> bool:
-    """Every factor of the design evaluates ``C`` as patsy's own (not a function
-    of the caller's namespace that happens to be named C)."""
-    for info in infos:
-        for factor_info in info.factor_infos.values():
-            env = factor_info.state.get("eval_env") if isinstance(factor_info.state, dict) \
-                else None
-            if env is not None and env.namespace.get("C", patsy.builtins.C) \
-                    is not patsy.builtins.C:
-                return False
-    return True
-
-
-def _design(infos, frame: pd.DataFrame) -> list:
-    """``patsy.build_design_matrices(infos, frame)``, with ``C()`` of a
-    published Categorical read from its codes (:func:`_categorical_as_is`):
-    the frame's columns come first in patsy's lookup, before the formula's
-    namespace, so a ``C`` among them is the one the formula calls."""
-    if "C" not in frame.columns and _calls_patsy_c(infos):
-        data = {name: frame[name] for name in frame.columns}
-        data["C"] = _categorical_as_is
-        try:
-            return patsy.build_design_matrices(infos, data, NA_action=_NO_NA)
-        except patsy.PatsyError:
-            pass  # (e.g. levels the box would have checked): patsy's own way below
-    return patsy.build_design_matrices(infos, frame, NA_action=_NO_NA)
 
 
 def _scaled_rows(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:

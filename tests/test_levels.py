@@ -397,3 +397,28 @@ def test_logit_codes_the_last_declared_level_one():
         fits[order[1]] = np.asarray(res.params)
     np.testing.assert_allclose(fits["yes"], ref.params, rtol=1e-8)
     np.testing.assert_allclose(fits["no"], -ref.params, rtol=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["object", "string", "mixed", "numbers-as-levels"])
+def test_string_columns_are_matched_once_per_value_with_the_same_answer(kind):
+    # Axis.codes matches a column of strings once per distinct value (pd.factorize,
+    # issue 28's speed): the codes, missing and undeclared masks must equal the value-by-
+    # value match on every kind of column, including ones the fast path must hand back
+    from dpmodels.domain import Axis, _match_levels
+
+    rng = np.random.default_rng(3)
+    pool = {"object": ["a", "b", "c", "zz", None, np.nan],
+            "string": ["a", "b", "c", "zz", None],
+            "mixed": ["a", "b", 1, True, 1.0, None, "c"],
+            "numbers-as-levels": ["1", "2", "a", None]}[kind]
+    values = [pool[i] for i in rng.integers(0, len(pool), 5000)]
+    col = pd.Series(values, dtype="string" if kind == "string" else object)
+    levels = (1, 2, "a") if kind == "numbers-as-levels" else ("c", "a", "b", 1)
+    axis = Axis("g", "discrete", levels=levels)
+    codes, missing, undeclared = axis.codes(col)
+    arr = np.asarray(col, dtype=object)
+    want_missing = np.asarray(pd.isna(arr), bool)
+    want = _match_levels(levels, arr)
+    np.testing.assert_array_equal(missing, want_missing)
+    np.testing.assert_array_equal(codes, want)
+    np.testing.assert_array_equal(undeclared, (want < 0) & ~want_missing)

@@ -449,6 +449,7 @@ def test_the_design_reads_a_published_categorical_by_its_codes_as_patsy_would(fo
     # of a 0.65 s moments release at 1e6 rows); the design must be patsy's, bit for bit
     import patsy
 
+    from dpmodels import formula as formula_module
     from dpmodels import moments
 
     rng = np.random.default_rng(0)
@@ -462,8 +463,8 @@ def test_the_design_reads_a_published_categorical_by_its_codes_as_patsy_would(fo
                           "g": pd.Categorical(rng.choice(cats["g"], n), categories=cats["g"]),
                           "h": pd.Categorical(rng.choice(cats["h"], n), categories=cats["h"])})
     as_is = []
-    real = moments._categorical_as_is
-    monkeypatch.setattr(moments, "_categorical_as_is",
+    real = formula_module._categorical_as_is
+    monkeypatch.setattr(formula_module, "_categorical_as_is",
                         lambda *a, **k: as_is.append(1) or real(*a, **k))
     ours = moments._design(infos, frame)
     theirs = patsy.build_design_matrices(infos, frame, NA_action=moments._NO_NA)
@@ -478,6 +479,7 @@ def test_a_function_of_the_callers_named_c_is_left_to_patsy(monkeypatch):
     # (here one that reverses the levels) is evaluated as patsy would
     import patsy
 
+    from dpmodels import formula as formula_module
     from dpmodels import moments
 
     def C(data, *args, **kwargs):  # noqa: N802 (the caller's name)
@@ -488,7 +490,7 @@ def test_a_function_of_the_callers_named_c_is_left_to_patsy(monkeypatch):
     infos = [m.design_info for m in patsy.dmatrices("y ~ C(g)", grid, eval_env=env)]
     frame = pd.DataFrame({"y": np.arange(6.0), "g": pd.Categorical(list("abcabc"))})
     as_is = []
-    monkeypatch.setattr(moments, "_categorical_as_is", lambda *a, **k: as_is.append(1))
+    monkeypatch.setattr(formula_module, "_categorical_as_is", lambda *a, **k: as_is.append(1))
     ours = moments._design(infos, frame)
     theirs = patsy.build_design_matrices(infos, frame, NA_action=moments._NO_NA)
     np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))

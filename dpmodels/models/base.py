@@ -25,6 +25,7 @@ from ..dp_results import attach_dp_inference
 from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import (
     PicklableNamespace,
+    build_design,
     caller_namespace,
     equation_names,
     formula_namespace,
@@ -504,7 +505,7 @@ class DPModel:
         def build(frame: pd.DataFrame):
             frame = self._prepare_cells(frame)
             try:
-                y, X = patsy.build_design_matrices(infos, frame, NA_action=_NO_NA)
+                y, X = build_design(infos, frame)
                 valid = np.ones(len(frame), bool)
             except patsy.PatsyError:  # e.g. a level the fitted design never saw
                 X = np.zeros((len(frame), len(names)))
