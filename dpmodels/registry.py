@@ -221,7 +221,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("select_features", (), None, "dpmodels.selection:select_features", None,
               ENGINES, own_function=True),
     Mechanism("smoothed_sample", (), None, "dpmodels.synthetic:smoothed_sample", None,
-              _IN_MEMORY, own_function=True),
+              ENGINES, own_function=True),
 )
 
 

@@ -566,24 +566,24 @@ def smoothed_sample(
         bins=1 if bins is None else bins, threshold="enhanced", threshold_A=0.5, n=None,
         random_state=random_state, accountant=accountant, missing=missing,
         max_spurious_cells=1.0, namespace=None, domain_check=None)
-    if source_for(data) is not None:
-        raise DPModelsTypeError(
-            f"smoothed_sample reads in-memory rows, got {type(data).__name__}: convert it "
-            "first to a pandas DataFrame or a mapping of columns (e.g. .to_pandas(); a Polars "
-            "LazyFrame: .collect(); DuckDB: .df(); Spark: .toPandas())")
+    # an engine's frame (Polars, Dask, DuckDB, Spark) is counted where it lives: only its
+    # schema, its row count and the exact counts of its non-empty cells come back
+    source = source_for(data)
     epsilon = check_epsilon(epsilon)
     size = _check_size(size, allow_none=False)
     delta_given = _check_delta(delta, epsilon)
-    cols = columns_of(data)
+    cols = source.columns() if source is not None else columns_of(data)
     names = tuple(dict.fromkeys([columns] if isinstance(columns, str) else columns))
     unknown = [c for c in names if c not in cols]
     if unknown:
         raise UnknownVariableError(
             f"no column {', '.join(map(repr, unknown))} in the data (columns: {cols[:20]})")
-    check_used_columns(data, names)
-    n_public = nrows(data)
+    if source is None:
+        check_used_columns(data, names)
+    n_public = source.nrows() if source is not None else nrows(data)
     check_row_count(None, n_public)
-    dtypes = {nm: dtype_of(data, nm) for nm in names}
+    dtypes = (source.dtypes(list(names)) if source is not None
+              else {nm: dtype_of(data, nm) for nm in names})
     check_dtypes(dtypes)
     domain = build_domain(names, dtypes, bounds=bounds, levels=levels,
                           bins=1 if bins is None else bins, n=max(n_public, 2),
@@ -631,10 +631,13 @@ def smoothed_sample(
             ReleaseWarning, stacklevel=user_stacklevel())
 
     # ---- the one pass over the raw rows -------------------------------------------
-    try:
-        exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
-    except TypeError:
-        raise unreadable_values_error(data, domain) from None
+    if source is not None:
+        exact = source.count(domain, missing=missing)
+    else:
+        try:
+            exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+        except TypeError:
+            raise unreadable_values_error(data, domain) from None
 
     # ---- the draws: only after the counts were taken without error ----------------
     budget = charge(accountant, epsilon, f"smoothed sample of {list(names)}")
