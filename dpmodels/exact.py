@@ -73,7 +73,8 @@ from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_log, mpi_mul, mpi
 from .randomness import RandomBits, random_source
 
 __all__ = ["LogRate", "geometric", "discrete_laplace", "discrete_laplace_tail",
-           "bernoulli_positions", "uniform_below", "MIN_EPSILON", "MAX_DRAW"]
+           "bernoulli_positions", "uniform_below", "MIN_EPSILON", "MAX_DRAW",
+           "geometric_fast"]
 
 #: Smallest epsilon a release accepts: below it the noise (scale 2/epsilon)
 #: can no longer be held in 64-bit counts with certainty for every cell of the
@@ -224,6 +225,20 @@ def geometric(source, rate: LogRate, size: int, *, cap: int | None = None) -> np
     if size <= 0:
         return np.zeros(0, np.int64)
     E, V = _uniform_parts(bits, size)
+    out, decided = geometric_fast(E, V, rate, cap)
+    if not decided.all():
+        for i in np.flatnonzero(~decided):
+            out[i] = _slow_geometric(bits, rate, int(E[i]), int(V[i]), cap)
+    return out
+
+
+def geometric_fast(E: np.ndarray, V: np.ndarray, rate: LogRate,
+                   cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The fast path of :func:`geometric` on uniforms already read:
+    ``U = 2**-E (V + Y) / 2**53`` (``V`` 53-bit, ``Y`` unread; see
+    :func:`_uniform_parts`).  Returns ``(out, decided)``: ``out[i]`` is the
+    draw (``min(G, cap)`` with a cap) wherever ``decided[i]``; the others
+    need :func:`_slow_geometric` with more bits of their U."""
     u = V.astype(np.float64) * 2.0**-53  # exact: U lies in [u, u + 2**-53) * 2**-E
     L = np.log(u)
     if E.any():
@@ -242,10 +257,7 @@ def geometric(source, rate: LogRate, size: int, *, cap: int | None = None) -> np
         over = ~decided & (x_min >= float(cap))  # certainly >= cap
         out[over] = int(cap)
         decided |= over
-    if not decided.all():
-        for i in np.flatnonzero(~decided):
-            out[i] = _slow_geometric(bits, rate, int(E[i]), int(V[i]), cap)
-    return out
+    return out, decided
 
 
 def _slow_geometric(bits: RandomBits, rate: LogRate, E: int, V: int, cap: int | None) -> int:

@@ -81,24 +81,28 @@ import pathlib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import ClassVar
+from functools import cached_property, lru_cache
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from mpmath.libmp import from_float, from_int, mpf_floor, mpf_neg, mpf_shift, to_int
+from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_mul
 
 from .accountant import Accountant, charge
 from .columns import columns_of, dtype_of, nrows
 from .domain import AUTO_BINS_MAX, AUTO_BINS_MIN, Domain, build_domain
+from .engines import source_for
 from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
-from .exact import LogRate, bernoulli_positions, geometric, uniform_below
+from .exact import LogRate, _slow_geometric, geometric_fast
 from .formula import caller_namespace, user_stacklevel
-from .histogram import _as_reference_input, _undeclared_error, missing_error
+from .histogram import _as_reference_input, missing_error, undeclared_error
 from .randomness import random_source
 from .release import PrivateHistogram, release_variables
 from .report import Release, ReleaseReport, closing_rows
 from .saving import save_release
 from .simulation import ReplicateChunk
+from .streams import RowStreams
 from .validation import check_choice, check_dtypes, check_epsilon, check_release_arguments, check_used_columns
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
@@ -113,8 +117,16 @@ MAX_LOCAL_CELLS = 4096
 MAX_LOCAL_WORK = 2e9
 #: Channels by name.
 CHANNELS = ("auto", "krr", "oue")
-#: Rows per chunk of the exact OUE sampler.
-_OUE_CHUNK_TRIALS = 1 << 24
+#: Rows per vectorized chunk of the exact OUE sampler.
+_OUE_ROWS = 1 << 20
+#: A row's word ``(slot << _SLOT_BITS) + e``: ``e`` counts the words of one draw.
+_SLOT_BITS = 32
+_EXTRA_LIMIT = 1 << _SLOT_BITS
+_TWO52 = np.uint64(1 << 52)
+#: An engine whose batches come to this process (Polars, DuckDB) keeps each row's
+#: channel input (2 bytes a row) from its one pass up to this many rows; beyond, it
+#: reads the rows a second time to randomize them.
+_KEEP_ROWS = 1 << 25
 #: Replicates per vectorized chunk hold about this many numbers.
 _CHUNK_ELEMENTS = 4_000_000
 
@@ -199,49 +211,73 @@ class Channel:
                 f"{self.q:.4g}")
 
     def expected_work(self, n: int) -> float:
-        """Expected number of exact draws of :meth:`counts` for n rows."""
+        """Expected number of exact draws (about one word each) :meth:`counts`
+        makes for n rows (k-RR: the keep trial, and a uniform other cell when
+        the row does not keep its own; OUE: the true bit, and a geometric gap
+        per 1-bit plus the last)."""
         if self.name == "krr":
-            return n * self.k / (1.0 + (self.k - 1) * math.exp(-self.epsilon))
+            return n * (2.0 - self.p)
         if self.name == "oue":
-            return n * (1.0 + (self.k - 1) * self.q)
+            return n * (2.0 + (self.k - 1) * self.q)
         return float(n)
 
     # -- exact sampling (the release) --------------------------------------------------
+    def row_reports(self, streams: RowStreams, cells: np.ndarray, start: int = 0) -> np.ndarray:
+        """The reports of the rows at positions ``start, start + 1, ...`` with
+        channel inputs ``cells``, exactly, each from its own stream of
+        ``streams`` (k-RR and identity: one cell per row, int64; OUE: a
+        ``(rows, k)`` bool matrix)."""
+        cells = np.asarray(cells, dtype=np.int64)
+        rows = np.arange(start, start + cells.size, dtype=np.int64)
+        if self.name == "identity":
+            return cells.copy()
+        if self.name == "krr":
+            return _krr_rows(streams, rows, cells, self.k, self.epsilon)
+        out = np.zeros((cells.size, self.k), bool)
+        out[np.arange(cells.size), cells] = _oue_true_bits(streams, rows).astype(bool)
+        for i, others in _oue_other_bits(streams, rows, cells, self.k, self.epsilon):
+            out[i, others] = True
+        return out
+
+    def row_counts(self, streams: RowStreams, cells: np.ndarray, start: int = 0) -> np.ndarray:
+        """Each channel output's report count over the rows at positions
+        ``start, ...`` with inputs ``cells`` (int64, length k): what a batch
+        of an engine sends back.  Sums over batches equal the counts of all
+        the rows at once, whatever the batches."""
+        cells = np.asarray(cells, dtype=np.int64)
+        if self.name != "oue":
+            return np.bincount(self.row_reports(streams, cells, start),
+                               minlength=self.k).astype(np.int64)
+        rows = np.arange(start, start + cells.size, dtype=np.int64)
+        C = np.bincount(cells, weights=_oue_true_bits(streams, rows),
+                        minlength=self.k).astype(np.int64)
+        for _, others in _oue_other_bits(streams, rows, cells, self.k, self.epsilon):
+            C += np.bincount(others, minlength=self.k).astype(np.int64)
+        return C
+
     def reports(self, source, cells: np.ndarray) -> np.ndarray:
-        """Each row's randomized report, exactly, from the word source
-        ``source`` (k-RR and identity: one cell per row, int64; OUE: a
-        ``(rows, k)`` bool matrix, for small inputs such as audits).
+        """Each row's randomized report, exactly (:meth:`row_reports` of rows
+        ``0, 1, ...``), from per-row streams keyed from ``source`` (a
+        :class:`~dpmodels.streams.RowStreams`, or a word source / seed /
+        None, from which the key is drawn; small inputs such as audits).
 
         Examples
         --------
         >>> Channel.choose(3, 1.0).reports(0, np.array([0, 1, 2, 2])).shape
         (4,)
         """
-        bits = random_source(source)
-        cells = np.asarray(cells, dtype=np.int64)
-        if self.name == "identity":
-            return cells.copy()
-        if self.name == "krr":
-            return _krr_exact(bits, cells, self.k, self.epsilon)
-        out = np.zeros((cells.size, self.k), bool)
-        out[np.arange(cells.size), cells] = _fair_bits(bits, cells.size)
-        for rows, others in _oue_other_bits(bits, cells, self.k, self.epsilon):
-            out[rows, others] = True
-        return out
+        return self.row_reports(_streams(source), cells)
 
     def counts(self, source, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """``(C, reports)``: each cell's report count, exactly, and the
-        per-row reports when they are one cell each (k-RR, identity), else None."""
-        bits = random_source(source)
+        per-row reports when they are one cell each (k-RR, identity), else
+        None; rows ``0, 1, ...`` with streams keyed from ``source``."""
+        streams = _streams(source)
         cells = np.asarray(cells, dtype=np.int64)
-        if self.name in ("identity", "krr"):
-            rep = self.reports(bits, cells)
-            return np.bincount(rep, minlength=self.k).astype(np.int64), rep
-        C = np.bincount(cells, weights=_fair_bits(bits, cells.size),
-                        minlength=self.k).astype(np.int64)
-        for _, others in _oue_other_bits(bits, cells, self.k, self.epsilon):
-            C += np.bincount(others, minlength=self.k).astype(np.int64)
-        return C, None
+        if self.name == "oue":
+            return self.row_counts(streams, cells), None
+        rep = self.row_reports(streams, cells)
+        return np.bincount(rep, minlength=self.k).astype(np.int64), rep
 
     # -- post-processing --------------------------------------------------------------
     def debias(self, C: np.ndarray, n: int) -> np.ndarray:
@@ -268,45 +304,215 @@ class Channel:
         return rng.binomial(truth, 0.5) + rng.binomial(n[:, None] - truth, self.q)
 
 
-def _fair_bits(bits, size: int) -> np.ndarray:
-    """``size`` exact fair coin flips (0/1 int64): the top bit of a word each."""
-    if size <= 0:
-        return np.zeros(0, np.int64)
-    return (bits.words(size) >> np.uint64(63)).astype(np.int64)
+# ---- row-aligned exact sampling ----------------------------------------------------------
+#
+# Row i draws only from its own stream (dpmodels.streams.RowStreams): word
+# ``(slot << 32) + e`` of row i, where ``slot`` names the row's exact draw
+# (k-RR: 0 the keep trial, 1 the other cell; OUE: 0 the true cell's bit, 1 + t
+# the t-th gap between its other 1-bits) and ``e`` counts the words that draw
+# reads (0 only, but for a rejection, a tie or a leading zero word).  A row's
+# report is therefore a function of (key, i, its cell) alone: the same however
+# the rows are split into batches, on every engine.
 
 
-def _krr_exact(bits, cells: np.ndarray, k: int, epsilon: float) -> np.ndarray:
-    """k-RR by rejection (module docstring): exact."""
-    out = np.empty(cells.size, np.int64)
-    todo = np.arange(cells.size)
-    rate = LogRate.of_q(2.0 * epsilon)  # rho = exp(-epsilon): P(G >= 1) = e^-eps
-    while todo.size:
-        prop = uniform_below(bits, k, todo.size).astype(np.int64)
-        same = prop == cells[todo]
-        accept = same.copy()
-        other = np.flatnonzero(~same)
-        if other.size:
-            accept[other] = geometric(bits, rate, other.size) >= 1
-        out[todo[accept]] = prop[accept]
-        todo = todo[~accept]
+def _streams(source) -> RowStreams:
+    """Per-row streams: ``source`` itself, or keyed from a word source / seed."""
+    return source if isinstance(source, RowStreams) else RowStreams.from_source(source)
+
+
+def _word_index(slot, e) -> np.ndarray:
+    """Word index of extra word ``e`` of draw ``slot`` (scalars or arrays)."""
+    return (np.asarray(slot, np.uint64) << np.uint64(_SLOT_BITS)) | np.asarray(e, np.uint64)
+
+
+class _RowDraw:
+    """The words of one row's draw (one slot) from its ``e``-th on: the word
+    source of the exact samplers' rare slow paths (a tie, an undecided floor)."""
+
+    def __init__(self, streams: RowStreams, row: int, slot: int, e: int):
+        self.streams, self.row, self.slot, self.e = streams, int(row), int(slot), int(e)
+        self.seeded = streams.seeded
+
+    def words(self, size: int) -> np.ndarray:
+        size = int(size)
+        if self.e + size > _EXTRA_LIMIT:  # pragma: no cover - probability 2**-(2**37)
+            raise RuntimeError("a row's exact draw read 2**32 words")
+        idx = _word_index(self.slot, np.arange(self.e, self.e + size, dtype=np.uint64))
+        self.e += size
+        return self.streams.words(np.full(size, self.row, np.int64), idx)
+
+
+class _Probability:
+    """A probability ``0 < p < 1`` known through rigorous enclosures
+    (``enclose(wp)``: an mpmath interval holding p, relative width about
+    ``2**-wp``), and its binary expansion, 64 digits at a time, exactly."""
+
+    def __init__(self, enclose):
+        self._enclose = enclose
+        self._prefix: dict[int, int] = {0: 0}
+
+    def prefix(self, d: int) -> int:
+        """``floor(p * 2**(64 d))``, exactly: the enclosure's floors, clipped to
+        ``[0, 2**(64 d) - 1]`` (p is in (0, 1)), at a precision raised until they
+        agree (they do: p is irrational, so ``p * 2**(64 d)`` is no integer)."""
+        got = self._prefix.get(d)
+        if got is not None:
+            return got
+        top, wp = (1 << (64 * d)) - 1, 64 * d + 64
+        while True:
+            lo, hi = self._enclose(wp)
+            a = max(to_int(mpf_floor(mpf_shift(lo, 64 * d))), 0)
+            b = min(to_int(mpf_floor(mpf_shift(hi, 64 * d))), top)
+            if a == b:
+                self._prefix[d] = a
+                return a
+            wp *= 2
+
+    def digit(self, d: int) -> int:
+        """The d-th 64-bit digit of p (``d >= 1``)."""
+        return self.prefix(d) - (self.prefix(d - 1) << 64)
+
+
+@lru_cache(maxsize=64)
+def _keep_probability(epsilon: float, k: int) -> _Probability:
+    """k-RR's ``p = 1 / (1 + (k - 1) e^-eps) = e^eps / (e^eps + k - 1)``
+    (irrational for every float epsilon > 0: e^eps is transcendental)."""
+    one = (from_int(1), from_int(1))
+    km1 = (from_int(k - 1), from_int(k - 1))
+    neg = mpf_neg(from_float(float(epsilon)))
+
+    def enclose(wp: int):
+        decay = mpi_mul(km1, mpi_exp((neg, neg), wp), wp)
+        return mpi_div(one, mpi_add(one, decay, wp), wp)
+
+    return _Probability(enclose)
+
+
+@lru_cache(maxsize=64)
+def _oue_rate(epsilon: float) -> LogRate:
+    """Log of the failure probability ``e^eps / (e^eps + 1) = 1 - q`` of an
+    OUE other bit: ``P(Z < 1)`` of the discrete Laplace law of parameter
+    ``2 epsilon`` (:meth:`LogRate.no_cross`), exactly enclosed."""
+    return LogRate.no_cross(2.0 * epsilon, 1)
+
+
+def _row_bernoulli(streams: RowStreams, rows: np.ndarray, slot: int,
+                   prob: _Probability) -> np.ndarray:
+    """Each row's exact Bernoulli(p) trial ``U < p``, U uniform on (0, 1) with
+    binary digits the row's words of ``slot``: the first word against the
+    first 64 digits of p decides unless they are equal (probability 2**-64);
+    then the next word against the next 64 digits, and so on."""
+    T = prob.prefix(1)
+    w = streams.words(rows, _word_index(slot, 0))
+    out = w < np.uint64(T)
+    for i in np.flatnonzero(w == np.uint64(T)):
+        draw, d = _RowDraw(streams, rows[i], slot, 1), 2
+        while True:
+            word, dig = int(draw.words(1)[0]), prob.digit(d)
+            if word != dig:
+                out[i] = word < dig
+                break
+            d += 1
     return out
 
 
-def _oue_other_bits(bits, cells: np.ndarray, k: int, epsilon: float):
+def _row_uniform_below(streams: RowStreams, rows: np.ndarray, slot: int,
+                       bound: int) -> np.ndarray:
+    """Each row's exactly uniform integer in ``[0, bound)`` (int64), as
+    :func:`dpmodels.exact.uniform_below` from the row's words of ``slot``: a
+    word below the largest multiple of ``bound`` under 2**64 is kept
+    (``w % bound``), a word above it is rejected and the row's next word read."""
+    bound = int(bound)
+    out = np.zeros(rows.size, np.int64)
+    if bound == 1 or rows.size == 0:
+        return out
+    if bound & (bound - 1) == 0:  # a power of two: the top bits of one word
+        w = streams.words(rows, _word_index(slot, 0))
+        return (w >> np.uint64(64 - (bound.bit_length() - 1))).astype(np.int64)
+    limit = np.uint64(((1 << 64) // bound) * bound)
+    pending, e = np.arange(rows.size), 0
+    while pending.size:
+        w = streams.words(rows[pending], _word_index(slot, e))
+        ok = w < limit
+        out[pending[ok]] = (w[ok] % np.uint64(bound)).astype(np.int64)
+        pending, e = pending[~ok], e + 1
+    return out
+
+
+def _row_geometric(streams: RowStreams, rows: np.ndarray, slots: np.ndarray, rate: LogRate,
+                   cap: int) -> np.ndarray:
+    """``min(G, cap)`` for G geometric (``P(G >= j) = rho**j``) of each (row,
+    slot) pair, exactly: :func:`dpmodels.exact.geometric` with U read from the
+    pair's words (a leading zero word: ``U = 2**-12 U'``, U' from the next
+    word; an undecided floor: more words of the pair, rigorous intervals)."""
+    w = streams.words(rows, _word_index(slots, 0))
+    E = np.zeros(rows.size, np.int64)
+    e = np.ones(rows.size, np.uint64)
+    small = np.flatnonzero(w < _TWO52)
+    if small.size:
+        w = w.copy()
+    while small.size:
+        E[small] += 12
+        w[small] = streams.words(rows[small], _word_index(slots[small], e[small]))
+        e[small] += np.uint64(1)
+        small = small[w[small] < _TWO52]
+    V = w >> np.uint64(11)
+    out, decided = geometric_fast(E, V, rate, cap)
+    for i in np.flatnonzero(~decided):
+        out[i] = _slow_geometric(_RowDraw(streams, rows[i], slots[i], e[i]), rate, int(E[i]),
+                                 int(V[i]), cap)
+    return out
+
+
+def _krr_rows(streams: RowStreams, rows: np.ndarray, cells: np.ndarray, k: int,
+              epsilon: float) -> np.ndarray:
+    """k-RR, row-aligned and exact (module docstring): each row keeps its
+    cell with probability p (slot 0), else reports a uniform other cell (slot 1)."""
+    out = cells.astype(np.int64, copy=True)
+    if k == 1 or cells.size == 0:
+        return out
+    keep = _row_bernoulli(streams, rows, 0, _keep_probability(float(epsilon), int(k)))
+    other = np.flatnonzero(~keep)
+    u = _row_uniform_below(streams, rows[other], 1, k - 1)
+    out[other] = u + (u >= out[other])
+    return out
+
+
+def _oue_true_bits(streams: RowStreams, rows: np.ndarray) -> np.ndarray:
+    """Each row's true-cell bit: the top bit of its word of slot 0 (a fair coin)."""
+    if rows.size == 0:
+        return np.zeros(0, np.int64)
+    return (streams.words(rows, _word_index(0, 0)) >> np.uint64(63)).astype(np.int64)
+
+
+def _oue_other_bits(streams: RowStreams, rows: np.ndarray, cells: np.ndarray, k: int,
+                    epsilon: float):
     """The 1-bits of the cells other than each row's own, exactly: yields
-    ``(rows, cells)`` of the successes, chunk by chunk.  Trial ``t`` of a
-    chunk is row ``t // (k-1)``'s ``t % (k-1)``-th other cell."""
-    if k < 2 or cells.size == 0:
-        return
-    rate = LogRate.no_cross(2.0 * epsilon, 1)  # failure prob e^eps/(e^eps+1)
+    ``(i, cells)`` of the successes (``i`` indexes ``rows``), round by round.
+
+    Row i's k - 1 other cells, in order, are k - 1 independent Bernoulli(q)
+    trials; the failures before each success are independent geometric gaps
+    of rate ``1 - q`` (:func:`_oue_rate`), gap t from slot ``1 + t`` of the
+    row.  Round t draws gap t of every row whose trials are not all decided
+    yet, so every gap drawn is used and a row's bits depend on its own words
+    only; the expected work is ``1 + (k - 1) q`` words a row."""
     per = k - 1
-    step = max(1, _OUE_CHUNK_TRIALS // per)
-    for start in range(0, cells.size, step):
-        own = cells[start:start + step]
-        pos = bernoulli_positions(bits, rate, own.size * per).astype(np.int64)
-        row = pos // per
-        j = pos % per
-        yield start + row, j + (j >= own[row])
+    if per < 1 or rows.size == 0:
+        return
+    rate = _oue_rate(float(epsilon))
+    for lo in range(0, rows.size, _OUE_ROWS):
+        active = np.arange(lo, min(lo + _OUE_ROWS, rows.size))
+        pos = np.zeros(active.size, np.int64)  # each active row's first undecided trial
+        t = 0
+        while active.size:
+            G = _row_geometric(streams, rows[active], np.full(active.size, 1 + t, np.uint64),
+                               rate, per)
+            end = pos + G + 1  # the success is trial end - 1
+            inside = end <= per
+            active, pos = active[inside], end[inside]
+            j = pos - 1
+            yield active, j + (j >= cells[active])
+            t += 1
 
 
 # ---- post-processing: projection and rounding -------------------------------------------
@@ -631,9 +837,16 @@ def randomize(
 
     Parameters
     ----------
-    data : pandas.DataFrame or mapping of str to array-like
-        The raw rows (read once, never modified).  Each row's cell of the
-        public domain goes through the channel independently of every other.
+    data : pandas.DataFrame, mapping of str to array-like, or an engine's frame
+        The raw rows (never modified).  Each row's cell of the public domain
+        goes through the channel independently of every other, from its own
+        random stream (:mod:`dpmodels.streams`, keyed by its position).  A
+        Polars DataFrame or LazyFrame, a Dask DataFrame, a DuckDB relation or a
+        PySpark DataFrame is randomized where it lives
+        (:meth:`dpmodels.engines.Source.map_partitions`): each batch sends back
+        only its k report counts, and with one ``random_state`` the release is
+        the pandas release of the same rows, bit for bit.  The domain comes
+        from the schema, n from a row count.
     columns : sequence of str, optional
         The variables randomized (jointly: one cell per row).  Or ``formula``.
     formula : str, optional
@@ -683,23 +896,21 @@ def randomize(
         accountant=accountant, missing=missing, max_spurious_cells=1.0, namespace=namespace,
         domain_check=None)
     check_choice("channel", channel, CHANNELS)
-    if not isinstance(data, (pd.DataFrame, Mapping)):
-        raise DPModelsTypeError(
-            "randomize reads the rows in this process: data must be a pandas DataFrame or a "
-            f"mapping of column name to array, got {type(data).__name__} (convert it first, "
-            "e.g. with .to_pandas())")
     epsilon = check_epsilon(epsilon)
     if math.isfinite(epsilon) and not math.isfinite(2.0 * epsilon):
         raise DPModelsError(f"epsilon={epsilon:g} is too large to sample exactly: use a smaller one")
-    cols = columns_of(data)
+    source = source_for(data)  # an engine's frame, or None for in-memory rows
+    cols = source.columns() if source is not None else columns_of(data)
     if formula is not None and namespace is None:
         namespace = caller_namespace(1)
     names, discrete, scales = release_variables(cols, formula, columns, namespace)
-    check_used_columns(data, names)
-    n = nrows(data)
+    if source is None:
+        check_used_columns(data, names)
+    n = source.nrows() if source is not None else nrows(data)
     if n == 0:
         raise DPModelsError("data has no rows: there is nothing to randomize")
-    dtypes = {nm: dtype_of(data, nm) for nm in names}
+    dtypes = (source.dtypes(names) if source is not None  # schema only, never values
+              else {nm: dtype_of(data, nm) for nm in names})
     check_dtypes(dtypes)
     domain = _local_bins(bins, n, epsilon, names, dtypes, discrete=discrete, bounds=bounds,
                          levels=levels, data_columns=cols, scales=scales)
@@ -724,14 +935,32 @@ def randomize(
             "differentially private. Use it only to check results against the non-private fit.",
             NotPrivateWarning, stacklevel=user_stacklevel())
 
-    # ---- each row's cell (the one pass over the rows) --------------------------------
-    cells = _row_cells(data, domain, names, missing, n)
+    # ---- each row's cell: every refusal (an undeclared level, a missing value) ---------
+    cells_of = _BatchCells(domain, tuple(names), missing)
+    kept = None
+    if source is None:
+        cells, problem = cells_of(data)
+        _refuse([problem], domain, missing)
+    elif source.batches_here and n <= _KEEP_ROWS:  # one read: the batches' cells kept here
+        kept = source.map_partitions(list(names), _KeepCells(cells_of), positions=True)
+        _refuse([p for _, _, p in kept], domain, missing)
+    else:  # Dask, Spark (or a large in-process frame): a first pass that only checks
+        _refuse(source.map_partitions(list(names), _CheckCells(cells_of)), domain, missing)
 
-    # ---- the channel, row by row ------------------------------------------------------
+    # ---- the channel, row by row, each row from its own stream -------------------------
     budget = charge(accountant, epsilon, f"local release of {list(names)}")
     bits = random_source(random_state)
-    C, per_row = ch.counts(bits, cells)
-    del cells
+    streams = RowStreams.from_source(bits)  # the release's key (secure unless seeded)
+    per_row = None
+    if source is None:
+        C, per_row = ch.counts(streams, cells)
+        del cells
+    elif kept is not None:
+        C = _sum_counts([ch.row_counts(streams, c, start) for start, c, _ in kept], k)
+        del kept
+    else:
+        C = _sum_counts(source.map_partitions(
+            list(names), _RandomizeBatch(cells_of, ch, streams), positions=True), k)
     proj_total = int(project_to_counts(ch.debias(C, n), n)[:m].sum())
     report = LocalReport(
         epsilon=epsilon, private=math.isfinite(epsilon),
@@ -741,30 +970,125 @@ def randomize(
     return LocalRelease(domain, ch, C, report, per_row)
 
 
-def _row_cells(data, domain: Domain, names, missing: str, n: int) -> np.ndarray:
-    """Each row's channel input: its cell id, or m (the missing cell)."""
-    codes, miss = [], np.zeros(n, bool)
-    missing_axes = []
-    for name in names:
-        axis = domain.axis(name)
-        values = _as_reference_input(data[name])
-        try:
-            c, mi, bad = axis.codes(values)
-        except TypeError as exc:
+def _sum_counts(parts: list, k: int) -> np.ndarray:
+    """The report counts summed over the batches (int64, length k)."""
+    total = np.zeros(k, np.int64)
+    for part in parts:
+        total += np.asarray(part, np.int64)
+    return total
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """Why a batch of rows cannot be randomized: at ``axis`` (the first, in the
+    domain's order, that the batch cannot code) a value of a type no level can
+    match (``kind="type"``, ``detail`` the message) or undeclared values
+    (``kind="undeclared"``, ``detail`` the first three, in row order); and the
+    axes with a missing value."""
+
+    axis: int | None = None
+    kind: str = ""
+    detail: Any = None
+    missing_axes: tuple[int, ...] = ()
+
+
+def _refuse(problems, domain: Domain, missing: str) -> None:
+    """Raise what :func:`_row_cells` raises on all the rows at once, from the
+    problems of their batches in order: the first axis a batch cannot code
+    (a value no level can match, an undeclared value: its first three, over
+    the batches), else with ``missing="raise"`` the first axis with a
+    missing value."""
+    problems = [p for p in problems if p is not None]
+    bad = [p for p in problems if p.axis is not None]
+    if bad:
+        first = min(p.axis for p in bad)
+        at = [p for p in bad if p.axis == first]
+        axis = domain.axes[first]
+        if at[0].kind == "type":
             raise DPModelsTypeError(
-                f"{name!r} holds values that cannot be matched to its declared levels ({exc}); "
-                "recode the column to scalars (str, int, float, bool) first") from None
-        if bad.any():
-            raise _undeclared_error(axis, values, bad)
-        if mi.any():
-            missing_axes.append(name)
-        miss |= mi
-        codes.append(np.where(mi, 0, c))
-    if missing_axes and missing == "raise":
-        raise missing_error(missing_axes[0])
-    ids = domain.encode(codes).astype(np.int64)
-    ids[miss] = domain.size
-    return ids
+                f"{axis.name!r} holds values that cannot be matched to its declared levels "
+                f"({at[0].detail}); recode the column to scalars (str, int, float, bool) first")
+        examples = [v for p in at if p.kind == "undeclared" for v in p.detail][:3]
+        raise undeclared_error(axis.name, examples)
+    if missing == "raise":
+        axes = sorted({a for p in problems for a in p.missing_axes})
+        if axes:
+            raise missing_error(domain.axes[axes[0]].name)
+
+
+@dataclass(frozen=True)
+class _BatchCells:
+    """Each row's channel input in a batch of rows (a pandas frame, a mapping
+    of arrays): ``(cells, problem)``, ``cells`` None when the batch cannot be
+    coded.  Holds the public domain only: it pickles to Dask's and Spark's
+    workers."""
+
+    domain: Domain
+    names: tuple[str, ...]
+    missing: str
+
+    def __call__(self, data) -> tuple[np.ndarray | None, _Problem]:
+        n = nrows(data) if not isinstance(data, pd.DataFrame) else len(data)
+        codes, miss, missing_axes = [], np.zeros(n, bool), []
+        for i, name in enumerate(self.names):
+            axis = self.domain.axis(name)
+            values = _as_reference_input(data[name])
+            try:
+                c, mi, bad = axis.codes(values)
+            except TypeError as exc:
+                return None, _Problem(i, "type", str(exc))
+            if bad.any():
+                shown = np.asarray(values, dtype=object)[np.flatnonzero(bad)[:3]].tolist()
+                return None, _Problem(i, "undeclared", shown)
+            if mi.any():
+                missing_axes.append(i)
+            miss |= mi
+            codes.append(np.where(mi, 0, c))
+        problem = _Problem(missing_axes=tuple(missing_axes))
+        if missing_axes and self.missing == "raise":
+            return None, problem
+        ids = self.domain.encode(codes).astype(np.int64)
+        ids[miss] = self.domain.size
+        return ids, problem
+
+
+@dataclass(frozen=True)
+class _CheckCells:
+    """A first pass over an engine's batches: only each batch's problem."""
+
+    cells_of: _BatchCells
+
+    def __call__(self, frame: pd.DataFrame) -> _Problem:
+        return self.cells_of(frame.reset_index(drop=True))[1]
+
+
+@dataclass(frozen=True)
+class _KeepCells:
+    """The one pass over the batches an engine hands to this process (Polars,
+    DuckDB): ``(start, cells, problem)``, the cells as int16 (k <= 4096)."""
+
+    cells_of: _BatchCells
+
+    def __call__(self, frame: pd.DataFrame, start: int):
+        cells, problem = self.cells_of(frame.reset_index(drop=True))
+        return start, None if cells is None else cells.astype(np.int16), problem
+
+
+@dataclass(frozen=True)
+class _RandomizeBatch:
+    """One batch's report counts (runs where the data live): each row's cell,
+    through the channel from the row's own stream (its position ``start + i``);
+    only the k counts come back."""
+
+    cells_of: _BatchCells
+    channel: Channel
+    streams: RowStreams
+
+    def __call__(self, frame: pd.DataFrame, start: int) -> np.ndarray:
+        cells, problem = self.cells_of(frame.reset_index(drop=True))
+        if cells is None:  # the first pass refused these rows already: not reached
+            _refuse([problem], self.cells_of.domain, self.cells_of.missing)
+        return self.channel.row_counts(self.streams, cells, int(start))
 
 
 # ---- the bootstrap of a local release -----------------------------------------------------
