@@ -212,7 +212,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("local", FAMILIES, None, "dpmodels.local:randomize", None, _IN_MEMORY,
               applies=_local_applies, builders=_every_family(_local_build), own_function=True),
     Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.models.projected:build_projected",
-              None, _IN_MEMORY, applies=_projected_applies,
+              None, ENGINES, applies=_projected_applies,
               builders={"logit": _projected_build, "mnlogit": _projected_build}),
     Mechanism("sample-aggregate", FAMILIES, "sample-aggregate",
               "dpmodels.sample_aggregate:release_sample_aggregate", "PrivateSampleAggregate",

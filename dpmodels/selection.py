@@ -105,7 +105,7 @@ from .validation import (
 )
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
-           "estimate_k", "estimate_gamma", "selection_bins"]
+           "estimate_k", "estimate_gamma", "selection_bins", "selection_rows"]
 
 #: sigma of (10): the fraction of the pairs all candidates discern that k may leave.
 SIGMA = 0.1
@@ -666,13 +666,7 @@ def select_features(
         k_source = f"estimated from public n, q and domain sizes (Vinterbo §2.3, sigma={SIGMA})"
     if accountant is not None:
         accountant.check(epsilon, f"feature selection for {target!r}")
-    weights = None
-    if source is None:
-        codes, _ = coded_rows(data, domain, missing)  # errors (undeclared, missing) before noise
-    else:  # counted where the data live: the distinct cells, each standing for its count
-        cells = source.count(domain, missing=missing)
-        codes = [np.asarray(c, np.int64) for c in domain.decode(cells.ids)]
-        weights = np.asarray(cells.counts, np.int64)
+    codes, weights = selection_rows(data, domain, missing)
     if math.isinf(epsilon):
         warnings.warn(
             "epsilon=inf: the selection is the non-private greedy choice, NOT differentially "
@@ -680,6 +674,20 @@ def select_features(
             NotPrivateWarning, stacklevel=user_stacklevel())
     return _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows,
                           "rows handed in", random_state, accountant, weights=weights)
+
+
+def selection_rows(data, domain: Domain, missing: str):
+    """``(codes, weights)`` the selection scores: each row's codes (weights
+    None) in memory; where the data live, the distinct non-empty cells, each
+    weighted by its exact count (the same scores).  Undeclared levels and, with
+    ``missing="raise"``, missing values raise here, before any noise."""
+    source = source_for(data)
+    if source is None:
+        codes, _ = coded_rows(data, domain, missing)
+        return codes, None
+    cells = source.count(domain, missing=missing)
+    codes = [np.asarray(c, np.int64) for c in domain.decode(cells.ids)]
+    return codes, np.asarray(cells.counts, np.int64)
 
 
 def _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_source,

@@ -46,6 +46,7 @@ import patsy
 from ..budget import exact_parts
 from ..columns import columns_of, dtype_of, nrows
 from ..domain import build_domain
+from ..engines import source_for
 from ..errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from ..formula import formula_variables, user_stacklevel
 from ..mechanisms import discrete_laplace_sf
@@ -62,10 +63,10 @@ from ..selection import (
     FeatureSelection,
     SelectionReport,
     _run_selection,
-    coded_rows,
     estimate_gamma,
     estimate_k,
     selection_domain,
+    selection_rows,
 )
 from ..validation import (
     check_choice,
@@ -324,23 +325,24 @@ class _Projected(_ChoiceModel):
         check_formula_transforms(formula, namespace)
         gamma = _check_gamma(gamma)
         self.formula = formula
-        if not isinstance(data, (pd.DataFrame, Mapping)):
+        # an engine's frame is read where it lives: its schema, its row count, and the
+        # exact counts of the selection's cells (selection_rows), then the histogram's
+        source = source_for(data)
+        if source is None and not isinstance(data, (pd.DataFrame, Mapping)):
             raise DPModelsTypeError(
-                "select= reads the rows in process for the feature selection: data must be a "
-                f"pandas DataFrame or a mapping of column name to array, got "
-                f"{type(data).__name__} (an engine's frame: convert it first, e.g. with "
-                ".to_pandas())")
-        cols = columns_of(data)
+                "select= reads a pandas DataFrame, a mapping of column name to array, or a "
+                f"Polars, Dask, DuckDB or PySpark data frame; got {type(data).__name__}")
+        cols = source.columns() if source is not None else columns_of(data)
         fv = formula_variables(formula, cols, namespace)
         response = self._response_of(fv)
         candidates = tuple(nm for nm in fv.names if nm != response)
         if not candidates:
             raise DPModelsError(f"select= needs predictors: the formula {formula!r} has none")
         kind, value = _check_select(select, candidates, response)
-        n_rows = nrows(data)
+        n_rows = source.nrows() if source is not None else nrows(data)
         n_public = int(n) if n is not None else n_rows
 
-        full = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
+        full = build_domain(fv.names, _dtypes(data, fv.names),
                             discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
                             n=max(n_public, 2), epsilon=epsilon, data_columns=cols,
                             scales=dict(fv.scales))  # bounds/levels of every variable
@@ -381,9 +383,10 @@ class _Projected(_ChoiceModel):
         selection = None
         if kind == "k":
             assert sel_domain is not None  # built above whenever kind == "k"
-            codes, _ = coded_rows(data, sel_domain, missing)  # errors before any noise
+            codes, weights = selection_rows(data, sel_domain, missing)  # errors before noise
             selection = _run_selection(codes, sel_domain, response, candidates, k, k_source,
-                                       eps_p, n_rows, "rows handed in", bits, accountant)
+                                       eps_p, n_rows, "rows handed in", bits, accountant,
+                                       weights=weights)
             selected = selection.selected
             source = ("PRIVATEKD (exponential mechanism, Vinterbo 2012)" if selection.report.private
                       else "greedy argmax, NOT PRIVATE (epsilon = inf)")
@@ -447,7 +450,7 @@ class _Projected(_ChoiceModel):
                           threshold, threshold_A, n_public, eps_h, max_spurious_cells) -> None:
         """The release's size checks for one possible projection, before anything is spent."""
         fv = formula_variables(restricted, cols, namespace)
-        dom = build_domain(fv.names, {nm: dtype_of(data, nm) for nm in fv.names},
+        dom = build_domain(fv.names, _dtypes(data, fv.names),
                            discrete=fv.discrete, bounds=bounds, levels=levels, bins=bins,
                            n=max(n_public, 2), epsilon=eps_h, data_columns=cols,
                            scales=dict(fv.scales))
@@ -509,3 +512,11 @@ def build_projected(call):
                bounds=call.bounds, levels=call.levels, bins=call.bins, threshold=call.threshold,
                n=call.n, random_state=call.random_state, accountant=call.accountant,
                eval_env=call.namespace, **opts)
+
+
+def _dtypes(data, names) -> dict:
+    """Each named column's dtype (the schema only, for an engine's frame)."""
+    source = source_for(data)
+    if source is not None:
+        return source.dtypes(list(names))
+    return {nm: dtype_of(data, nm) for nm in names}
