@@ -216,7 +216,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
               builders={"logit": _projected_build, "mnlogit": _projected_build}),
     Mechanism("sample-aggregate", FAMILIES, "sample-aggregate",
               "dpmodels.sample_aggregate:release_sample_aggregate", "PrivateSampleAggregate",
-              ("pandas", "dict", "polars"), applies=_sample_aggregate_applies,
+              ENGINES, applies=_sample_aggregate_applies,
               builders=_every_family(_sample_aggregate_build)),
     Mechanism("select_features", (), None, "dpmodels.selection:select_features", None,
               ENGINES, own_function=True),

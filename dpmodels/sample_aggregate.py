@@ -15,10 +15,16 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    values are clipped to their bounds, discrete ones matched to their
    declared levels (per-row maps), rows with a missing value are dropped
    (``missing="drop"``) or refused (``"raise"``).
-2. **Blocks.**  The rows handed in (their number is public: neighbours have
-   the same) are permuted by the release's random source (secure by default)
-   and cut into k blocks of sizes differing by at most one; a dropped row
-   leaves a hole in its block.  ``k`` is the caller's ``blocks`` or
+2. **Blocks.**  The rows handed in (their number n is public: neighbours
+   have the same) are sorted by ``(w_i, i)``, ``w_i`` the word of row
+   position i under a 128-bit key drawn from the release's source (secure by
+   default; :class:`~dpmodels.streams.RowStreams`, AES-128 of the position),
+   and cut into k blocks of sizes differing by at most one
+   (:func:`row_order`); a dropped row leaves a hole in its block.  The words
+   are those of independent uniform words (AES is a pseudorandom
+   permutation), so the partition is a uniform random one into blocks of
+   those sizes; it depends on the key, n and k only, never on a value, which
+   is all the privacy argument below needs.  ``k`` is the caller's ``blocks`` or
    :func:`default_blocks` (public n, number of parameters p, epsilon).  A
    row belongs to one block, so a replace-one change moves **one block's
    estimate** and nothing else, whatever the data.
@@ -101,6 +107,23 @@ released outputs only (sequential composition); the parts add up to epsilon
 blocks' estimates (failed blocks left out), without clamping or noise, and
 their exact sample variance (NOT private).
 
+Engines
+-------
+On a Dask, Spark, DuckDB or Polars lazy frame the same release is made where
+the data live, bit for bit the pandas one with the same seed.  A first pass
+(before the charge) builds every batch's design rows, exactly as above, and
+runs every check (an undeclared level, a missing value: the same error as
+on pandas; Dask and Polars/DuckDB keep the designs for the second pass,
+Spark reads again) and counts the rows of each batch, hence each row's
+position.  After the charge, the driver computes from the key, n and k only
+the k - 1 cut points of the sorted ``(w_i, i)`` (:func:`block_cuts`, in
+bounded memory); each batch gives its rows their block (:func:`block_ids`),
+the rows of each block are gathered (Dask: a graph of groups of blocks,
+Spark: a block column added in ``mapInPandas`` and ``groupBy`` of groups
+of blocks with ``applyInPandas``, Polars and DuckDB: in this process), each
+block is ordered by ``(w_i, i)`` as :func:`row_order` orders it and fitted
+there; only the k block fits come back.
+
 Standard errors
 ---------------
 The released mean's variance is ``Var(clamped block estimate) / k`` plus the
@@ -139,12 +162,12 @@ from scipy import optimize, special, stats
 
 from .accountant import Accountant, charge
 from .budget import exact_parts
+from .engines import source_for
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .formula import caller_namespace, equation_names, user_stacklevel
 from .moments import (
     _NO_NA,
-    _is_dask,
     _to_pandas,
     _unit_epsilon,
     describe_axis,
@@ -156,8 +179,10 @@ from .newton import binary_response, check_binary_levels
 from .randomness import random_source
 from .report import Release, ReleaseReport, closing_rows, opening_rows
 from .selection import exponential_choice
+from .streams import RowStreams
 
 if TYPE_CHECKING:
+    from .domain import Domain
     from .moments import DesignSpace
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
@@ -637,21 +662,351 @@ def block_estimates(family: str, design: _Design, parts: list, q, J: int, correc
     return W, ok
 
 
+def _working_estimates(thetas: np.ndarray, fitted: np.ndarray, A: np.ndarray, b: np.ndarray):
+    """:func:`block_estimates`' output from the blocks' fits (``fitted``: the
+    fit returned an estimate), each mapped as :func:`block_estimates` maps it."""
+    W = np.full((thetas.shape[0], A.shape[0]), np.nan)
+    for i in np.flatnonzero(fitted):
+        W[i] = A @ thetas[i] + b
+    return W, np.all(np.isfinite(W), axis=1)
+
+
 # ---- the release ---------------------------------------------------------------------------
 
 
-def _mix(words: np.ndarray) -> np.ndarray:
-    """A fixed bijection of 64-bit words (splitmix64's finaliser).  The
-    permutation sorts the mixed words: the same uniform law, but a seeded
-    partition no longer follows the order of uniforms drawn from a generator
-    with the same seed (a data set simulated with ``random_state``'s seed
-    would otherwise have its blocks sorted by a covariate)."""
-    z = words.astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
-    return z
+def row_order(streams: RowStreams, n: int) -> np.ndarray:
+    """The partition's permutation (module notes, step 2): the row positions
+    ``0, ..., n - 1`` sorted by ``(w_i, i)``, ``w_i`` word 0 of row i's stream
+    (:class:`~dpmodels.streams.RowStreams`, keyed by the release's source).
+    ``np.array_split(row_order(s, n), k)`` are the blocks: a uniform random
+    partition into k blocks of sizes differing by at most one.  A row's word
+    depends on its position and the key only, so an engine finds each row's
+    block where the row lives (:func:`block_cuts`, :func:`block_ids`)."""
+    return np.argsort(streams.words(np.arange(n, dtype=np.int64), 0), kind="stable")
+
+
+#: Words the driver generates at once when it finds the block cuts (bounded memory).
+CUT_CHUNK = 1 << 22
+#: Top bits of a word that :func:`block_cuts` counts by (2**20 ranges).
+_RANGE_BITS = 20
+
+
+def _block_starts(n: int, k: int) -> np.ndarray:
+    """Ranks (in the sorted order) of the first rows of blocks 1, ..., k - 1:
+    ``np.array_split``'s sizes, the first ``n % k`` blocks one row longer."""
+    i = np.arange(1, k, dtype=np.int64)
+    return i * (n // k) + np.minimum(i, n % k)
+
+
+def block_cuts(streams: RowStreams, n: int, k: int,
+               chunk: int = CUT_CHUNK) -> tuple[np.ndarray, np.ndarray]:
+    """The k - 1 cut points ``(w, i)`` of the partition: the word and position
+    of the first row of blocks 1, ..., k - 1 in the order of
+    :func:`row_order`.  They depend on the key, n and k only (no data), so the
+    driver computes them; a row's block is the number of cuts at or below
+    its ``(w_i, i)`` (:func:`block_ids`).
+
+    Memory is bounded by ``chunk`` words: up to ``chunk`` rows, the words are
+    sorted at once; beyond, one pass counts the words by their top 20 bits,
+    and further passes collect only the words of the ranges that hold a cut,
+    ``2 chunk`` at a time (at most about ``n min(k, 2**20) / 2**20`` words
+    in all), sort them and read the cuts off."""
+    starts = _block_starts(n, k)
+    if n <= chunk:
+        w = streams.words(np.arange(n, dtype=np.int64), 0)
+        at = np.argsort(w, kind="stable")[starts]
+        return w[at], at.astype(np.int64)
+    shift = np.uint64(64 - _RANGE_BITS)
+
+    def chunks():
+        for a in range(0, n, chunk):
+            pos = np.arange(a, min(a + chunk, n), dtype=np.int64)
+            yield pos, streams.words(pos, 0)
+
+    counts = np.zeros(1 << _RANGE_BITS, np.int64)
+    for _, w in chunks():
+        counts += np.bincount((w >> shift).astype(np.int64), minlength=1 << _RANGE_BITS)
+    below = np.concatenate([[0], np.cumsum(counts)])  # words in the ranges before each
+    target = np.searchsorted(below, starts, side="right") - 1  # each cut's range
+    needed = np.unique(target)
+    cut_w = np.empty(k - 1, np.uint64)
+    cut_p = np.empty(k - 1, np.int64)
+    a = 0
+    while a < needed.size:  # groups of ranges holding at most 2 chunk words (or one range)
+        held = np.cumsum(counts[needed[a:]])
+        b = a + max(1, int(np.searchsorted(held, 2 * chunk, side="right")))
+        group = needed[a:b]
+        member = np.zeros(1 << _RANGE_BITS, bool)
+        member[group] = True
+        ws, ps = [], []
+        for pos, w in chunks():
+            keep = member[(w >> shift).astype(np.int64)]
+            ws.append(w[keep])
+            ps.append(pos[keep])
+        w, pos = np.concatenate(ws), np.concatenate(ps)
+        o = np.lexsort((pos, w))
+        w, pos = w[o], pos[o]
+        offset = np.concatenate([[0], np.cumsum(counts[group])])[:-1]  # each range's first
+        for c in np.flatnonzero((target >= group[0]) & (target <= group[-1])):
+            g = int(np.searchsorted(group, target[c]))
+            at = offset[g] + (starts[c] - below[target[c]])
+            cut_w[c], cut_p[c] = w[at], pos[at]
+        a = b
+    return cut_w, cut_p
+
+
+def block_ids(words: np.ndarray, positions: np.ndarray, cuts: tuple[np.ndarray, np.ndarray]):
+    """The block of each row: the number of cuts ``(w, i)`` at or below the
+    row's ``(words, positions)`` in lexicographic order (:func:`block_cuts`)."""
+    cut_w, cut_p = cuts
+    lo = np.searchsorted(cut_w, words, side="left")
+    hi = np.searchsorted(cut_w, words, side="right")
+    ids = lo.astype(np.int64)
+    for t in np.flatnonzero(hi > lo):  # a word equal to a cut's (rare): the positions decide
+        ids[t] += int(np.count_nonzero(cut_p[lo[t]:hi[t]] <= positions[t]))
+    return ids
+
+
+# ---- blocks where the data live ----------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _DesignTask:
+    """A batch's design rows, as the in-memory release builds them (published
+    values, the public design's patsy infos, the response's codes, the
+    missing rows); every check raises here.  Public inputs only: it pickles
+    to Dask's and Spark's workers."""
+
+    domain: Domain
+    space: DesignSpace
+    family: str
+    response: str | None
+    missing: str
+
+    def __call__(self, frame_in) -> _Design:
+        frame, valid = published_frame(frame_in.reset_index(drop=True), self.domain,
+                                       self.missing)
+        return _design_of(frame, valid, self.space, self.family, self.domain, self.response)
+
+
+def _design_of(frame, valid, space, family: str, domain, response) -> _Design:
+    with np.errstate(all="ignore"):
+        if family in ("ols", "quantreg"):
+            ymat, Xmat = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
+            y = np.asarray(ymat, float)[:, 0]
+        else:
+            (Xmat,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
+            axis = domain.axis(response)
+            if family == "logit":
+                y, _ = binary_response(axis, frame[response])
+            else:
+                codes, _, _ = axis.codes(frame[response])
+                y = np.asarray(codes, float)
+    X = np.asarray(Xmat, float)
+    X = np.where(np.isfinite(X), X, 0.0)  # a transform undefined off the grid: per-row map
+    return _Design(X, np.asarray(y, float), np.asarray(valid, bool))
+
+
+@dataclass(frozen=True)
+class _BlockFit:
+    """How a block is fitted (public inputs), pickled to the workers."""
+
+    family: str
+    q: float | None
+    J: int
+    correction: str | None
+    p: int  # the length of a block's fit
+
+
+def _pieces(design: _Design, start: int, streams: RowStreams, cuts, k: int, groups: int):
+    """A batch's valid rows, split by group of blocks (block b in group
+    ``b * groups // k``): per group ``(block, word, position, X, y)``."""
+    pos = np.flatnonzero(design.valid).astype(np.int64) + start
+    w = streams.words(pos, 0)
+    blocks = block_ids(w, pos, cuts)
+    X, y = design.X[design.valid], design.y[design.valid]
+    group = blocks * groups // k
+    out = []
+    for g in range(groups):
+        m = group == g
+        out.append((blocks[m], w[m], pos[m], X[m], y[m]))
+    return out
+
+
+def _fit_pieces(pieces: list, fit: _BlockFit):
+    """Fit every block whose rows are in ``pieces`` (lists of ``(block, word,
+    position, X, y)`` from any batches), each on its rows ordered by ``(w_i,
+    i)`` as in :func:`row_order`; ``(blocks, thetas, fitted)`` for the blocks
+    with a row (the others fail: no rows to fit)."""
+    blocks = np.concatenate([pc[0] for pc in pieces])
+    w = np.concatenate([pc[1] for pc in pieces])
+    pos = np.concatenate([pc[2] for pc in pieces])
+    X = np.ascontiguousarray(np.concatenate([pc[3] for pc in pieces]))
+    y = np.concatenate([pc[4] for pc in pieces])
+    order = np.lexsort((pos, w, blocks))
+    ids, first = np.unique(blocks[order], return_index=True)
+    bounds = np.append(first, order.size)
+    thetas = np.full((ids.size, fit.p), np.nan)
+    fitted = np.zeros(ids.size, bool)
+    for t in range(ids.size):
+        rows = order[bounds[t]:bounds[t + 1]]
+        theta = _fit_block(fit.family, X[rows], y[rows], fit.q, fit.J, fit.correction)
+        if theta is not None:
+            thetas[t], fitted[t] = theta, True
+    return ids, thetas, fitted
+
+
+#: Rows per group of blocks gathered in one place (a Dask task, a Spark group).
+GROUP_ROWS = 200_000
+
+
+class _EngineBlocks:
+    """Sample-and-aggregate on an engine's frame (module notes, "Engines").
+
+    :meth:`read` (before the charge) builds every batch's design rows where
+    the batch lives, which runs every check (an undeclared level, a missing
+    value) and counts the rows by batch; :meth:`estimates` (after the charge,
+    with the release's row streams) gives each valid row its block from the
+    driver's cuts, gathers each block's rows where the data live and fits it
+    there.  Only the k block fits come back."""
+
+    def __init__(self, source, names: list[str], task: _DesignTask):
+        self.source, self.names, self.task = source, names, task
+        self.engine = source.engine
+
+    def read(self) -> int:
+        """Pass 1: the designs (kept: Polars, DuckDB in this process, Dask on
+        the workers) and the rows before each batch; returns the rows' number."""
+        if self.source.batches_here:
+            self.designs = self.source.map_partitions(self.names, self.task)
+            lengths = [d.valid.size for d in self.designs]
+        elif self.engine == "dask":
+            import dask
+
+            parts = self.source.ddf[self.names].to_delayed()
+            self.designs = dask.persist(*[dask.delayed(self.task)(p) for p in parts])
+            lengths = list(dask.compute(*[dask.delayed(_rows_of)(d) for d in self.designs]))
+        else:  # Spark: a checking pass that counts each partition's rows
+            self.sizes = _spark_check(self.source.native.select(*self.names), self.task)
+            lengths = [self.sizes[pid] for pid in sorted(self.sizes)]
+        self.starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
+        return int(self.starts[-1])
+
+    def estimates(self, streams: RowStreams, k: int, fit: _BlockFit):
+        """Pass 2: ``(thetas, fitted)`` of the k blocks (rows in block order)."""
+        n = int(self.starts[-1])
+        cuts = block_cuts(streams, n, k)
+        groups = max(1, min(k, -(-n // GROUP_ROWS)))
+        if self.source.batches_here:
+            pieces = [_pieces(d, int(s), streams, cuts, k, 1)[0]
+                      for d, s in zip(self.designs, self.starts)]
+            results = [_fit_pieces(pieces, fit)]
+        elif self.engine == "dask":
+            import dask
+
+            split = [dask.delayed(_pieces, nout=groups)(d, int(s), streams, cuts, k, groups)
+                     for d, s in zip(self.designs, self.starts)]
+            results = list(dask.compute(*[dask.delayed(_fit_pieces)([sp[g] for sp in split], fit)
+                                          for g in range(groups)]))
+        else:
+            results = [_spark_blocks(self.source.native.select(*self.names), self.task,
+                                     self.sizes, streams, cuts, k, groups, fit)]
+        thetas = np.full((k, fit.p), np.nan)
+        fitted = np.zeros(k, bool)
+        for ids, th, ok in results:
+            thetas[ids], fitted[ids] = th, ok
+        return thetas, fitted
+
+
+def _rows_of(design: _Design) -> int:
+    return int(design.valid.size)
+
+
+def _spark_check(sdf, task: _DesignTask) -> dict[int, int]:
+    """Spark's pass 1: every partition's design built (its checks run in the
+    executors; a dpmodels error comes back as itself, as in
+    :func:`dpmodels.engines.lazy._spark_map`), and its number of rows."""
+    import pickle
+
+    import pandas as pd
+
+    def check(frames):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        payload: tuple[str, object]
+        try:
+            payload = ("ok", sum(task(frame).valid.size for frame in frames))
+        except DPModelsError as exc:
+            payload = ("error", exc)
+        yield pd.DataFrame({"pid": [pid], "payload": [pickle.dumps(payload)]})
+
+    sizes = {}
+    for row in sdf.mapInPandas(check, schema="pid long, payload binary").collect():
+        kind, value = pickle.loads(row["payload"])
+        if kind == "error":
+            raise value
+        sizes[int(row["pid"])] = int(value)
+    return sizes
+
+
+def _spark_blocks(sdf, task: _DesignTask, sizes: dict, streams: RowStreams, cuts, k: int,
+                  groups: int, fit: _BlockFit):
+    """Spark's pass 2: each partition's valid rows with their block (a column
+    added in ``mapInPandas``, the positions from the partitions' sizes), a
+    ``groupBy`` of the groups of blocks and each group's blocks fitted in
+    ``applyInPandas``; the k fits come back."""
+    import pandas as pd
+
+    starts, total = {}, 0
+    for pid in sorted(sizes):
+        starts[pid], total = total, total + sizes[pid]
+    K = fit.p
+
+    def rows(frames):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        start = starts.get(ctx.partitionId() if ctx is not None else 0, 0)
+        for frame in frames:
+            design = task(frame)
+            (blocks, w, pos, X, y), = _pieces(design, start, streams, cuts, k, 1)
+            start += design.valid.size
+            out = {"g": blocks * groups // k, "b": blocks,
+                   # the word as a signed long with the same order (its top bit flipped)
+                   "w": (w ^ np.uint64(1 << 63)).view(np.int64), "i": pos, "y": y}
+            for j in range(X.shape[1]):
+                out[f"x{j}"] = X[:, j]
+            yield pd.DataFrame(out)
+
+    ncols = task_columns(task)
+    schema = "g long, b long, w long, i long, y double" + "".join(
+        f", x{j} double" for j in range(ncols))
+
+    def fit_group(frame):
+        w = (frame["w"].to_numpy(np.int64).view(np.uint64) ^ np.uint64(1 << 63))
+        X = np.ascontiguousarray(frame[[f"x{j}" for j in range(ncols)]].to_numpy(float))
+        ids, th, ok = _fit_pieces([(frame["b"].to_numpy(np.int64), w,
+                                    frame["i"].to_numpy(np.int64), X,
+                                    frame["y"].to_numpy(float))], fit)
+        out = {"b": ids, "ok": ok}
+        for j in range(K):
+            out[f"t{j}"] = th[:, j]
+        return pd.DataFrame(out)
+
+    out_schema = "b long, ok boolean" + "".join(f", t{j} double" for j in range(K))
+    got = (sdf.mapInPandas(rows, schema=schema).groupBy("g")
+           .applyInPandas(fit_group, schema=out_schema).collect())
+    ids = np.array([r["b"] for r in got], np.int64)
+    ok = np.array([r["ok"] for r in got], bool)
+    th = np.array([[r[f"t{j}"] for j in range(K)] for r in got], float).reshape(len(got), K)
+    return ids, th, ok
+
+
+def task_columns(task: _DesignTask) -> int:
+    """The number of design columns (the public design's)."""
+    return len(task.space.exog_names)
 
 
 def unit_epsilon(eps_part: float, p: int) -> float:
@@ -899,10 +1254,8 @@ def release_sample_aggregate(
                         n=n, random_state=random_state, accountant=accountant, missing=missing,
                         namespace=namespace, domain_check=None)
     data, epsilon, domain, fv = pub.data, pub.epsilon, pub.domain, pub.fv
-    if _is_dask(data):
-        raise DPModelsError("method='sample-aggregate' fits statsmodels on blocks of rows in "
-                            "memory: compute the Dask frame first, or use method='histogram'")
-    frame_in = _to_pandas(data)
+    source = source_for(data)  # None: rows in memory (pandas, a mapping, an eager Polars)
+    frame_in = _to_pandas(data) if source is None else None
     ynames: tuple = ()
     if family in ("logit", "mnlogit"):
         response = fv.response[0] if len(fv.response) == 1 else None
@@ -937,7 +1290,12 @@ def release_sample_aggregate(
     private = math.isfinite(epsilon)
     if param_bounds is not None:
         lo_pb, hi_pb = _param_ranges(param_bounds, names, exog, ynames)
-    n_rows = len(frame_in)
+    # the rows handed in (neighbours have as many): the partition's n
+    if frame_in is not None:
+        n_rows = len(frame_in)
+    else:
+        assert source is not None  # (an engine's frame)
+        n_rows = pub.n if n is None else source.nrows()
     k = int(blocks) if blocks is not None else default_blocks(pub.n, p, epsilon, family)
     if n_rows // k < len(exog) + 1:
         raise DPModelsError(
@@ -969,32 +1327,31 @@ def release_sample_aggregate(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the rows: published values, design, response (all checks raise here) --------
-    frame, valid = published_frame(frame_in, domain, missing)
-
-    with np.errstate(all="ignore"):
-        if family in ("ols", "quantreg"):
-            ymat, Xmat = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
-            y = np.asarray(ymat, float)[:, 0]
-        else:
-            (Xmat,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
-            axis = domain.axis(fv.response[0])
-            if family == "logit":
-                y, _ = binary_response(axis, frame[fv.response[0]])
-            else:
-                codes, _, _ = axis.codes(frame[fv.response[0]])
-                y = np.asarray(codes, float)
-    X = np.asarray(Xmat, float)
-    X = np.where(np.isfinite(X), X, 0.0)  # a transform undefined off the grid: per-row map
-    design = _Design(X, np.asarray(y, float), np.asarray(valid, bool))
+    task = _DesignTask(domain, space, family,
+                       fv.response[0] if family in ("logit", "mnlogit") else None, missing)
+    if frame_in is not None:
+        frame, valid = published_frame(frame_in, domain, missing)
+        design = _design_of(frame, valid, space, family, domain, task.response)
+    else:  # every batch's design, where it lives (module notes, "Engines")
+        assert source is not None
+        on_engine = _EngineBlocks(source, list(domain.names), task)
+        if on_engine.read() != n_rows:
+            raise DPModelsError(f"the {source.engine} frame's rows changed between two reads: "
+                                "sample-and-aggregate needs the same rows in every pass")
 
     budget = charge(accountant, epsilon, label)
     bits = random_source(random_state)
-    # the partition: a uniform permutation from the release's source (public inputs only)
-    order = np.argsort(_mix(bits.words(n_rows)), kind="stable")
-    parts = np.array_split(order, k)
+    # the partition: rows sorted by their words under a key from the release's source
+    # (public inputs only), cut into k blocks (module notes, step 2)
+    streams = RowStreams.from_source(bits)
     A, b = _working_map(space, family, J1, standardized)
-    W, ok = block_estimates(family, design, parts, q, J, correction, A, b)
-    sizes = sorted({len(part) for part in parts})
+    if frame_in is not None:
+        parts = np.array_split(row_order(streams, n_rows), k)
+        W, ok = block_estimates(family, design, parts, q, J, correction, A, b)
+    else:
+        thetas, fitted = on_engine.estimates(streams, k, _BlockFit(family, q, J, correction, p))
+        W, ok = _working_estimates(thetas, fitted, A, b)
+    sizes = sorted({n_rows // k, -(-n_rows // k)})
     block_rows = " or ".join(f"{s:,}" for s in sizes)
 
     split: tuple[tuple[str, float], ...]

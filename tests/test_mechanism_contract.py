@@ -683,14 +683,15 @@ def _inf_sample_aggregate(entry: Entry):
     (a uniform permutation from the seeded source, as tests/test_sample_aggregate.py
     rebuilds it), averaged."""
     from dpmodels.randomness import random_source
-    from dpmodels.sample_aggregate import _mix
+    from dpmodels.sample_aggregate import row_order
+    from dpmodels.streams import RowStreams
 
     formula, blocks, seed = formula_of(entry.family), 4, 5
     model = _inf(entry, formula, blocks=blocks, bias_correction=None, random_state=seed)
     rel = model.release
     assert rel.blocks == blocks and not rel.report.private
     assert np.all(rel.noise_scale == 0) and np.all(np.isinf(rel.lo)) and np.all(np.isinf(rel.hi))
-    order = np.argsort(_mix(random_source(seed).words(len(FRAME))), kind="stable")
+    order = row_order(RowStreams.from_source(random_source(seed)), len(FRAME))
     est = []
     for rows in np.array_split(order, blocks):
         fit = _statsmodels(entry.family, formula, FRAME.iloc[rows], q=0.5)

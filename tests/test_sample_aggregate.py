@@ -32,6 +32,7 @@ from dpmodels import sample_aggregate as sa
 from dpmodels.errors import DPModelsError
 from dpmodels.exact import discrete_laplace
 from dpmodels.randomness import SeededBits
+from dpmodels.streams import RowStreams
 
 from .audit_tools import format_audit, privacy_audit, tightness_margin
 
@@ -69,8 +70,7 @@ def _manual_blocks(family, df, seed, k):
     fn, formula, extra = FAMILIES[family]
     import statsmodels.formula.api as smf
 
-    words = SeededBits(np.random.default_rng(seed)).words(len(df))
-    order = np.argsort(sa._mix(words), kind="stable")
+    order = sa.row_order(RowStreams.from_source(SeededBits(np.random.default_rng(seed))), len(df))
     est = []
     for rows in np.array_split(order, k):
         block = df.iloc[rows]
@@ -109,8 +109,7 @@ def test_split_half_correction_is_two_fits_minus_the_halves():
     with pytest.warns(dpm.NotPrivateWarning):
         rel = _make("logit", df, epsilon=math.inf, blocks=2, random_state=5,
                     bias_correction="split-half").release
-    order = np.argsort(sa._mix(SeededBits(np.random.default_rng(5)).words(len(df))),
-                       kind="stable")
+    order = sa.row_order(RowStreams.from_source(SeededBits(np.random.default_rng(5))), len(df))
     X = sm.add_constant(df[["x", "z"]]).to_numpy()
     y = df["yb"].to_numpy(float)
     est = []
@@ -129,8 +128,7 @@ def test_firth_correction_is_the_mle_minus_its_cox_snell_bias():
     with pytest.warns(dpm.NotPrivateWarning):
         rel = _make("logit", df, epsilon=math.inf, blocks=2, random_state=5).release
     assert rel.report.bias_correction == "firth"
-    words = SeededBits(np.random.default_rng(5)).words(len(df))
-    order = np.argsort(sa._mix(words), kind="stable")
+    order = sa.row_order(RowStreams.from_source(SeededBits(np.random.default_rng(5))), len(df))
     X = sm.add_constant(df[["x", "z"]]).to_numpy()
     y = df["yb"].to_numpy(float)
     est = []
@@ -265,8 +263,8 @@ def _block_matrix(data):
     """Block estimates in working coordinates, exactly as the release computes them."""
     X = np.column_stack([np.ones(len(data)), data["x"].to_numpy()])
     design = sa._Design(X, data["y"].to_numpy(float), np.ones(len(data), bool))
-    order = np.argsort(sa._mix(SeededBits(np.random.default_rng(AUDIT_SEED)).words(len(data))),
-                       kind="stable")
+    order = sa.row_order(RowStreams.from_source(SeededBits(np.random.default_rng(AUDIT_SEED))),
+                         len(data))
     A, b = np.eye(2), np.zeros(2)
     return sa.block_estimates("ols", design, np.array_split(order, AUDIT_K), None, 2, None, A, b)
 
