@@ -12,6 +12,32 @@ HOUSING_LEVELS = {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 
 
 
 @pytest.fixture(scope="session")
+def spark_session():
+    """One local Spark session (``local[2]``) for the whole run: a JVM start costs
+    several seconds, and the modules that count in Spark (tests/test_engines.py,
+    the engine contract, the neighbours, the row streams, ...) share it through
+    their ``spark`` fixture.  The JVM's quick-start options halve its start."""
+    import warnings
+
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = (SparkSession.builder.master("local[2]").appName("dpmodels-tests")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "2")
+                   .config("spark.sql.adaptive.enabled", "false")
+                   .config("spark.driver.memory", "1g")
+                   .config("spark.driver.extraJavaOptions",
+                           "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+                   .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def housing_small() -> pd.DataFrame:
     from dpmodels.datasets import housing
 

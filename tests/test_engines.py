@@ -22,10 +22,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
-import pyarrow as pa
 import pytest
 from dask.distributed import Client, LocalCluster
-from pyspark.sql import SparkSession
 
 import dpmodels as dpm
 import dpmodels.histogram as hist
@@ -219,17 +217,9 @@ def _frame(n=3_000, seed=0) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def spark():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = (SparkSession.builder.master("local[2]").appName("dpmodels-tests")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", "2")
-                   .config("spark.driver.memory", "1g")
-                   .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+def spark(spark_session):
+    """The run's Spark session (tests/conftest.py), under the name the engine tests use."""
+    return spark_session
 
 
 @pytest.fixture(scope="module")

@@ -223,24 +223,9 @@ def _fit(obj):
 
 
 @pytest.fixture(scope="module")
-def spark():
-    """One local Spark session for the module (as tests/test_engines.py's), with
-    the JVM's quick-start options: the session starts in about half the time."""
-    from pyspark.sql import SparkSession
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = (SparkSession.builder.master("local[2]").appName("dpmodels-contract")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", "2")
-                   .config("spark.sql.adaptive.enabled", "false")
-                   .config("spark.driver.memory", "1g")
-                   .config("spark.driver.extraJavaOptions",
-                           "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-                   .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+def spark(spark_session):
+    """The run's Spark session (tests/conftest.py)."""
+    return spark_session
 
 
 def _to_dict(df: pd.DataFrame) -> dict:
