@@ -42,22 +42,31 @@ The mechanism
   OUE otherwise.  (Optimal local hashing has OUE's variance with a shorter
   report; here the reports are aggregated where they are made, so its only
   advantage, communication, does not apply.)
-* **Exact sampling** (PRIVACY.md rule 1, applied to the channel):
+* **Exact sampling, row by row** (PRIVACY.md rules 1 and 7).  Row i draws
+  only from its own stream of uniform 64-bit words
+  (:class:`dpmodels.streams.RowStreams`: AES-128 under a key drawn from the
+  release's source, word ``(slot << 32) + e`` of row i for the row's draw
+  ``slot`` and its ``e``-th word), so a row's report is a function of (key,
+  i, its cell) alone: the release is the same however the rows are split
+  into batches, and an engine (Polars, DuckDB, Dask, Spark) randomizes its
+  batches where they live and sends back only their k report counts.
 
-  - k-RR by rejection: propose a uniform cell (a 64-bit word, rejection of
-    the top partial block: exactly uniform), accept the true cell always and
-    any other cell with probability ``e^-eps`` (an exact Bernoulli trial:
-    ``G >= 1`` for the exact geometric variable of rate ``e^-eps``,
-    :func:`dpmodels.exact.geometric`).  Conditioned on acceptance the report
-    is the true cell with probability ``1 / (1 + (k-1) e^-eps) = p``: the
-    k-RR law exactly.
-  - OUE: the true bit from one random bit; the ``n (k - 1)`` other bits as
-    the successes of independent Bernoulli(``1 / (e^eps + 1)``) trials
-    (:func:`dpmodels.exact.bernoulli_positions`, with failure probability
-    ``P(Z < 1) = e^eps / (e^eps + 1)`` of the discrete Laplace law of
-    parameter ``2 epsilon``, exactly enclosed).  Only each cell's number of
-    1-bits is kept (the sufficient statistic); the law of that aggregate is
-    the law of n independent OUE reports summed.
+  - k-RR: keep the true cell with probability ``p = e^eps / (e^eps + k - 1)``
+    by an exact Bernoulli trial ``U < p`` (slot 0): U's binary digits are the
+    row's words, p's are computed exactly (:class:`_Probability`: rigorous
+    mpmath intervals, the precision raised until ``floor(p 2**(64 d))`` is
+    known; p is irrational); the first word decides unless it equals p's
+    first 64 digits (probability 2**-64), then the next word against the
+    next 64 digits, and so on.  Otherwise report a uniform other cell (slot
+    1: one word, rejection of the top partial block, exactly uniform among
+    the ``k - 1``): each other cell with ``(1 - p) / (k - 1) = q``.
+  - OUE: the true bit from the top bit of a word (slot 0); the row's ``k -
+    1`` other bits as independent Bernoulli(``q = 1 / (e^eps + 1)``) trials
+    by geometric gaps of rate ``1 - q = P(Z < 1)`` of the discrete Laplace
+    law of parameter ``2 epsilon`` (exactly enclosed), gap t from slot
+    ``1 + t``, each the exact sampler of :func:`dpmodels.exact.geometric`
+    on the row's words.  Only each cell's number of 1-bits is kept (the
+    sufficient statistic).
 
 * **Post-processing.**  The debiased estimate ``(C_c - n q) / (p - q)`` of
   each cell's count is unbiased (negative entries possible); its Euclidean
@@ -944,7 +953,9 @@ def randomize(
     elif source.batches_here and n <= _KEEP_ROWS:  # one read: the batches' cells kept here
         kept = source.map_partitions(list(names), _KeepCells(cells_of), positions=True)
         _refuse([p for _, _, p in kept], domain, missing)
-    else:  # Dask, Spark (or a large in-process frame): a first pass that only checks
+    elif source.engine == "pyspark":  # the engine's own counting query: no Python workers
+        source.count(domain, missing=missing)  # (raises what _refuse raises, as pandas)
+    else:  # Dask (or a large in-process frame): a first pass that only checks
         _refuse(source.map_partitions(list(names), _CheckCells(cells_of)), domain, missing)
 
     # ---- the channel, row by row, each row from its own stream -------------------------
@@ -953,6 +964,7 @@ def randomize(
     streams = RowStreams.from_source(bits)  # the release's key (secure unless seeded)
     per_row = None
     if source is None:
+        assert cells is not None  # (_refuse raised otherwise)
         C, per_row = ch.counts(streams, cells)
         del cells
     elif kept is not None:
@@ -1088,6 +1100,7 @@ class _RandomizeBatch:
         cells, problem = self.cells_of(frame.reset_index(drop=True))
         if cells is None:  # the first pass refused these rows already: not reached
             _refuse([problem], self.cells_of.domain, self.cells_of.missing)
+            raise AssertionError("a batch that cannot be coded")  # pragma: no cover
         return self.channel.row_counts(self.streams, cells, int(start))
 
 

@@ -209,7 +209,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("quantile-newton", ("quantreg",), "newton",
               "dpmodels.quantile_steps:release_quantile_steps", "PrivateQuantileSteps",
               ENGINES, builders={"quantreg": _newton_quantreg}),
-    Mechanism("local", FAMILIES, None, "dpmodels.local:randomize", None, _IN_MEMORY,
+    Mechanism("local", FAMILIES, None, "dpmodels.local:randomize", None, ENGINES,
               applies=_local_applies, builders=_every_family(_local_build), own_function=True),
     Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.models.projected:build_projected",
               None, ENGINES, applies=_projected_applies,

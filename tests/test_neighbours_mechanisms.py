@@ -343,6 +343,7 @@ def test_projected_models_neighbours():
 def _local_published(case: Case, data, fit_kw: dict) -> tuple[dict, dict]:
     kw = {k: v for k, v in case.kw.items() if k in ("epsilon", "bounds", "levels", "bins")}
     with _Recorder() as rec:
+        warnings.filterwarnings("ignore", category=FutureWarning)  # (PySpark's on pandas 3)
         rel = dpm.local.randomize(data, formula=case.formula, random_state=7, **kw)
         rep = asdict(rel.report)
         rep.pop("noisy_total")
