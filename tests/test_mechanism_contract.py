@@ -862,6 +862,17 @@ def _binning_flags(rest: dict):
     return found.group(1) if found else None
 
 
+def _reliability_masked(rest: dict) -> dict:
+    """The summaries without their note that more than 10% of the bootstrap's
+    replicates could not be fitted: whether it is there is computed from the
+    noisy release and its replicates (the count itself is masked already)."""
+    out = dict(rest)
+    for key in ("summary", "summary_html"):
+        if isinstance(out.get(key), str):
+            out[key] = out[key].replace(":standarderrorsareunreliable.", ".")
+    return out
+
+
 @pytest.mark.parametrize("entry", _entry_params(ENTRIES))
 def test_neighbours(entry):
     a_part, a_rest = published(entry, FRAME)
@@ -870,6 +881,7 @@ def test_neighbours(entry):
                   or a_rest["noise-driven warnings"] != b_rest["noise-driven warnings"]
                   or ("error" in a_rest) != ("error" in b_rest)
                   or _binning_flags(a_rest) != _binning_flags(b_rest))
+    a_rest, b_rest = _reliability_masked(a_rest), _reliability_masked(b_rest)
     if a_part["selected"] != b_part["selected"]:  # the selection is the noisy output
         for part in (a_part, b_part):
             part.pop("selected"), part.pop("report"), part.pop("report text"), part.pop("repr")
