@@ -838,6 +838,8 @@ def _fit_pieces(pieces: list, fit: _BlockFit):
     position, X, y)`` from any batches), each on its rows ordered by ``(w_i,
     i)`` as in :func:`row_order`; ``(blocks, thetas, fitted)`` for the blocks
     with a row (the others fail: no rows to fit)."""
+    if not pieces:
+        return np.zeros(0, np.int64), np.zeros((0, fit.p)), np.zeros(0, bool)
     blocks = np.concatenate([pc[0] for pc in pieces])
     w = np.concatenate([pc[1] for pc in pieces])
     pos = np.concatenate([pc[2] for pc in pieces])
@@ -873,6 +875,7 @@ class _EngineBlocks:
     def __init__(self, source, names: list[str], task: _DesignTask):
         self.source, self.names, self.task = source, names, task
         self.engine = source.engine
+        self.parallelism = 1
 
     def read(self) -> int:
         """Pass 1: the designs (kept: Polars, DuckDB in this process, Dask on
@@ -888,6 +891,7 @@ class _EngineBlocks:
             lengths = list(dask.compute(*[dask.delayed(_rows_of)(d) for d in self.designs]))
         else:  # Spark: a checking pass that counts each partition's rows
             self.sizes = _spark_check(self.source.native.select(*self.names), self.task)
+            self.parallelism = int(self.source.native.sparkSession.sparkContext.defaultParallelism)
             lengths = [self.sizes[pid] for pid in sorted(self.sizes)]
         self.starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
         return int(self.starts[-1])
@@ -896,7 +900,10 @@ class _EngineBlocks:
         """Pass 2: ``(thetas, fitted)`` of the k blocks (rows in block order)."""
         n = int(self.starts[-1])
         cuts = block_cuts(streams, n, k)
-        groups = max(1, min(k, -(-n // GROUP_ROWS)))
+        # groups of blocks fitted in one place: at most GROUP_ROWS rows each, and at least
+        # as many as the batches (Dask's, Spark's workers fit in parallel)
+        groups = 1 if self.source.batches_here else max(1, min(k, max(
+            -(-n // GROUP_ROWS), self.starts.size - 1, self.parallelism)))
         if self.source.batches_here:
             pieces = [_pieces(d, int(s), streams, cuts, k, 1)[0]
                       for d, s in zip(self.designs, self.starts)]

@@ -166,6 +166,14 @@ def test_private_range_and_inf_on_dask(to_engine):
             _release(FRAME, "ols", **kw)), kw
 
 
+def test_declared_n_on_an_engine(to_engine, small_batches):
+    """With n declared, the default k comes from it and the partition from the
+    rows handed in (counted by the engine), as on pandas."""
+    ref = _published(_release(FRAME, "ols", n=1_000, blocks=None))
+    assert _published(_release(to_engine("polars-lazy", FRAME), "ols", n=1_000,
+                               blocks=None)) == ref
+
+
 # ---------------------------------------------------------------------------
 # 3. the partitioning does not matter
 # ---------------------------------------------------------------------------
