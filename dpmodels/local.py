@@ -126,8 +126,11 @@ MAX_LOCAL_CELLS = 4096
 MAX_LOCAL_WORK = 2e9
 #: Channels by name.
 CHANNELS = ("auto", "krr", "oue")
-#: Rows per vectorized chunk of the exact OUE sampler.
-_OUE_ROWS = 1 << 20
+#: Rows per vectorized chunk of the exact samplers: their temporaries stay below
+#: 128 KiB, which glibc's malloc serves without mmap even where its dynamic mmap
+#: threshold is off (Dask's workers set MALLOC_TRIM_THRESHOLD_: with chunks of a
+#: million rows every temporary was mapped and unmapped, 4x slower).
+_ROW_CHUNK = 1 << 13
 #: A row's word ``(slot << _SLOT_BITS) + e``: ``e`` counts the words of one draw.
 _SLOT_BITS = 32
 _EXTRA_LIMIT = 1 << _SLOT_BITS
@@ -241,7 +244,11 @@ class Channel:
         if self.name == "identity":
             return cells.copy()
         if self.name == "krr":
-            return _krr_rows(streams, rows, cells, self.k, self.epsilon)
+            out = np.empty(cells.size, np.int64)
+            for lo in range(0, cells.size, _ROW_CHUNK):
+                hi = min(lo + _ROW_CHUNK, cells.size)
+                out[lo:hi] = _krr_rows(streams, rows[lo:hi], cells[lo:hi], self.k, self.epsilon)
+            return out
         out = np.zeros((cells.size, self.k), bool)
         out[np.arange(cells.size), cells] = _oue_true_bits(streams, rows).astype(bool)
         for i, others in _oue_other_bits(streams, rows, cells, self.k, self.epsilon):
@@ -509,8 +516,8 @@ def _oue_other_bits(streams: RowStreams, rows: np.ndarray, cells: np.ndarray, k:
     if per < 1 or rows.size == 0:
         return
     rate = _oue_rate(float(epsilon))
-    for lo in range(0, rows.size, _OUE_ROWS):
-        active = np.arange(lo, min(lo + _OUE_ROWS, rows.size))
+    for lo in range(0, rows.size, _ROW_CHUNK):
+        active = np.arange(lo, min(lo + _ROW_CHUNK, rows.size))
         pos = np.zeros(active.size, np.int64)  # each active row's first undecided trial
         t = 0
         while active.size:
