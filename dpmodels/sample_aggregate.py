@@ -975,7 +975,8 @@ def _spark_blocks(sdf, task: _DesignTask, sizes: dict, streams: RowStreams, cuts
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        start = starts.get(ctx.partitionId() if ctx is not None else 0, 0)
+        pid = ctx.partitionId() if ctx is not None else 0
+        start = first = starts.get(pid, 0)
         for frame in frames:
             design = task(frame)
             (blocks, w, pos, X, y), = _pieces(design, start, streams, cuts, k, 1)
@@ -986,6 +987,10 @@ def _spark_blocks(sdf, task: _DesignTask, sizes: dict, streams: RowStreams, cuts
             for j in range(X.shape[1]):
                 out[f"x{j}"] = X[:, j]
             yield pd.DataFrame(out)
+        if start - first != sizes.get(pid, 0):  # the positions hold only for the same rows
+            raise RuntimeError("the Spark frame's partitions changed between two reads: "
+                               "sample-and-aggregate needs the same rows in every pass "
+                               "(cache or checkpoint the frame)")
 
     ncols = task_columns(task)
     schema = "g long, b long, w long, i long, y double" + "".join(
