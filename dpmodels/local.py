@@ -695,8 +695,9 @@ class LocalRelease(Release):
         missing cell when ``report.missing == "drop"``): all a fit needs.
     report : LocalReport
     reports : numpy.ndarray or None
-        Each row's report (k-RR: the reported cell), None for OUE (k bits a
-        row: only their sums are kept).
+        Each row's report (k-RR: the reported cell) for in-memory rows; None
+        for OUE (k bits a row: only their sums are kept) and for an engine's
+        frame (its batches send back their k report counts only).
 
     Examples
     --------
