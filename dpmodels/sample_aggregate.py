@@ -21,10 +21,10 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    default; :class:`~dpmodels.streams.RowStreams`, AES-128 of the position),
    and cut into k blocks of sizes differing by at most one
    (:func:`row_order`); a dropped row leaves a hole in its block.  The words
-   are those of independent uniform words (AES is a pseudorandom
-   permutation), so the partition is a uniform random one into blocks of
-   those sizes; it depends on the key, n and k only, never on a value, which
-   is all the privacy argument below needs.  ``k`` is the caller's ``blocks`` or
+   behave as independent uniform words (AES is a pseudorandom permutation),
+   so the partition is a uniform random one into blocks of those sizes; it
+   depends on the key, n and k only, never on a value, which is all the
+   privacy argument below needs.  ``k`` is the caller's ``blocks`` or
    :func:`default_blocks` (public n, number of parameters p, epsilon).  A
    row belongs to one block, so a replace-one change moves **one block's
    estimate** and nothing else, whatever the data.
@@ -122,7 +122,10 @@ the rows of each block are gathered (Dask: a graph of groups of blocks,
 Spark: a block column added in ``mapInPandas`` and ``groupBy`` of groups
 of blocks with ``applyInPandas``, Polars and DuckDB: in this process), each
 block is ordered by ``(w_i, i)`` as :func:`row_order` orders it and fitted
-there; only the k block fits come back.
+there; only the k block fits come back.  The key (16 bytes) goes to Dask's
+and Spark's workers with the tasks: privacy does not need the partition to
+be secret (any partition fixed independently of the values gives the
+guarantee above), only the blocks' law does (a uniform random partition).
 
 Standard errors
 ---------------
