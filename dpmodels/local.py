@@ -976,11 +976,12 @@ def randomize(
         C, per_row = ch.counts(streams, cells)
         del cells
     elif kept is not None:
-        C = _sum_counts([ch.row_counts(streams, c, start) for start, c, _ in kept], k)
+        C = _sum_counts([(start, c.size, ch.row_counts(streams, c, start))
+                         for start, c, _ in kept], n, k)
         del kept
     else:
         C = _sum_counts(source.map_partitions(
-            list(names), _RandomizeBatch(cells_of, ch, streams), positions=True), k)
+            list(names), _RandomizeBatch(cells_of, ch, streams), positions=True), n, k)
     proj_total = int(project_to_counts(ch.debias(C, n), n)[:m].sum())
     report = LocalReport(
         epsilon=epsilon, private=math.isfinite(epsilon),
@@ -990,11 +991,27 @@ def randomize(
     return LocalRelease(domain, ch, C, report, per_row)
 
 
-def _sum_counts(parts: list, k: int) -> np.ndarray:
-    """The report counts summed over the batches (int64, length k)."""
+def _sum_counts(parts: list, n: int, k: int) -> np.ndarray:
+    """The report counts summed over the batches' ``(start, rows, counts)``
+    (int64, length k), once their row positions are checked to be the n
+    positions ``0 .. n - 1``, each once.  Two rows at one position would share
+    a stream, and their reports would not be independent: that release is
+    refused (nothing is published; the budget is already charged)."""
     total = np.zeros(k, np.int64)
-    for part in parts:
-        total += np.asarray(part, np.int64)
+    end, tiled = 0, True
+    for start, rows, counts in sorted(parts, key=lambda part: (part[0], part[1])):
+        if not rows:
+            continue
+        if int(start) != end:
+            tiled = False
+            break
+        end += int(rows)
+        total += np.asarray(counts, np.int64)
+    if not tiled or end != n:
+        raise DPModelsError(
+            f"the engine handed over rows at positions that are not 0 .. {n - 1}, each once "
+            "(its partitions or row count changed between two reads): nothing is released; "
+            "cache or checkpoint the frame, or collect it first")
     return total
 
 
@@ -1098,18 +1115,18 @@ class _KeepCells:
 class _RandomizeBatch:
     """One batch's report counts (runs where the data live): each row's cell,
     through the channel from the row's own stream (its position ``start + i``);
-    only the k counts come back."""
+    only ``(start, rows, k counts)`` come back."""
 
     cells_of: _BatchCells
     channel: Channel
     streams: RowStreams
 
-    def __call__(self, frame: pd.DataFrame, start: int) -> np.ndarray:
+    def __call__(self, frame: pd.DataFrame, start: int) -> tuple[int, int, np.ndarray]:
         cells, problem = self.cells_of(frame.reset_index(drop=True))
         if cells is None:  # the first pass refused these rows already: not reached
             _refuse([problem], self.cells_of.domain, self.cells_of.missing)
             raise AssertionError("a batch that cannot be coded")  # pragma: no cover
-        return self.channel.row_counts(self.streams, cells, int(start))
+        return int(start), cells.size, self.channel.row_counts(self.streams, cells, int(start))
 
 
 # ---- the bootstrap of a local release -----------------------------------------------------

@@ -162,3 +162,15 @@ def test_missing_value_refused_under_raise(engine, to_engine):
     ref = _refusal(FRAME, missing="raise")
     assert ref[0].__name__ == "MissingValueError" and "'x'" in ref[1]
     assert _refusal(to_engine(engine, FRAME), missing="raise") == ref
+
+
+def test_rows_at_overlapping_positions_are_refused():
+    """Two rows at one position would share a stream (their reports would not be
+    independent): batches whose positions are not 0 .. n - 1, each once (an
+    engine whose partitions changed between two reads), release nothing."""
+    c = np.ones(3, np.int64)
+    assert local._sum_counts([(10, 10, c), (0, 10, c), (20, 0, 0 * c)], 20, 3).tolist() == [2] * 3
+    for parts in ([(0, 20, c), (3, 5, c)], [(0, 10, c), (5, 10, c), (10, 10, c)],
+                  [(0, 10, c)], [(0, 10, c), (10, 10, c), (20, 5, c)], [(0, 10, c), (11, 9, c)]):
+        with pytest.raises(DPModelsError, match="each once"):
+            local._sum_counts(parts, 20, 3)
