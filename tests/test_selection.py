@@ -486,11 +486,10 @@ def test_refusals_come_before_noise_and_charge(exc, match, call):
     _refused(exc, match, call)
 
 
-def test_select_features_counts_in_the_engine_and_select_refuses_an_engine_frame():
+def test_select_features_and_select_count_in_the_engine():
     """select_features counts the selection's cells where the data live (issue 28):
-    a Polars LazyFrame gives the pandas frame's choice with the same seed.  select=
-    still reads the rows in process: a Polars frame is refused, saying how to
-    convert it (before anything is drawn)."""
+    a Polars LazyFrame gives the pandas frame's choice with the same seed; so does
+    select= (the projected model), whose histogram is counted there too."""
     pl = pytest.importorskip("polars")
     rng = np.random.default_rng(3)
     pdf = pd.DataFrame({"x1": rng.uniform(0, 5, 3000), "x2": rng.uniform(0, 5, 3000),
@@ -503,10 +502,13 @@ def test_select_features_counts_in_the_engine_and_select_refuses_an_engine_frame
         b = dpm.select_features(pl.from_pandas(pdf).lazy(), "y", ["x1", "x2", "g"], k=1,
                                 random_state=seed, **kw)
         assert a.selected == b.selected and a.report == b.report
-    df = pl.DataFrame({"y": [0, 1, 0, 1], "x": [1.0, 2.0, 3.0, 4.0]})
-    kw = dict(epsilon=1.0, bounds={"x": (0, 5)}, levels={"y": [0, 1]})
-    with pytest.raises(dpm.DPModelsTypeError, match="to_pandas"):
-        dpm.dp_logit("y ~ x", df, select=1, **kw)
+    for seed in range(2):
+        a = dpm.dp_logit("y ~ x1 + x2 + C(g)", pdf, select=1, random_state=seed, **kw)
+        b = dpm.dp_logit("y ~ x1 + x2 + C(g)", pl.from_pandas(pdf), select=1,
+                         random_state=seed, **kw)
+        assert a.privacy.selected == b.privacy.selected
+        np.testing.assert_array_equal(a.release.counts, b.release.counts)
+        assert a.privacy == b.privacy
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -327,19 +327,19 @@ class _Projected(_ChoiceModel):
         self.formula = formula
         # an engine's frame is read where it lives: its schema, its row count, and the
         # exact counts of the selection's cells (selection_rows), then the histogram's
-        source = source_for(data)
-        if source is None and not isinstance(data, (pd.DataFrame, Mapping)):
+        engine = source_for(data)
+        if engine is None and not isinstance(data, (pd.DataFrame, Mapping)):
             raise DPModelsTypeError(
                 "select= reads a pandas DataFrame, a mapping of column name to array, or a "
                 f"Polars, Dask, DuckDB or PySpark data frame; got {type(data).__name__}")
-        cols = source.columns() if source is not None else columns_of(data)
+        cols = engine.columns() if engine is not None else columns_of(data)
         fv = formula_variables(formula, cols, namespace)
         response = self._response_of(fv)
         candidates = tuple(nm for nm in fv.names if nm != response)
         if not candidates:
             raise DPModelsError(f"select= needs predictors: the formula {formula!r} has none")
         kind, value = _check_select(select, candidates, response)
-        n_rows = source.nrows() if source is not None else nrows(data)
+        n_rows = engine.nrows() if engine is not None else nrows(data)
         n_public = int(n) if n is not None else n_rows
 
         full = build_domain(fv.names, _dtypes(data, fv.names),
