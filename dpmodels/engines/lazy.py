@@ -343,7 +343,11 @@ class NarwhalsSource:
 
 
 def _spark_partition_rows(sdf) -> dict[int, int]:
-    """Each Spark partition's number of rows, by partition id."""
+    """Each Spark partition's number of rows, by partition id, as
+    ``TaskContext.partitionId()`` reports it in ``mapInPandas`` on the same
+    frame.  Only the first column goes to Python.  (A native
+    ``spark_partition_id()`` count was tried: with no column left to read,
+    Spark plans a local frame into other partitions, and the ids disagree.)"""
 
     def rows(frames):
         from pyspark import TaskContext
@@ -352,7 +356,8 @@ def _spark_partition_rows(sdf) -> dict[int, int]:
         pid = ctx.partitionId() if ctx is not None else 0
         yield pd.DataFrame({"pid": [pid], "rows": [sum(len(f) for f in frames)]})
 
-    got = sdf.mapInPandas(rows, schema="pid long, rows long").collect()
+    first = sdf.select(sdf.columns[0])
+    got = first.mapInPandas(rows, schema="pid long, rows long").collect()
     return {int(r["pid"]): int(r["rows"]) for r in got}
 
 
