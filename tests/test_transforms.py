@@ -202,3 +202,30 @@ def test_standardize_without_variance_is_a_clear_error(frame):
     model = _exact(dpm.dp_ols, "y ~ standardize(k)", one)
     with pytest.raises(DPModelsError, match="variance"):
         model.fit(cov_type="naive")
+
+
+def test_a_transform_at_a_density_point_beyond_a_bound_is_read_at_the_bound(monkeypatch):
+    # Found by benchmarks/speed.py --only goals (issue 28): dp_quantreg's default fit of
+    # price ~ size + np.log(size + 1) + ... crashed ("SVD did not converge") in the binning
+    # diagnostic: on coarser bins the density representatives put points of the lowest
+    # size bin below 0, where log(size + 1) is NaN.  Those rows are now built with size
+    # clipped to its public bounds (the data's values lie within them); without that step
+    # the same fit fails.
+    import dpmodels.models.base as base
+
+    df = dpm.datasets.housing(n=20_000, seed=3)
+    args = ("price ~ size + np.log(size + 1) + year + C(county)", df)
+    kw = dict(epsilon=1, bounds={"price": (1e5, 9e5), "size": (0, 3000)},
+              levels={"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 3, 4]},
+              random_state=0)
+    seen = []
+    real = base._inside_bounds
+    monkeypatch.setattr(base, "_inside_bounds", lambda *a: seen.append(int(a[5].sum()))
+                        or real(*a))
+    res = dpm.dp_quantreg(*args, **kw).fit(random_state=0, q=0.5)
+    assert seen and max(seen) > 0
+    assert np.all(np.isfinite(res.params))
+    monkeypatch.setattr(base, "_inside_bounds", lambda infos, frame, X, y, valid, off, dom:
+                        (X, y, valid))
+    with pytest.raises(np.linalg.LinAlgError):
+        dpm.dp_quantreg(*args, **kw).fit(random_state=0, q=0.5)

@@ -268,6 +268,35 @@ def weighted_namespace(namespace: Mapping[str, object], weights) -> dict:
     return out
 
 
+def _inside_bounds(infos, frame: pd.DataFrame, X: np.ndarray, y: np.ndarray,
+                   valid: np.ndarray, off: np.ndarray, domain: Domain):
+    """The design rows ``off`` (a transform undefined at the point, e.g. the log
+    of a density point placed beyond a bound) built again with each bounded
+    continuous variable clipped to its public bounds, where every transform
+    is defined (the release checked it: ``check_finite_design``).  The data's
+    own values lie within the bounds (PRIVACY.md rule 3), so a point beyond
+    them stands for rows at the bound.  A row still undefined is left out."""
+    import patsy
+
+    rows = np.flatnonzero(off)
+    sub = frame.iloc[rows].copy()
+    for axis in domain.axes:
+        if (axis.kind == "continuous" and axis.unbounded is None and axis.bounds is not None
+                and axis.name in sub.columns):
+            lo, hi = axis.bounds
+            sub[axis.name] = np.clip(sub[axis.name].to_numpy(float), lo, hi)
+    X, y, valid = X.copy(), y.copy(), valid.copy()
+    try:
+        ys, Xs = build_design(infos, sub)
+    except patsy.PatsyError:  # pragma: no cover - the rows were built once already
+        valid[rows] = False
+        return X, y, valid
+    X[rows] = np.asarray(Xs, float)
+    y[rows] = np.asarray(ys, float)[:, 0]
+    valid[rows] = np.isfinite(X[rows]).all(axis=1) & np.isfinite(y[rows])
+    return X, y, valid
+
+
 class DPModel:
     """Base of the dp_* models: holds the formula, the release and the cell frame.
 
@@ -520,6 +549,10 @@ class DPModel:
                     y[i], X[i], valid[i] = np.asarray(yi)[0], np.asarray(Xi)[0], True
             y = np.asarray(y, dtype=float)[:, 0]
             X = np.asarray(X, dtype=float)
+            off = valid & ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
+            if off.any():
+                X, y, valid = _inside_bounds(infos, frame, X, y, valid, off,
+                                             self.release.domain)
             if classes is not None:
                 pos = np.searchsorted(classes, y)
                 pos = np.minimum(pos, len(classes) - 1)
