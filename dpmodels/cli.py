@@ -55,7 +55,7 @@ from .quantile_steps import release_quantile_steps
 from .release import PrivateHistogram, release
 from .unbounded import Unbounded
 
-__all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS"]
+__all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS", "ENGINES"]
 
 #: The models ``dpmodels fit`` knows, by name.
 MODELS = ("ols", "logit", "quantreg", "mnlogit")
@@ -297,28 +297,105 @@ def column_types(path: pathlib.Path) -> dict[str, str]:
     return {name: UNDECLARED for name in data_columns(path)}
 
 
-def load_data(path: pathlib.Path, columns: Sequence[str]):
-    """The data a release counts: a CSV file read by pandas (the named columns
-    only); a Parquet file opened lazily by Dask (counted partition by
-    partition, never loaded whole), else Polars (a lazy scan), else pandas."""
+#: Engines ``--engine`` can read a data file with.
+ENGINES = ("auto", "pandas", "polars", "duckdb", "dask", "spark")
+#: What each engine needs: (modules, pip extra of pyproject.toml).
+_ENGINE_NEEDS = {
+    "polars": (("polars", "narwhals"), "polars"),
+    "duckdb": (("duckdb", "narwhals", "pyarrow"), "duckdb"),
+    "dask": (("dask.dataframe", "narwhals", "pyarrow"), "dask"),
+    "spark": (("pyspark", "narwhals", "pyarrow"), "spark"),
+}
+#: The Spark master of ``--engine spark`` (a local session on two cores).
+SPARK_MASTER = "local[2]"
+
+
+def check_engine(engine: str, path: pathlib.Path | None = None) -> None:
+    """Refuse, before anything is read or spent, an engine that is unknown,
+    that cannot read this kind of file, or whose package is not installed
+    (naming the pip extra that installs it)."""
+    if engine not in ENGINES:
+        raise CLIError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    if path is not None and engine not in ("auto", "pandas") and _kind(path) == "csv":
+        raise CLIError(f"--engine {engine} reads Parquet files; {str(path)!r} is a CSV file, "
+                       "read by pandas: use --engine auto (or pandas), or convert it to Parquet")
+    if engine not in _ENGINE_NEEDS:
+        return
+    import importlib
+
+    modules, extra = _ENGINE_NEEDS[engine]
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise CLIError(f"--engine {engine} needs the Python package {module.split('.')[0]!r}, "
+                           f"which is not installed: pip install \"dpmodels[{extra}]\" (or choose "
+                           "another --engine)") from None
+
+
+def _spark_session():
+    """The active Spark session, else a new local one (``local[2]``)."""
+    import warnings as _warnings
+
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        session = (SparkSession.builder.master(SPARK_MASTER).appName("dpmodels")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "2")
+                   .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def load_data(path: pathlib.Path, columns: Sequence[str], engine: str = "auto"):
+    """The data a release counts, the named columns only.
+
+    A CSV file is read by pandas.  A Parquet file (or a folder of them) is
+    opened by ``engine``: ``"polars"`` a lazy ``pl.scan_parquet``, ``"duckdb"``
+    a DuckDB relation (``read_parquet``), ``"dask"`` ``dd.read_parquet``,
+    ``"spark"`` ``spark.read.parquet`` in a local ``local[2]`` session (or
+    the active one), all read batch by batch, never whole; ``"pandas"`` reads
+    the columns into memory.  ``"auto"``: Dask if installed, else Polars,
+    else pandas."""
     import pandas as pd
 
     columns = list(columns)
+    check_engine(engine, path)
     if _kind(path) == "csv":
         return pd.read_csv(path, usecols=columns, sep=_csv_sep(path))
-    try:
+    if engine == "auto":
+        for name in ("dask", "polars"):
+            try:
+                check_engine(name)
+            except CLIError:
+                continue
+            return load_data(path, columns, name)
+        return pd.read_parquet(path, columns=columns)
+    if engine == "pandas":
+        return pd.read_parquet(path, columns=columns)
+    if engine == "dask":
         import dask.dataframe as dd
-    except ImportError:
-        pass
-    else:
+
         return dd.read_parquet(str(path), columns=columns)
-    try:
+    if engine == "polars":
         import polars as pl
-    except ImportError:
-        pass
-    else:
-        return pl.scan_parquet(path).select(columns)
-    return pd.read_parquet(path, columns=columns)
+
+        source = str(path / "**" / "*.parquet") if path.is_dir() else path
+        return pl.scan_parquet(source).select(columns)
+    if engine == "duckdb":
+        import duckdb
+
+        source = str(path / "**" / "*.parquet") if path.is_dir() else str(path)
+        relation = duckdb.connect().read_parquet(source)
+        return relation.select(*[duckdb.ColumnExpression(c) for c in columns])
+    assert engine == "spark"
+    session = _spark_session()
+    return session.read.parquet(str(path)).select(*columns)
 
 
 # ---- the schema -----------------------------------------------------------------------------
@@ -795,6 +872,9 @@ class _Raw:
                            "init DATA --out schema.toml' and fill its bounds and levels")
         self.args = args
         self.epsilon = args.epsilon
+        self.engine = args.engine
+        # an engine that cannot run is refused before the ledger or the data are opened
+        check_engine(self.engine, pathlib.Path(args.data) if args.data else None)
         self.ledger = Ledger(pathlib.Path(args.ledger)) if args.ledger else None
 
     def prepare(self, spec: str) -> None:
@@ -898,6 +978,9 @@ def cmd_fit(args) -> int:
             if getattr(args, opt) is not None:
                 raise CLIError(f"--{opt} applies to a fit from raw data (--data); a fit on a "
                                "saved release spends nothing: leave it out")
+        if args.engine != "auto":
+            raise CLIError("--engine reads a --data file; a fit on a saved release reads no "
+                           "data: leave it out")
         if args.method != "auto":
             kw.pop("method", None)  # the release's type decides
         data = _load_release(args.release)
@@ -910,7 +993,7 @@ def cmd_fit(args) -> int:
             if not raw.is_formula:
                 raise CLIError(f"{args.formula!r} is not a formula: write \"y ~ x + C(g)\"")
             _check_response(args.model, args.formula, raw.levels)
-            data = load_data(raw.path, raw.variables)
+            data = load_data(raw.path, raw.variables, raw.engine)
             # schema bins are the histogram's: they make "auto" the histogram (as bins= in
             # Python) and are left out of the other releases
             kw.update(raw.options(args.seed, acct,
@@ -943,7 +1026,7 @@ def cmd_release(args) -> int:
         if args.method != "histogram" and not raw.is_formula:
             raise CLIError(f"--method {args.method} releases for a formula: write "
                            "\"y ~ x + ...\"")
-        data = load_data(raw.path, raw.variables)
+        data = load_data(raw.path, raw.variables, raw.engine)
         opts = raw.options(args.seed, acct, bins=args.method == "histogram")
         rel: PrivateHistogram | ScaledRows
         if args.method == "histogram":
@@ -1034,6 +1117,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="privacy budget of the release (required with --data)")
     raw.add_argument("--ledger", metavar="FILE",
                      help="charge the release to this ledger (refused if it does not fit)")
+    raw.add_argument("--engine", choices=ENGINES, default="auto",
+                     help="what reads a Parquet --data file: polars (lazy scan), duckdb, dask, "
+                          "spark (a local[2] session), all batch by batch in bounded memory, "
+                          "or pandas (into memory); auto (default): dask if installed, else "
+                          "polars, else pandas. A CSV file is read by pandas")
     raw.add_argument("--seed", type=int, metavar="N",
                      help="seed of the noise and bootstrap (reproducible; the report says so); "
                           "default: OS secure entropy")

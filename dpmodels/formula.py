@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 
+import numpy as np
 import pandas as pd
 import patsy
 import patsy.builtins
@@ -330,7 +331,26 @@ def _categorical_as_is(data, contrast=None, levels=None):
     a mismatch makes patsy raise, and :func:`build_design` then builds as patsy does."""
     if levels is None and isinstance(getattr(data, "dtype", None), pd.CategoricalDtype):
         return data
+    if levels is None and _numeric_column(data):
+        # a published numeric discrete column (C(year) of levels 1..10): as a Categorical
+        # of its sorted values, which are the design's levels whenever every level occurs
+        # (patsy sorts numeric levels the same way); then patsy reads its codes at once,
+        # where its own C() looks every value up in Python (1.5 s of the 2.8 s the moments
+        # release spent building designs at a million rows with three such factors).  A
+        # batch that lacks a level mismatches, patsy raises, and build_design builds as
+        # patsy does: the same design either way
+        return data.astype("category") if isinstance(data, pd.Series) else pd.Categorical(data)
     return patsy.builtins.C(data, contrast, levels)
+
+
+def _numeric_column(data) -> bool:
+    """A 1-d integer, or NaN-free float, numpy array or pandas Series (numpy dtype)."""
+    if not isinstance(data, np.ndarray | pd.Series) or data.ndim != 1:
+        return False
+    dtype = data.dtype
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+        return False
+    return dtype.kind != "f" or not bool(np.isnan(np.asarray(data)).any())
 
 
 def _calls_patsy_c(infos) -> bool:
