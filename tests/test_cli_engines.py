@@ -42,20 +42,10 @@ READERS = [e for e in ENGINES if e != "pandas"]
 
 
 @pytest.fixture(scope="module")
-def spark():
-    """A local[2] session the CLI finds and reuses (starting Spark costs seconds)."""
-    from pyspark.sql import SparkSession
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = (SparkSession.builder.master("local[2]").appName("dpmodels-tests")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", "2")
-                   .config("spark.driver.memory", "1g")
-                   .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+def spark(spark_session):
+    """The run's Spark session (tests/conftest.py), which the CLI finds and reuses.
+    Never stopped here: the other modules of this worker share it."""
+    return spark_session
 
 
 @pytest.fixture(scope="module")
