@@ -383,10 +383,11 @@ def dp_fit(model: str, data, **kw):
     return m.fit(**fit_kw)
 
 
-def sm_fit(model: str, df):
+def sm_fit(model: str, df, formula: str | None = None):
+    """statsmodels' fit of ``model`` (its MODELS formula unless ``formula`` is given)."""
     import statsmodels.formula.api as smf
 
-    fname, formula = MODELS[model]
+    formula = MODELS[model][1] if formula is None else formula
     if model == "ols":
         return smf.ols(formula, df).fit()
     if model == "logit":
@@ -1019,16 +1020,7 @@ def _goal_call(family: str, formula: str, data):
 
 
 def _goal_sm(family: str, formula: str, df):
-    import statsmodels.formula.api as smf
-
-    formula = formula.partition("|")[0]
-    if family == "ols":
-        return smf.ols(formula, df).fit()
-    if family == "logit":
-        return smf.logit(formula, df).fit(disp=0)
-    if family == "mnlogit":
-        return smf.mnlogit(formula, df).fit(disp=0)
-    return smf.quantreg(formula, df).fit(q=0.5)
+    return sm_fit(family, df, formula.partition("|")[0])
 
 
 def _design_floor(df) -> float:
