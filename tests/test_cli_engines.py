@@ -86,45 +86,42 @@ def test_every_engine_gives_the_pandas_output(engine, method, folder, pandas_fit
     assert doc == want  # every number, name and privacy line, to the last bit
 
 
-def _cli(folder, *args, block=None):
-    """The command in a fresh interpreter; ``block`` makes ``import block`` fail there
-    (as when the package is not installed)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    code = ("import sys\n"
-            + (f"sys.modules[{block!r}] = None  # import {block} raises ImportError\n"
-               if block else "")
-            + "from dpmodels.cli import main\nsys.exit(main(sys.argv[1:]))\n")
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
 def _ledger(folder, name):
     path = folder / name
     assert main(["ledger", "init", str(path), "--total", "3", "--force"]) == 0
     return path
 
 
-@pytest.mark.parametrize("engine,module,extra", [("duckdb", "duckdb", "duckdb"),
-                                                  ("polars", "polars", "polars"),
-                                                  ("spark", "pyspark", "spark"),
-                                                  ("dask", "dask", "dask")])
-def test_a_missing_engine_package_is_refused_before_any_spend(folder, engine, module, extra):
-    ledger = _ledger(folder, f"ledger_{engine}.json")
-    proc = _cli(folder, "fit", "ols", OLS, "--data", "houses.parquet", "--schema",
-                "schema.toml", "--epsilon", 1, "--ledger", ledger, "--engine", engine,
-                block=module)
-    assert proc.returncode == 2, proc.stderr
-    err = proc.stderr.strip()
-    assert len(err.splitlines()) == 1, err
-    assert f"--engine {engine} needs the Python package {module!r}" in err
-    assert f'pip install "dpmodels[{extra}]"' in err
-    assert json.loads(ledger.read_text())["spends"] == []
-    # and a release too
-    proc = _cli(folder, "release", OLS, "--data", "houses.parquet", "--schema", "schema.toml",
-                "--epsilon", 1, "--ledger", ledger, "--engine", engine, "--out", "r.json",
-                block=module)
-    assert proc.returncode == 2 and f'dpmodels[{extra}]' in proc.stderr
+MISSING = [("duckdb", "duckdb", "duckdb"), ("polars", "polars", "polars"),
+           ("spark", "pyspark", "spark"), ("dask", "dask", "dask")]
+
+
+def test_a_missing_engine_package_is_refused_before_any_spend(folder):
+    """One fresh interpreter where none of the engines' packages imports (as when
+    they are not installed): fit and release with each engine, then the ledger."""
+    ledger = _ledger(folder, "ledger_missing.json")
+    code = ("import sys, json\n"
+            + "".join(f"sys.modules[{m!r}] = None\n" for _, m, _ in MISSING)
+            + "from dpmodels.cli import main\n"
+            + "for engine in sys.argv[1:]:\n"
+            + "    for cmd in (['fit', 'ols'], ['release']):\n"
+            + f"        rc = main(cmd + [{OLS!r}, '--data', 'houses.parquet', '--schema',"
+            + " 'schema.toml', '--epsilon', '1', '--ledger', 'ledger_missing.json',"
+            + " '--engine', engine] + (['--out', 'r.json'] if cmd == ['release'] else []))\n"
+            + "        print(rc, file=sys.stderr)\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", code, *[e for e, _, _ in MISSING]],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 4 * len(MISSING), lines  # one error line and its status per command
+    for i, (engine, module, extra) in enumerate(MISSING):
+        for j in (0, 1):
+            err, rc = lines[4 * i + 2 * j], lines[4 * i + 2 * j + 1]
+            assert rc == "2", lines
+            assert f"--engine {engine} needs the Python package {module!r}" in err, err
+            assert f'pip install "dpmodels[{extra}]"' in err, err
     assert json.loads(ledger.read_text())["spends"] == []
     assert not (folder / "r.json").exists()
 
