@@ -160,7 +160,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
-import patsy
 from scipy import optimize, special, stats
 
 from .accountant import Accountant, charge
@@ -168,9 +167,8 @@ from .budget import exact_parts
 from .engines import source_for
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from .formula import caller_namespace, equation_names, user_stacklevel
+from .formula import build_design, caller_namespace, equation_names, user_stacklevel
 from .moments import (
-    _NO_NA,
     _to_pandas,
     _unit_epsilon,
     describe_axis,
@@ -795,10 +793,10 @@ class _DesignTask:
 def _design_of(frame, valid, space, family: str, domain, response) -> _Design:
     with np.errstate(all="ignore"):
         if family in ("ols", "quantreg"):
-            ymat, Xmat = patsy.build_design_matrices(list(space.infos), frame, NA_action=_NO_NA)
+            ymat, Xmat = build_design(list(space.infos), frame)
             y = np.asarray(ymat, float)[:, 0]
         else:
-            (Xmat,) = patsy.build_design_matrices([space.infos[1]], frame, NA_action=_NO_NA)
+            (Xmat,) = build_design([space.infos[1]], frame)
             axis = domain.axis(response)
             if family == "logit":
                 y, _ = binary_response(axis, frame[response])
@@ -829,9 +827,11 @@ def _pieces(design: _Design, start: int, streams: RowStreams, cuts, k: int, grou
     blocks = block_ids(w, pos, cuts)
     X, y = design.X[design.valid], design.y[design.valid]
     group = blocks * groups // k
+    order = np.argsort(group, kind="stable")  # each group's rows in their batch order
+    edges = np.searchsorted(group[order], np.arange(groups + 1))
     out = []
     for g in range(groups):
-        m = group == g
+        m = order[edges[g]:edges[g + 1]]
         out.append((blocks[m], w[m], pos[m], X[m], y[m]))
     return out
 
