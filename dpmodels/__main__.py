@@ -10,7 +10,7 @@ Usage::
     dpmodels demo [--epsilon EPS] [--seed SEED] [--n N]
     dpmodels --version
 
-The commands live in :mod:`dpmodels.cli`; see ``docs/cli.md``.
+The commands live in `dpmodels.cli`; see ``docs/cli.md``.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class Accountant:
         return tuple(self._ledger)
 
     def check(self, epsilon: float, label: str = "release") -> None:
-        """Raise :class:`BudgetExceededError` if ``epsilon`` does not fit."""
+        """Raise `BudgetExceededError` if ``epsilon`` does not fit."""
         if self.spent + epsilon > self.total_epsilon * (1 + self._TOL):
             raise BudgetExceededError(
                 f"{label} needs epsilon={epsilon:g} but the accountant has only "

@@ -1,8 +1,8 @@
 """The four ``dp_*`` functions: a statsmodels formula call, made private.
 
-Each function gathers its arguments into a :class:`~dpmodels.routing.Call` and
-hands it to :func:`~dpmodels.routing.dispatch`, which routes it to one
-mechanism of the registry (:mod:`dpmodels.registry`) and returns that
+Each function gathers its arguments into a `Call` and
+hands it to `dispatch()`, which routes it to one
+mechanism of the registry (`dpmodels.registry`) and returns that
 mechanism's model, built on its release.  This is the front of the package:
 nothing below imports it.
 """
@@ -50,21 +50,21 @@ def dp_ols(
     data : pandas.DataFrame, mapping, PrivateHistogram or PrivateMoments
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        A `LocalRelease` (``dpm.local.randomize``) is fitted on its
         debiased, projected histogram, standard errors from the local channel's
         bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
     bounds : dict of str to (low, high) or Unbounded
         Public bounds of each continuous variable, response included
-        (:class:`~dpmodels.Unbounded` for one without: histogram only).
+        (`Unbounded` for one without: histogram only).
     levels : dict of str to list
         Public level sets of discrete variables (``C(x)``, or numeric
         variables with few values such as ``year``).
     bins : int, dict or "auto"
         Equal-width bins per continuous variable.
     threshold : "enhanced", "zero", float or None
-        Cell threshold; see :func:`dpmodels.release`.
+        Cell threshold; see `dpmodels.release()`.
     n : int, optional
         The public number of rows (default: rows handed in).
     random_state : None, int or Generator
@@ -72,11 +72,11 @@ def dp_ols(
     accountant : Accountant, optional
     method : {"auto", "histogram", "moments", "sample-aggregate"}
         The release the fit is made on.  "histogram": the perturbed joint
-        histogram (Lei 2011; :func:`dpmodels.release`).  "moments": noisy
+        histogram (Lei 2011; `dpmodels.release()`).  "moments": noisy
         first and second moments of the design, rows clipped to a private
-        L1 radius (:mod:`dpmodels.moments`): every covariate count, no
+        L1 radius (`dpmodels.moments`): every covariate count, no
         binning bias.  "auto" (default) chooses from public inputs only
-        (:func:`dpmodels.methods.choose_ols_method`): the histogram when
+        (`dpmodels.methods.choose_ols_method()`): the histogram when
         factors carry the model (at most three continuous variables, response
         included, and at least 8 level combinations), when histogram options
         (``bins``, ``threshold``, ``representatives``, ...) are given, or for
@@ -84,7 +84,7 @@ def dp_ols(
         Given ``bins`` so fine that the cells would hold less than half a
         threshold of rows on average (``SPARSE_GRID_RATIO``), "auto" takes the
         moments with a ReleaseWarning.  The privacy block names the mechanism
-        and the split of epsilon.  "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
+        and the split of epsilon.  "sample-aggregate": Smith's estimator (`dpmodels.sample_aggregate`):
         statsmodels' fit on ``blocks`` random blocks of rows (default from
         public n, the parameters and epsilon), each clamped to
         ``param_bounds`` (a public (low, high) for all or per coefficient;
@@ -92,7 +92,7 @@ def dp_ols(
         discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
-        ``representatives``: see :func:`dpmodels.release` (histogram only,
+        ``representatives``: see `dpmodels.release()` (histogram only,
         except ``missing``).
 
     Returns
@@ -147,14 +147,14 @@ def dp_logit(
     data : pandas.DataFrame, mapping, or PrivateHistogram
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        A `LocalRelease` (``dpm.local.randomize``) is fitted on its
         debiased, projected histogram, standard errors from the local channel's
         bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
     bounds : dict of str to (low, high) or Unbounded
         Public bounds of each continuous predictor
-        (:class:`~dpmodels.Unbounded` for one without: histogram only).
+        (`Unbounded` for one without: histogram only).
     levels : dict of str to list
         Public level sets of discrete variables, the response included:
         ``[0, 1]`` for a 0/1 response; two labels (e.g. ``["no", "yes"]``)
@@ -164,7 +164,7 @@ def dp_logit(
     bins : int, dict or "auto"
         Equal-width bins per continuous variable.
     threshold : "enhanced", "zero" or float
-        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
+        Cell threshold; see `dpmodels.release()`.  ``None`` (signed
         counts) is refused: the likelihood needs non-negative weights.
     n : int, optional
         The public number of rows (default: rows handed in).
@@ -174,10 +174,10 @@ def dp_logit(
     method : {"auto", "histogram", "newton", "sample-aggregate"}
         "histogram": maximum likelihood on the perturbed joint histogram.
         "newton": four Newton steps of the likelihood, each from noisy
-        sufficient statistics of the step (:mod:`dpmodels.newton`): every
+        sufficient statistics of the step (`dpmodels.newton`): every
         covariate count, no binning.  "auto" (default) chooses from public
-        inputs only (:func:`dpmodels.methods.choose_logit_method`).
-        "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
+        inputs only (`dpmodels.methods.choose_logit_method()`).
+        "sample-aggregate": Smith's estimator (`dpmodels.sample_aggregate`):
         statsmodels' fit on ``blocks`` random blocks of rows (default from
         public n, the parameters and epsilon), each clamped to
         ``param_bounds`` (a public (low, high) for all or per coefficient;
@@ -185,13 +185,13 @@ def dp_logit(
         discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
-        ``representatives``: see :func:`dpmodels.release` (histogram only,
+        ``representatives``: see `dpmodels.release()` (histogram only,
         except ``missing``).  ``select`` (int k, "auto", a list of
-        predictors or a :class:`~dpmodels.selection.FeatureSelection`) and
+        predictors or a `FeatureSelection`) and
         ``gamma``: a projected histogram (Vinterbo 2012, HLR): private
         feature selection on ``(1 - gamma) * epsilon``, then the histogram
         of the response and the selected variables on the rest; the terms of
-        dropped variables are not estimated (:mod:`dpmodels.models.projected`).
+        dropped variables are not estimated (`dpmodels.models.projected`).
 
     Returns
     -------
@@ -215,7 +215,7 @@ def dp_logit(
     factor is 1 for its *last declared* level and 0 for its first (e.g.
     ``levels={"ys": ["no", "yes"]}``, or the category order of a pandas
     Categorical declared with ``levels={"ys": "dtype"}``), as
-    :func:`dp_mnlogit` takes the first declared
+    `dp_mnlogit()` takes the first declared
     level as its base (statsmodels' own ``smf.logit`` does not take a
     non-numeric response).  The coding is a function of the declared
     levels only, and is shown in the summary.
@@ -281,20 +281,20 @@ def dp_quantreg(
     data : pandas.DataFrame, mapping, or PrivateHistogram
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        A `LocalRelease` (``dpm.local.randomize``) is fitted on its
         debiased, projected histogram, standard errors from the local channel's
         bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
     bounds : dict of str to (low, high) or Unbounded
         Public bounds of each continuous variable, response included
-        (:class:`~dpmodels.Unbounded` for one without: histogram only).
+        (`Unbounded` for one without: histogram only).
     levels : dict of str to list
         Public level sets of discrete variables.
     bins : int, dict or "auto"
         Equal-width bins per continuous variable.
     threshold : "enhanced", "zero" or float
-        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
+        Cell threshold; see `dpmodels.release()`.  ``None`` (signed
         counts) is refused before any release: the check loss with negative
         weights is not convex.
     n : int, optional
@@ -311,10 +311,10 @@ def dp_quantreg(
         "histogram": quantile regression on the perturbed joint histogram.
         "newton": a least-squares step and four Newton steps of the check
         loss, each from noisy statistics of the step
-        (:mod:`dpmodels.quantile_steps`): every covariate count, no binning.
+        (`dpmodels.quantile_steps`): every covariate count, no binning.
         "auto" (default) chooses from public inputs only, by dp_ols' rule
-        (:func:`dpmodels.methods.choose_quantreg_method`).
-        "sample-aggregate": Smith's estimator (:mod:`dpmodels.sample_aggregate`):
+        (`dpmodels.methods.choose_quantreg_method()`).
+        "sample-aggregate": Smith's estimator (`dpmodels.sample_aggregate`):
         statsmodels' fit on ``blocks`` random blocks of rows (default from
         public n, the parameters and epsilon), each clamped to
         ``param_bounds`` (a public (low, high) for all or per coefficient;
@@ -322,7 +322,7 @@ def dp_quantreg(
         discrete Laplace noise.  The blocks are fitted at ``q`` (one quantile).
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.
+        `dpmodels.release()`.
 
     Returns
     -------
@@ -379,14 +379,14 @@ def dp_mnlogit(
     data : pandas.DataFrame, mapping, or PrivateHistogram
         Raw rows (one release is made, spending ``epsilon``), or an existing
         release (no new release, no budget spent).
-        A :class:`~dpmodels.local.LocalRelease` (``dpm.local.randomize``) is fitted on its
+        A `LocalRelease` (``dpm.local.randomize``) is fitted on its
         debiased, projected histogram, standard errors from the local channel's
         bootstrap (``docs/local.md``).
     epsilon : float
         Privacy parameter of the release (required for raw data).
     bounds : dict of str to (low, high) or Unbounded
         Public bounds of each continuous predictor
-        (:class:`~dpmodels.Unbounded` for one without).
+        (`Unbounded` for one without).
     levels : dict of str to list
         Public level sets of discrete variables, the response included (at
         least two levels; the first declared is the base).  Not needed for
@@ -395,7 +395,7 @@ def dp_mnlogit(
     bins : int, dict or "auto"
         Equal-width bins per continuous variable.
     threshold : "enhanced", "zero" or float
-        Cell threshold; see :func:`dpmodels.release`.  ``None`` (signed
+        Cell threshold; see `dpmodels.release()`.  ``None`` (signed
         counts) is refused: the likelihood needs non-negative weights.
     n : int, optional
         The public number of rows (default: rows handed in).
@@ -405,7 +405,7 @@ def dp_mnlogit(
     method : {"auto", "histogram", "sample-aggregate"}
         The release the fit is made on; "auto" (default) and "histogram"
         are the perturbed joint histogram (Lei 2011).  "sample-aggregate":
-        Smith's estimator (:mod:`dpmodels.sample_aggregate`): statsmodels' fit on
+        Smith's estimator (`dpmodels.sample_aggregate`): statsmodels' fit on
         ``blocks`` random blocks of rows (default from
         public n, the parameters and epsilon), each clamped to
         ``param_bounds`` (a public (low, high) for all or per coefficient;
@@ -413,12 +413,12 @@ def dp_mnlogit(
         discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
-        :func:`dpmodels.release`.  ``select`` (int k, "auto", a list of
-        predictors or a :class:`~dpmodels.selection.FeatureSelection`) and
+        `dpmodels.release()`.  ``select`` (int k, "auto", a list of
+        predictors or a `FeatureSelection`) and
         ``gamma``: a projected histogram (Vinterbo 2012, HMLR): private
         feature selection on ``(1 - gamma) * epsilon``, then the histogram
         of the response and the selected variables on the rest
-        (:mod:`dpmodels.models.projected`).
+        (`dpmodels.models.projected`).
 
     Returns
     -------

@@ -68,7 +68,7 @@ def batched_newton(X, W, start, grad_hess, loglik, maxiter=50, tol=1e-8, *,
     Returns the estimates and a mask of converged replicates.
 
     ``flat_directions``: None, or the projector ``(p, p)`` onto the row space
-    of the design the estimate was fitted on (:func:`support_projectors`),
+    of the design the estimate was fitted on (`support_projectors()`),
     when that design was rank-deficient.  A replicate whose own weighted
     design is rank-deficient only along those directions steps within its
     row space (each of the ``k / p`` equations alike): its estimate is the

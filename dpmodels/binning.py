@@ -18,10 +18,10 @@ moves the response's points within their bins (the grid shifted by a quarter,
 a half and three quarters of a bin, and the points spread evenly over the bin):
 where the edges fall decides a binned quantile's slopes.  A fourth moves each
 covariate bin's points to where the bin's and its neighbours' released counts
-say its rows could sit (:meth:`BinningDiagnostic._position_fit`): the release
+say its rows could sit (`BinningDiagnostic._position_fit()`): the release
 counts rows in a bin, not where they are in it.  All are reported in
 units of the bootstrap's standard errors
-(:class:`~dpmodels.intervals.BinningCheck`).
+(`BinningCheck`).
 Post-processing of the release only.
 """
 
@@ -70,11 +70,11 @@ class BinningDiagnostic:
         The response's variables (the formula's left-hand side).
     phase : bool
         Also refit with the continuous response's points moved within their
-        bins (:meth:`_phase_fit`): for models whose estimate is not a linear
+        bins (`_phase_fit()`): for models whose estimate is not a linear
         function of the response (quantile regression).
     rounding : RoundingBound or None
         Least squares on a continuous response: what its rounding to bins
-        can do (:func:`~dpmodels.rounding.response_rounding`), carried by the
+        can do (`response_rounding()`), carried by the
         check.
     """
 
@@ -114,7 +114,7 @@ class BinningDiagnostic:
                             position=position)
 
     def _rounding(self):
-        """The :attr:`rounding` bound, the design's constant columns and the
+        """The `rounding` bound, the design's constant columns and the
         count-weighted column means; (None, None, None) without a bound or
         when it is 0."""
         bound = self.rounding
@@ -147,7 +147,7 @@ class BinningDiagnostic:
 
     def _spurious_fit(self) -> np.ndarray | None:
         """The estimate with the expected spurious rows of the threshold taken
-        out, minus the estimate (:attr:`BinningCheck.spurious`); None without
+        out, minus the estimate (`BinningCheck.spurious`); None without
         a threshold or for a marginal domain too large to enumerate."""
         law = spurious_law(self.release.report)
         domain = self.release.domain
@@ -187,8 +187,8 @@ class BinningDiagnostic:
     def _phase_fit(self) -> np.ndarray | None:
         """The largest move of the estimate (per coefficient, with its sign)
         when the continuous response's points are moved within their bins:
-        the grid shifted by :data:`PHASES` of a bin, and every point spread
-        evenly over its bin (:data:`SPREAD_POINTS` points); None when the
+        the grid shifted by `PHASES` of a bin, and every point spread
+        evenly over its bin (`SPREAD_POINTS` points); None when the
         check does not apply (no continuous response, or ``phase=False``).
 
         A quantile of a binned response is a step function of the covariates:
@@ -238,7 +238,7 @@ class BinningDiagnostic:
         """Per coefficient, the sum over the continuous covariates' bins of
         the largest move of the estimate when one bin's points are moved
         (rigidly, along that covariate) to either end of
-        :func:`position_range`; None without a continuous covariate.
+        `position_range()`; None without a continuous covariate.
 
         The release counts the rows of a bin, not where they sit inside it;
         the representatives assume a smooth density.  Real covariates are
@@ -250,7 +250,7 @@ class BinningDiagnostic:
         the counts fall steeply from a bin to its neighbour the range
         reaches far from the midpoint; where they are level it is narrow.
         A bound of unknown sign per coefficient
-        (:attr:`~dpmodels.intervals.BinningCheck.position`).
+        (`position`).
         """
         domain = self.release.domain
         frame = self.cells.drop(columns=[self.count_column])

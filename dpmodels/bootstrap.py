@@ -1,8 +1,8 @@
 """The parametric bootstrap of a histogram release: replicate releases
-(:mod:`dpmodels.simulation`) placed on the model's cells
-(:class:`CellDesign`), refitted by the model's batched refit, and summarized
-as a :class:`~dpmodels.intervals.DPInference`.  See
-:mod:`dpmodels.inference` for the method."""
+(`dpmodels.simulation`) placed on the model's cells
+(`CellDesign`), refitted by the model's batched refit, and summarized
+as a `DPInference`.  See
+`dpmodels.inference` for the method."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .simulation import ReleaseSimulator
 __all__ = ["DEFAULT_N_BOOT", "DEFAULT_N_REFIT", "CellDesign", "parametric_bootstrap"]
 
 #: Replicates on which the representatives are refitted (see
-#: :func:`parametric_bootstrap`); the others are extended from them.
+#: `parametric_bootstrap()`); the others are extended from them.
 DEFAULT_N_REFIT = 50
 
 #: Default number of bootstrap replicates: the Monte Carlo error of the
@@ -38,7 +38,7 @@ class CellDesign:
     demand for the cells replicate releases produce.
 
     A cell stands for its rows through one or more *points* (see
-    :mod:`dpmodels.representatives`): one at the bin midpoints, or the
+    `dpmodels.representatives`): one at the bin midpoints, or the
     ``2**d`` points of the ``"density"`` representatives, each carrying a
     share of the cell's count.  The bootstrap places a replicate's cells
     exactly as the point estimate placed the release's cells, so that the
@@ -52,7 +52,7 @@ class CellDesign:
         The model's variables (the marginal the model is fitted on).
     build : callable
         ``build(frame) -> (X, y, valid)``: the model's design rows for a
-        frame of points of the marginal (as :meth:`PrivateHistogram.marginal`
+        frame of points of the marginal (as `PrivateHistogram.marginal()`
         makes them, without the count column); ``valid`` marks rows the
         model can use (e.g. a response level the fitted model does not have).
     representer : Representer, optional
@@ -134,7 +134,7 @@ class CellDesign:
         return self._row_of_known[pos][inv]
 
     def _points(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(X, y)`` of the stored points (:meth:`rows` stores them)."""
+        """``(X, y)`` of the stored points (`rows()` stores them)."""
         if self.X is None or self.y is None:
             raise TypeError("the design holds no points yet: rows() adds the cells' points")
         return self.X, self.y
@@ -168,7 +168,7 @@ class CellDesign:
         Within its cell, a point's design row is then the stored row plus
         ``sum_k slope_k (x_k - x_k_stored)`` exactly (up to rounding): a
         replicate's refitted points need no new design build.  Checked, not
-        assumed (:meth:`_slopes_of`): the design is built at each cell's centre
+        assumed (`_slopes_of()`): the design is built at each cell's centre
         with one variable at a time moved to the cell's edges, and every stored
         point's row must equal the centre's row plus those slopes times its
         offsets (an interaction between two variables fails at the points).
@@ -194,7 +194,7 @@ class CellDesign:
         return [np.concatenate([part[k] for part in parts]) for k in range(len(cont))]
 
     def _slopes_of(self, frame: pd.DataFrame, cont: list[int], at: slice):
-        """:meth:`_design_slopes` of the stored points ``at`` (their frame ``frame``).
+        """`_design_slopes()` of the stored points ``at`` (their frame ``frame``).
 
         Built per cell, not per point: each cell's design at its centre with
         one variable at a time moved to the cell's lower and upper edges (one
@@ -239,7 +239,7 @@ class CellDesign:
 
     def _moved(self, slopes, rows: np.ndarray, points):
         """Design rows ``(X, y)`` of ``points`` (a
-        :class:`~dpmodels.representatives.CellPoints` of the cell rows
+        `CellPoints` of the cell rows
         ``rows``, in the stored order, moved) from the stored rows and the
         slopes; None when the points do not match the stored ones one to one."""
         n = self._npoints[rows]
@@ -370,9 +370,9 @@ def parametric_bootstrap(
     """Bootstrap ``refit`` over replicate releases of ``release``.
 
     ``uninformative`` marks coefficients the release says nothing about
-    (:mod:`dpmodels.information`): their SE is infinite; ``no_information_why``
-    says why, for the summary (:attr:`DPInference.no_information_why`).
-    ``flags_explain_failures``: see :attr:`DPInference.flags_explain_failures`.
+    (`dpmodels.information`): their SE is infinite; ``no_information_why``
+    says why, for the summary (`DPInference.no_information_why`).
+    ``flags_explain_failures``: see `DPInference.flags_explain_failures`.
 
     When the design places cells through a representer fitted to the
     release (``"density"``, ``"shift"``, ``"sheppard"``), the estimate
@@ -403,7 +403,7 @@ def parametric_bootstrap(
     random_state : None, int or Generator
         None: the OS's secure entropy.
     interval : str
-        Default interval type (see :meth:`DPInference.conf_int`).
+        Default interval type (see `DPInference.conf_int()`).
     binning : callable, optional
         ``binning(se) -> BinningCheck``, run after the bootstrap.
     n_refit : int

@@ -6,7 +6,7 @@ at most the ``epsilon`` the caller gave.  Parts computed in floats
 (``epsilon - eps_s - eps_r``, ``epsilon * share``) are each rounded to the
 nearest double, and their exact sum overshoots ``epsilon`` by an ulp or so
 for about half of all epsilons (epsilon = 3.0 with the moments' shares:
-``3 + 1.1e-16``).  :func:`exact_parts` takes the float parts a mechanism
+``3 + 1.1e-16``).  `exact_parts()` takes the float parts a mechanism
 proposes and lowers the largest one, one ulp at a time, until the parts'
 exact (``fractions.Fraction``) sum is at most epsilon: the guarantee is then
 the caller's epsilon, not a float's rounding above it, and the parts differ

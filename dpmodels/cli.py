@@ -457,7 +457,7 @@ _VAR_KEYS = {"type", "bounds", "levels", "bins"}
 
 def read_schema(path: pathlib.Path) -> dict[str, dict]:
     """The ``[variables.*]`` tables of a schema file, each checked for shape
-    (TODOs are allowed here; :func:`domain_for` refuses the ones a formula uses)."""
+    (TODOs are allowed here; `domain_for()` refuses the ones a formula uses)."""
     try:
         with open(path, "rb") as fh:
             doc = tomllib.load(fh)
@@ -499,7 +499,7 @@ def read_schema(path: pathlib.Path) -> dict[str, dict]:
 
 
 def _unbounded_of(text: str, where: str):
-    """``bounds = "unbounded:CENTER:SCALE"`` -> :class:`dpmodels.Unbounded`
+    """``bounds = "unbounded:CENTER:SCALE"`` -> `dpmodels.Unbounded`
     (a variable without public bounds, binned on the logistic scale)."""
     parts = text.split(":")
     try:
@@ -560,7 +560,7 @@ class Ledger:
         {"format": "dpmodels-ledger", "version": 1, "total_epsilon": 3.0,
          "spends": [{"timestamp": "...Z", "command": "dpmodels fit ...", "epsilon": 1.0}]}
 
-    :meth:`open` holds an exclusive lock (a ``FILE.lock`` beside it) for the whole
+    `open()` holds an exclusive lock (a ``FILE.lock`` beside it) for the whole
     command, so that two commands cannot both pass the check and both spend.
     """
 
@@ -613,7 +613,7 @@ class Ledger:
                     fcntl.flock(fh, fcntl.LOCK_UN)
 
     def accountant(self, doc: dict):
-        """A :class:`dpmodels.Accountant` holding the ledger's total and past spends."""
+        """A `dpmodels.Accountant` holding the ledger's total and past spends."""
         acct = Accountant(float(doc["total_epsilon"]))
         for s in doc["spends"]:
             acct._ledger.append(_spend(float(s["epsilon"]), str(s.get("command", ""))))

@@ -4,7 +4,7 @@ PRIVACY.md rule 4: the schema and, unless declared, n), and the error for a
 column whose values cannot be coded.
 
 These are the data layer's questions about a pandas DataFrame or a mapping of
-arrays; an engine's frame answers them through :mod:`dpmodels.engines`.
+arrays; an engine's frame answers them through `dpmodels.engines`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Synthetic example data sets.
 
-:func:`housing` is a synthetic stand-in for the San Francisco Bay Area
-housing data analysed by Lei (2011); :func:`wages` is a second regression
+`housing()` is a synthetic stand-in for the San Francisco Bay Area
+housing data analysed by Lei (2011); `wages()` is a second regression
 benchmark with a different shape (skewed covariates and response, three
 continuous variables, an interaction, a ten-level factor).
 """
@@ -100,7 +100,7 @@ def housing(n: int = 250_070, seed: int = 0) -> pd.DataFrame:
     n : int, default 250_070
         Number of houses (rows) to return.  Must be positive.
     seed : int, default 0
-        Seed for :func:`numpy.random.default_rng`.  The output is a
+        Seed for `numpy.random.default_rng()`.  The output is a
         deterministic function of ``(n, seed)``.
 
     Returns
@@ -188,7 +188,7 @@ def _fit(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Fixed-point calibration of the generating coefficients.
 
-    Returns the selection (see :func:`_select`) whose OLS fit is closest to
+    Returns the selection (see `_select()`) whose OLS fit is closest to
     ``_TARGET``, or ``None`` if even ``beta_gen = _TARGET`` leaves fewer than
     ``n`` valid houses.
     """
@@ -229,8 +229,8 @@ WAGES_BOUNDS = {"wage": (0.0, 80.0), "experience": (0.0, 50.0), "tenure": (0.0, 
 def wages(n: int = 250_000, seed: int = 0) -> pd.DataFrame:
     """Synthetic hourly wages: a regression benchmark with skewed variables.
 
-    A second benchmark for :mod:`dpmodels`, with a shape unlike
-    :func:`housing`: three continuous variables instead of two, all
+    A second benchmark for `dpmodels`, with a shape unlike
+    `housing()`: three continuous variables instead of two, all
     right-skewed (gamma-like, piled up near the lower bound of wide public
     bounds), an interaction of a continuous variable with a factor, and a
     ten-level factor.  The model of interest is
@@ -241,7 +241,7 @@ def wages(n: int = 250_000, seed: int = 0) -> pd.DataFrame:
     n : int, default 250_000
         Number of rows.  Must be positive.
     seed : int, default 0
-        Seed for :func:`numpy.random.default_rng`; the output is a
+        Seed for `numpy.random.default_rng()`; the output is a
         deterministic function of ``(n, seed)``.
 
     Returns
@@ -274,7 +274,7 @@ def wages(n: int = 250_000, seed: int = 0) -> pd.DataFrame:
       3.2, -1.6, 4.5, 2.2, -3.0, 5.5, 1.5 and a right-skewed,
       heteroscedastic error ``e = 3 (G - 3)(1 + 0.02 experience)``,
       ``G ~ Gamma(3, 1)``;
-    * rows outside the public bounds (:data:`WAGES_BOUNDS`: wage in (0, 80),
+    * rows outside the public bounds (`WAGES_BOUNDS`: wage in (0, 80),
       experience in (0, 50), tenure in (0, 40)) are dropped and replaced, so
       exactly ``n`` rows are returned.  The truncation at ``wage > 0`` bites
       in the low-wage regions, so the OLS fit differs a little from the

@@ -4,10 +4,10 @@ A continuous axis is ``bins`` equal-width bins inside caller-given bounds;
 a discrete axis is a caller-declared level set: a list, the categories of a
 pandas Categorical when the caller says so (``levels={"x": "dtype"}``), the
 categories of a schema type that declares them (a Polars Enum, see
-:class:`EnumType`), or (False, True) for a bool column.  Nothing here ever
+`EnumType`), or (False, True) for a bool column.  Nothing here ever
 looks at data values: only at column dtypes and the caller's arguments
 (PRIVACY.md rule 2); and nothing published about an axis depends on the
-column's dtype (rule 5; see :class:`Axis`).
+column's dtype (rule 5; see `Axis`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ __all__ = ["Axis", "Domain", "EnumType", "DTYPE_LEVELS", "auto_bins", "build_dom
 
 #: Parameter-free binning scales of a continuous axis: name -> (T, T**-1, smallest valid
 #: lower bound, whether the lower bound itself is allowed).  The parameterized "logistic"
-#: scale of an :class:`~dpmodels.unbounded.Unbounded` variable is not listed here: its
+#: scale of an `Unbounded` variable is not listed here: its
 #: ``(T, T**-1)`` are the methods of the axis's ``unbounded`` declaration (see
-#: :attr:`Axis.unbounded`).
+#: `Axis.unbounded`).
 SCALES: dict[str, tuple[Callable, Callable, float, bool]] = {
     "linear": (lambda x: x, lambda c: c, -math.inf, True),
     "log": (np.log, np.exp, 0.0, False),
@@ -59,7 +59,7 @@ MAX_DOMAIN_CELLS = 2**63 - 1
 MAX_BINS = 2**20
 
 #: ``bins="auto"``: K = round(AUTO_BINS_C * (n * epsilon / D) ** (2 / (d + 2 * AUTO_BINS_R)))
-#: (see :func:`auto_bins`; measured in ``docs/accuracy.md``).
+#: (see `auto_bins()`; measured in ``docs/accuracy.md``).
 AUTO_BINS_C = 0.95
 AUTO_BINS_R = 3
 AUTO_BINS_MIN, AUTO_BINS_MAX = 2, 256
@@ -74,14 +74,14 @@ AUTO_BINS_RULE = (
 
 
 #: ``levels={"x": DTYPE_LEVELS}`` declares that the categories of column x's
-#: pandas Categorical dtype are its public level set (see :func:`build_domain`).
+#: pandas Categorical dtype are its public level set (see `build_domain()`).
 DTYPE_LEVELS = "dtype"
 
 
 @dataclass(frozen=True)
 class EnumType:
     """The dtype of a column whose schema type declares its level set (a
-    Polars Enum), as the engines report it to :func:`build_domain`.
+    Polars Enum), as the engines report it to `build_domain()`.
 
     Unlike a pandas Categorical, whose categories ``read_csv(dtype="category")``
     or ``astype("category")`` build from the data, an Enum's categories are
@@ -125,12 +125,12 @@ class Axis:
         ``coord = T(x)`` between ``T(low)`` and ``T(high)`` (values are first
         clipped to the bounds).  A formula that uses a variable only through
         ``np.log``, ``np.log1p`` or ``np.sqrt`` is binned on that scale
-        (:func:`dpmodels.formula.formula_variables`), so its bins are fine
+        (`dpmodels.formula.formula_variables()`), so its bins are fine
         where a skewed variable's rows are.  Cell frames hold values on the
         variable's own scale: ``T**-1`` of the coordinates.
     unbounded : Unbounded or None
         Set for a variable declared ``bounds={"x": Unbounded(center, scale)}``
-        (:mod:`dpmodels.unbounded`): ``scale`` is then ``"logistic"``,
+        (`dpmodels.unbounded`): ``scale`` is then ``"logistic"``,
         ``bounds`` is ``(-inf, inf)`` and the coordinates are
         ``T(x) = 1 / (1 + exp(-(x - center) / scale))`` in (0, 1); the edge
         bins reach to -inf and +inf, so no value is clipped.
@@ -141,7 +141,7 @@ class Axis:
     levels only** (PRIVACY.md rule 5), never on the dtype of the column they
     were counted from: pandas turns an int column with one missing value
     into float64, a neighbouring data set must not change a parameter name.
-    The rule, applied by :meth:`column` to every cell frame
+    The rule, applied by `column()` to every cell frame
     (``release.cells``, ``model.cells``, bootstrap replicates):
 
     * **numeric levels** (every level an int or a float, none a bool): a
@@ -161,7 +161,7 @@ class Axis:
 
     Values are matched to levels **by value** (``2 == 2.0``, a uint8 255 is
     not the level -1), never by casting the levels to the column's dtype;
-    :func:`build_domain` refuses a level the column's dtype cannot hold.
+    `build_domain()` refuses a level the column's dtype cannot hold.
     """
 
     name: str
@@ -184,8 +184,8 @@ class Axis:
 
     @property
     def bin_count(self) -> int:
-        """``bins`` of a continuous axis (always set by :func:`build_domain`);
-        raises :class:`~dpmodels.errors.DomainTypeError` when it is not set."""
+        """``bins`` of a continuous axis (always set by `build_domain()`);
+        raises `DomainTypeError` when it is not set."""
         if self.bins is None:
             raise DomainTypeError(f"the {self.kind} axis of {self.name!r} has no bins")
         return self.bins
@@ -193,7 +193,7 @@ class Axis:
     @property
     def bound_pair(self) -> tuple[float, float]:
         """``bounds`` of a continuous axis (always set for one); raises
-        :class:`~dpmodels.errors.DomainTypeError` when they are not set."""
+        `DomainTypeError` when they are not set."""
         if self.bounds is None:
             raise DomainTypeError(f"the {self.kind} axis of {self.name!r} has no bounds")
         return self.bounds
@@ -201,7 +201,7 @@ class Axis:
     @property
     def level_set(self) -> tuple:
         """``levels`` of a discrete axis (always set for one); raises
-        :class:`~dpmodels.errors.DomainTypeError` when they are not set."""
+        `DomainTypeError` when they are not set."""
         if self.levels is None:
             raise DomainTypeError(f"the {self.kind} axis of {self.name!r} has no levels")
         return self.levels
@@ -320,8 +320,8 @@ class Axis:
 
     def representatives(self) -> np.ndarray:
         """Value standing for each axis position: bin midpoints on the axis's
-        scale (coordinates; :meth:`to_values` maps them back), or levels
-        (numeric levels in the published dtype, see :attr:`value_dtype`)."""
+        scale (coordinates; `to_values()` maps them back), or levels
+        (numeric levels in the published dtype, see `value_dtype`)."""
         if self.kind == "continuous":
             e = self.edges
             return (e[:-1] + e[1:]) / 2.0
@@ -426,7 +426,7 @@ def _is_numeric_levels(levels: Sequence) -> bool:
 
 def _level_array(levels: Sequence) -> np.ndarray:
     """The levels as an array: int64 or float64 for numeric levels (see
-    :attr:`Axis.value_dtype`), else object."""
+    `Axis.value_dtype`), else object."""
     if _is_numeric_levels(levels):
         if all(_is_int(v) for v in levels):
             return np.array([int(v) for v in levels], dtype=np.int64)
@@ -485,7 +485,7 @@ def _item(v):
 
 
 def _level_index(levels: Sequence) -> pd.Index:
-    """The index :meth:`Axis.codes` matches values against, by value."""
+    """The index `Axis.codes()` matches values against, by value."""
     if _is_numeric_levels(levels):
         return pd.Index(_level_array(levels))
     return _object_index(list(levels))
@@ -669,11 +669,11 @@ def _declared_levels(name: str, spec, dtype) -> tuple[tuple, bool]:
     """``(levels, declared_order)`` from ``levels[name]`` and the column's dtype.
 
     ``spec`` is a list of values (sorted in design matrices unless numeric;
-    see :class:`Axis`), ``"dtype"`` (the categories of the column's pandas
+    see `Axis`), ``"dtype"`` (the categories of the column's pandas
     Categorical dtype, or of its Polars Enum, in their order: the caller
     declares that those categories are public), or a
     ``pandas.CategoricalDtype`` (its categories, in their order).  A level
-    the column's dtype cannot hold is refused (:func:`_check_levels_fit`).
+    the column's dtype cannot hold is refused (`_check_levels_fit()`).
     """
     if isinstance(spec, str) and spec == DTYPE_LEVELS:
         if isinstance(dtype, EnumType):
@@ -776,8 +776,8 @@ def _as_bounds(name: str, bounds) -> tuple[float, float]:
     is a finite positive float64 (``(-1e308, 1e308)`` overflows it,
     ``(0, 1e-320)`` is subnormal: bin codes would be NaN and rows silently lost).
 
-    Raises :class:`DomainTypeError` for anything but a pair of real numbers
-    (strings, bools, 3-tuples), :class:`DomainError` for bad values.
+    Raises `DomainTypeError` for anything but a pair of real numbers
+    (strings, bools, 3-tuples), `DomainError` for bad values.
     """
     pair = isinstance(bounds, (tuple, list)) or (
         isinstance(bounds, np.ndarray) and bounds.ndim == 1)
@@ -802,7 +802,7 @@ def _as_bounds(name: str, bounds) -> tuple[float, float]:
 
 
 def _as_bins(name: str | None, k) -> int:
-    """A bin count: an int in [1, :data:`MAX_BINS`] (not a bool); ``name`` is
+    """A bin count: an int in [1, `MAX_BINS`] (not a bool); ``name`` is
     the variable of ``bins[name]``, None for a single ``bins=k``."""
     what = "bins" if name is None else f"bins for {name!r}"
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
@@ -892,30 +892,30 @@ def build_domain(
 ) -> Domain:
     """Build the public domain of ``variables`` from the caller's declarations.
 
-    ``scales`` (from the formula, :func:`dpmodels.formula.formula_variables`)
+    ``scales`` (from the formula, `dpmodels.formula.formula_variables()`)
     names the scale a continuous variable is binned on ("log", "log1p",
     "sqrt"); it is used where that transform is finite and increasing on the
     declared bounds, else the axis stays linear.  ``bounds[name]`` may be an
-    :class:`~dpmodels.unbounded.Unbounded` declaration: the axis is then
+    `Unbounded` declaration: the axis is then
     binned on the logistic scale (``scale="logistic"``, bounds
     ``(-inf, inf)``); a variable the formula uses through a log, log1p or
     sqrt cannot be Unbounded (refused, naming it).
 
     ``dtypes`` are the raw columns' dtypes (a schema, not data): a bool
-    dtype declares the level set (False, True) and an :class:`EnumType` (a
+    dtype declares the level set (False, True) and an `EnumType` (a
     Polars Enum) its categories.  A pandas Categorical's categories count as
     declared only when the caller says so, with ``levels={name: "dtype"}``
     (``read_csv(dtype="category")`` and ``astype("category")`` build them
     from the data).  ``levels[name]`` is otherwise a list of values (or a
     ``pandas.CategoricalDtype``, whose category order is kept); a level the
     column's dtype cannot hold is refused.  ``discrete`` names variables the
-    formula uses inside ``C()``.  Raises :class:`DomainError` naming the
+    formula uses inside ``C()``.  Raises `DomainError` naming the
     variable when a bound or a level set is missing or invalid.
 
     ``data_columns``, when given (the data's column names), is checked to
     hold every key of ``bounds``, ``levels`` and ``bins``
-    (:class:`~dpmodels.errors.UnknownVariableError` otherwise).  Bounds are
-    checked as in :func:`_as_bounds`, bin counts as in :func:`_as_bins`, and
+    (`UnknownVariableError` otherwise).  Bounds are
+    checked as in `_as_bounds()`, bin counts as in `_as_bins()`, and
     each continuous axis's float64 bin edges must be strictly increasing.
     """
     if data_columns is not None:

@@ -1,7 +1,7 @@
 """Results classes' side of the noise-aware covariance: under
 ``cov_type="dp"`` the results own the bootstrap's covariance, standard
-errors, tests and intervals (:class:`DPInferenceResultsMixin`), attached by
-:func:`attach_dp_inference`."""
+errors, tests and intervals (`DPInferenceResultsMixin`), attached by
+`attach_dp_inference()`."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ else:
 
 
 class DPInferenceResultsMixin(_Results):
-    """Mixin for the Freq* results: when a :class:`DPInference` is attached
+    """Mixin for the Freq* results: when a `DPInference` is attached
     (``cov_type == "dp"``), ``bse``, ``tvalues``, ``pvalues`` and
     ``conf_int`` come from it; otherwise statsmodels' own.
 
@@ -174,7 +174,7 @@ class DPInferenceResultsMixin(_Results):
     def fvalue(self):
         """F statistic that every slope is 0; under cov_type "dp" with
         coefficients the release does not measure (infinite SE), over the
-        measured ones (:meth:`measured_wald`), NaN when none is."""
+        measured ones (`measured_wald()`), NaN when none is."""
         if not self._dp_no_information():
             return super().fvalue
         test = self.measured_wald()
@@ -182,7 +182,7 @@ class DPInferenceResultsMixin(_Results):
 
     @property
     def f_pvalue(self):
-        """p-value of :attr:`fvalue` (F with the residual degrees of freedom)."""
+        """p-value of `fvalue` (F with the residual degrees of freedom)."""
         if not self._dp_no_information():
             return super().f_pvalue
         test = self.measured_wald()
@@ -237,7 +237,7 @@ class DPInferenceResultsMixin(_Results):
         """Refused under cov_type "dp": the likelihood of released cells
         weighted by noisy counts is not the likelihood of the rows, and a
         likelihood ratio from it ignores the privacy noise.  Use
-        :meth:`compare_f_test` (a Wald test with the dp covariance) or
+        `compare_f_test()` (a Wald test with the dp covariance) or
         ``wald_test``."""
         self._same_release(restricted, "compare_lr_test")
         if not self._dp_active():
@@ -249,7 +249,7 @@ class DPInferenceResultsMixin(_Results):
             "res.wald_test(...), which use the dp covariance")
 
     def compare_lm_test(self, restricted, demean=True, use_lr=False):
-        """Refused under cov_type "dp" (see :meth:`compare_lr_test`)."""
+        """Refused under cov_type "dp" (see `compare_lr_test()`)."""
         self._same_release(restricted, "compare_lm_test")
         if not self._dp_active():
             return super().compare_lm_test(getattr(restricted, "_results", restricted),
@@ -268,7 +268,7 @@ class DPInferenceResultsMixin(_Results):
             "computed from it (and publishing it would need the raw data)")
 
     def outlier_test(self, *args, **kwargs):
-        """Refused, as :meth:`get_influence`."""
+        """Refused, as `get_influence()`."""
         raise DPModelsError(
             "outlier_test tests each row's residual; a dp fit has released cells weighted by "
             "noisy counts, not rows, so there are no rows to test")
@@ -276,7 +276,7 @@ class DPInferenceResultsMixin(_Results):
     def plot_coefficients(self, ax=None, *, nonprivate=None, alpha=0.05, naive=True,
                           scale="auto"):
         """Forest plot of the estimates with their dp and naive intervals (a
-        matplotlib Figure); see :func:`dpmodels.plots.plot_coefficients`."""
+        matplotlib Figure); see `dpmodels.plots.plot_coefficients()`."""
         return plot_coefficients(self, ax, nonprivate=nonprivate, alpha=alpha, naive=naive,
                                  scale=scale)
 
@@ -298,7 +298,7 @@ class DPInferenceResultsMixin(_Results):
 
 def attach_dp_inference(res, inference: DPInference, *, warn: bool = True) -> None:
     """Make ``inference`` the covariance of the results ``res`` (a dpmodels
-    results class with :class:`DPInferenceResultsMixin`, or its wrapper).
+    results class with `DPInferenceResultsMixin`, or its wrapper).
 
     The results own it from then on: their ``bse``, ``cov_params``,
     ``tvalues``, ``pvalues`` and ``conf_int`` read it (no statsmodels cache
@@ -306,9 +306,9 @@ def attach_dp_inference(res, inference: DPInference, *, warn: bool = True) -> No
 
     Every mechanism's results pass through here, so here is where a
     coefficient whose error the bootstrap could not measure (infinite SE,
-    unbounded interval, p = 1; :attr:`DPInference.unmeasured`) is named in a
-    :class:`~dpmodels.errors.ReleaseWarning` with the reason
-    (:meth:`DPInference.unmeasured_message`), unless ``warn`` is False (a
+    unbounded interval, p = 1; `DPInference.unmeasured`) is named in a
+    `ReleaseWarning` with the reason
+    (`DPInference.unmeasured_message()`), unless ``warn`` is False (a
     model that names them itself, in its own words)."""
     inner = getattr(res, "_results", res)
     if not isinstance(inner, DPInferenceResultsMixin):

@@ -1,10 +1,10 @@
 """Exceptions and warnings raised by dpmodels.
 
-Every error about the caller's input subclasses :class:`DPModelsError` (a
-:class:`ValueError`), names the argument or variable concerned and says what
+Every error about the caller's input subclasses `DPModelsError` (a
+`ValueError`), names the argument or variable concerned and says what
 to do; all of them are raised before any noise is drawn.  An argument of the
-wrong type raises a :class:`DPModelsTypeError`, which is also a
-:class:`TypeError`, so that callers catching either keep working.
+wrong type raises a `DPModelsTypeError`, which is also a
+`TypeError`, so that callers catching either keep working.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class DPModelsError(ValueError):
 
 class DPModelsTypeError(DPModelsError, TypeError):
     """An argument has the wrong type (e.g. ``epsilon="1"``); also a
-    :class:`TypeError`."""
+    `TypeError`."""
 
 
 class DomainError(DPModelsError):
@@ -45,7 +45,7 @@ class DomainError(DPModelsError):
 
 class DomainTypeError(DomainError, DPModelsTypeError):
     """A domain declaration (bounds, levels, bins) has the wrong type, e.g.
-    ``bounds={"x": "0,10"}``; also a :class:`TypeError`."""
+    ``bounds={"x": "0,10"}``; also a `TypeError`."""
 
 
 class UnknownVariableError(DPModelsError):
@@ -65,7 +65,7 @@ class DomainTooLargeError(DomainError):
 
 
 class BudgetExceededError(DPModelsError):
-    """A release would take an :class:`~dpmodels.Accountant` past its total."""
+    """A release would take an `Accountant` past its total."""
 
 
 class NotPrivateWarning(UserWarning):

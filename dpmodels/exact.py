@@ -1,15 +1,15 @@
 """Exact samplers of the geometric and discrete Laplace laws.
 
-Every draw of a release goes through :func:`geometric`: a variable ``G`` on
+Every draw of a release goes through `geometric()`: a variable ``G`` on
 {0, 1, 2, ...} with ``P(G >= j) = rho**j`` for a rate ``0 < rho < 1`` known
-through its logarithm (:class:`LogRate`).  From it:
+through its logarithm (`LogRate`).  From it:
 
 * the discrete Laplace ``Z = G1 - G2`` with ``rho = q = exp(-epsilon/2)``
-  (:func:`discrete_laplace`): ``P(Z = z) = (1-q)/(1+q) q**|z|``;
+  (`discrete_laplace()`): ``P(Z = z) = (1-q)/(1+q) q**|z|``;
 * its tail law ``Z | Z >= k = k + G`` for ``k >= 0`` (memorylessness), by
-  rejection for ``k < 0`` (:func:`discrete_laplace_tail`);
+  rejection for ``k < 0`` (`discrete_laplace_tail()`);
 * the positions of the successes among N independent Bernoulli(p) trials,
-  as geometric gaps with ``rho = 1 - p`` (:func:`bernoulli_positions`): the
+  as geometric gaps with ``rho = 1 - p`` (`bernoulli_positions()`): the
   empty cells of a sparse release that cross the threshold.
 
 Why exact (PRIVACY.md rule 1)
@@ -37,7 +37,7 @@ The support is unbounded: U can be arbitrarily small (every leading zero
 word adds 12 to the exponent and is followed by fresh bits), so every
 integer has positive probability.  Results are held in int64: a draw of
 2**62 or more raises ``OverflowError`` - for the epsilons a release accepts
-(:data:`MIN_EPSILON`) that has probability below 1e-900 per draw.  No input
+(`MIN_EPSILON`) that has probability below 1e-900 per draw.  No input
 makes the sampler loop without end (numpy's ``Generator.geometric`` does
 for a few top uniform values, and has a bounded support).
 
@@ -99,9 +99,9 @@ def _mpf_of(x: float):
 class LogRate:
     """``log(rho)`` of a geometric law, ``0 < rho < 1``, as enclosures.
 
-    ``lo <= log(rho) <= hi < 0`` in float64, and :meth:`enclose` an interval
-    of any precision (mpmath raw intervals).  Build it with :meth:`of_q` or
-    :meth:`no_cross`.
+    ``lo <= log(rho) <= hi < 0`` in float64, and `enclose()` an interval
+    of any precision (mpmath raw intervals).  Build it with `of_q()` or
+    `no_cross()`.
     """
 
     lo: float
@@ -201,13 +201,13 @@ def geometric(source, rate: LogRate, size: int, *, cap: int | None = None) -> np
     Parameters
     ----------
     source : RandomBits, numpy Generator, int or None
-        Where the random words come from (:func:`dpmodels.randomness.random_source`).
+        Where the random words come from (`dpmodels.randomness.random_source()`).
     rate : LogRate
         ``log(rho)``.
     size : int
     cap : int, optional
         Return ``min(G, cap)`` (lets a caller draw gaps that may be
-        astronomically long).  Without it a draw of :data:`MAX_DRAW` or more
+        astronomically long).  Without it a draw of `MAX_DRAW` or more
         raises ``OverflowError``.
 
     Returns
@@ -234,11 +234,11 @@ def geometric(source, rate: LogRate, size: int, *, cap: int | None = None) -> np
 
 def geometric_fast(E: np.ndarray, V: np.ndarray, rate: LogRate,
                    cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The fast path of :func:`geometric` on uniforms already read:
+    """The fast path of `geometric()` on uniforms already read:
     ``U = 2**-E (V + Y) / 2**53`` (``V`` 53-bit, ``Y`` unread; see
-    :func:`_uniform_parts`).  Returns ``(out, decided)``: ``out[i]`` is the
+    `_uniform_parts()`).  Returns ``(out, decided)``: ``out[i]`` is the
     draw (``min(G, cap)`` with a cap) wherever ``decided[i]``; the others
-    need :func:`_slow_geometric` with more bits of their U."""
+    need `_slow_geometric()` with more bits of their U."""
     u = V.astype(np.float64) * 2.0**-53  # exact: U lies in [u, u + 2**-53) * 2**-E
     L = np.log(u)
     if E.any():
@@ -305,7 +305,7 @@ def discrete_laplace(source, epsilon: float, size: int) -> np.ndarray:
 
 
 def discrete_laplace_variance(epsilon: float) -> float:
-    """Variance of :func:`discrete_laplace` with this ``epsilon``:
+    """Variance of `discrete_laplace()` with this ``epsilon``:
     ``2 q / (1 - q)**2``, ``q = exp(-epsilon/2)``."""
     rate = math.exp(-epsilon / 2.0)
     return 2.0 * rate / math.expm1(-epsilon / 2.0) ** 2

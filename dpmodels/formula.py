@@ -1,7 +1,7 @@
 """Find the raw variables a patsy formula reads.
 
 The formula is parsed by patsy; each factor's Python code is walked with
-:mod:`ast`.  A name that is a column of the data is a raw variable (patsy
+`ast`.  A name that is a column of the data is a raw variable (patsy
 gives data columns precedence over the environment); a name used inside the
 first argument of ``C()`` marks its variable as discrete; ``Q("name")``
 refers to a column by string.  Any other name must resolve in the caller's
@@ -129,7 +129,7 @@ def _restored_namespace(state: dict) -> PicklableNamespace:
 
 
 def user_stacklevel() -> int:
-    """``stacklevel`` for :func:`warnings.warn` that points at the first frame
+    """``stacklevel`` for `warnings.warn()` that points at the first frame
     outside dpmodels (the user's call), however deep inside the package the
     warning is raised."""
     import os
@@ -328,7 +328,7 @@ def _categorical_as_is(data, contrast=None, levels=None):
     box of it makes patsy look every value up in Python (0.58 s of a 0.65 s
     moments release at a million rows).  Its categories are the published
     ones the design was built on, so the codes, and the design, are the same;
-    a mismatch makes patsy raise, and :func:`build_design` then builds as patsy does."""
+    a mismatch makes patsy raise, and `build_design()` then builds as patsy does."""
     if levels is None and isinstance(getattr(data, "dtype", None), pd.CategoricalDtype):
         return data
     if levels is None and _numeric_column(data):
@@ -368,7 +368,7 @@ def _calls_patsy_c(infos) -> bool:
 
 def build_design(infos, frame) -> list:
     """``patsy.build_design_matrices(infos, frame)``, with ``C()`` of a
-    published Categorical read from its codes (:func:`_categorical_as_is`):
+    published Categorical read from its codes (`_categorical_as_is()`):
     the frame's columns come first in patsy's lookup, before the formula's
     namespace, so a ``C`` among them is the one the formula calls."""
     if "C" not in frame.columns and _calls_patsy_c(infos):

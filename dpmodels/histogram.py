@@ -6,7 +6,7 @@ cells; the caller's columns are read, never written or copied whole.
 
 How the pass is made fast (see ``docs/scaling.md``)
 ----------------------------------------------------
-* The rows are cut into chunks of :data:`CHUNK_ROWS` that stay in the CPU
+* The rows are cut into chunks of `CHUNK_ROWS` that stay in the CPU
   cache; every temporary is a preallocated chunk-sized buffer, so the extra
   memory is O(chunk + cells), never O(rows).
 * While the domain has at most 2**53 cells (always, in practice) each row's
@@ -14,14 +14,14 @@ How the pass is made fast (see ``docs/scaling.md``)
   ``id = sum(stride_i * code_i)``.  A missing value makes the sum NaN and an
   undeclared level makes it +inf, so one reduction per chunk (``max < m``)
   tells whether the chunk needs a closer look; only then are the offending
-  rows re-coded one axis at a time with the reference :meth:`Axis.codes`.
+  rows re-coded one axis at a time with the reference `Axis.codes()`.
 * Each axis has a coder chosen from the column's dtype:
 
   - continuous: ``floor(clip((x - lo) * (bins / (hi - lo)), 0, bins - 1))``,
-    the very operations of :meth:`Axis.codes`, in place;
+    the very operations of `Axis.codes()`, in place;
   - bool, pandas Categorical, integers: a lookup table whose entries are the
     reference codes of every value the table covers (so it cannot disagree
-    with :meth:`Axis.codes`); an integer column's table covers the integral
+    with `Axis.codes()`); an integer column's table covers the integral
     levels its dtype can hold, plus one sentinel entry on each side onto
     which every other value is clipped, so values and levels are compared by
     value (a uint8 255 is never the level -1, a level 0.5 never matches);
@@ -30,20 +30,20 @@ How the pass is made fast (see ``docs/scaling.md``)
   - object (Python string) columns: a small hash table keyed by the address
     of each distinct object, filled on first sight with the reference code of
     that object (an object array of strings usually holds a handful of
-    distinct objects; past :data:`OBJECT_CACHE_LIMIT` distinct objects the
+    distinct objects; past `OBJECT_CACHE_LIMIT` distinct objects the
     coder falls back to ``pandas.factorize`` per chunk);
   - Arrow-backed strings: ``pyarrow.compute.dictionary_encode`` per chunk;
-  - anything else: :meth:`Axis.codes` itself.
+  - anything else: `Axis.codes()` itself.
 * Ids are counted in a dense array (``np.add.at``) when the domain is small
-  (at most :data:`DENSE_COUNT_LIMIT` cells), else sorted and run-length
+  (at most `DENSE_COUNT_LIMIT` cells), else sorted and run-length
   counted per chunk and merged (memory O(non-empty cells)).
 * On machines with several idle cores the rows are split over up to
-  :data:`THREADS` threads (numpy releases the GIL inside its loops); each
+  `THREADS` threads (numpy releases the GIL inside its loops); each
   thread keeps its own counts, which are added at the end.  Cores that the
   load average shows busy are not used: there, threads only contend.
 
-:func:`count_cells_reference` is the plain algorithm (per-chunk
-:meth:`Axis.codes`, :meth:`Domain.encode`, ``np.unique``): the tests check the
+`count_cells_reference()` is the plain algorithm (per-chunk
+`Axis.codes()`, `Domain.encode()`, ``np.unique``): the tests check the
 fast path against it value for value.
 """
 
@@ -138,9 +138,9 @@ def count_cells_reference(
     columns: Mapping[str, Sized], domain: Domain, *, missing: str = "drop",
     chunk_rows: int = 1 << 18,
 ) -> CellCounts:
-    """The plain algorithm, kept as the specification of :func:`count_cells`.
+    """The plain algorithm, kept as the specification of `count_cells()`.
 
-    Per chunk: :meth:`Axis.codes` of each variable, :meth:`Domain.encode`,
+    Per chunk: `Axis.codes()` of each variable, `Domain.encode()`,
     ``np.unique``.  An undeclared level anywhere is an error; otherwise a
     missing value is dropped or (``missing="raise"``) an error naming the
     first variable, in domain order, that has one.
@@ -227,7 +227,7 @@ def _plain_numpy(col) -> np.ndarray | None:
 
 
 def _as_reference_input(col):
-    """What :meth:`Axis.codes` is called with for a column (lists become arrays)."""
+    """What `Axis.codes()` is called with for a column (lists become arrays)."""
     if isinstance(col, (np.ndarray, pd.Series, pd.Index, pd.api.extensions.ExtensionArray)):
         return col
     return np.asarray(col)
@@ -235,7 +235,7 @@ def _as_reference_input(col):
 
 def _float_codes(axis: Axis, values, stride: float) -> np.ndarray:
     """Reference codes of ``values`` in the kernel's float encoding of a discrete
-    axis: ``stride * code``, :data:`_MISSING` where missing, +inf where undeclared."""
+    axis: ``stride * code``, `_MISSING` where missing, +inf where undeclared."""
     c, miss, und = axis.codes(values)
     out = c.astype(np.float64) * stride
     out[und] = np.inf
@@ -244,7 +244,7 @@ def _float_codes(axis: Axis, values, stride: float) -> np.ndarray:
 
 
 class _ReferenceCoder:
-    """Any discrete column: :meth:`Axis.codes` on each chunk."""
+    """Any discrete column: `Axis.codes()` on each chunk."""
 
     def __init__(self, axis, col, stride):
         self.axis, self.col, self.stride = axis, col, float(stride)
@@ -355,8 +355,8 @@ _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 class _ObjectCoder:
     """Object columns (Python strings, mixed objects): code each distinct
     object once.  A small open-addressed table maps an object's address to
-    its reference code (``stride * code``, :data:`_MISSING`, +inf); an address seen for
-    the first time is coded with :meth:`Axis.codes` and inserted.  Addresses
+    its reference code (``stride * code``, `_MISSING`, +inf); an address seen for
+    the first time is coded with `Axis.codes()` and inserted.  Addresses
     are stable while the array (which references every object) lives."""
 
     def __init__(self, arr, axis, stride, chunk):
@@ -423,7 +423,7 @@ class _ObjectCoder:
 
 class _ArrowStringCoder:
     """Arrow-backed string columns: dictionary-encode each chunk in Arrow,
-    code the (few) distinct strings with :meth:`Axis.codes`."""
+    code the (few) distinct strings with `Axis.codes()`."""
 
     def __init__(self, chunked, axis, stride):
         self.chunked, self.axis, self.stride = chunked, axis, float(stride)
@@ -479,7 +479,7 @@ def _int_lut(axis, arr, stride):
 
 def _float_exact(levels) -> bool:
     """Every (numeric) level is a float64 exactly, so that the binary search of
-    :class:`_SearchCoder` in the float64 levels compares by value (an int
+    `_SearchCoder` in the float64 levels compares by value (an int
     level beyond 2**53 would otherwise be rounded onto its neighbour)."""
     return all(float(v) == v for v in levels)
 
@@ -558,7 +558,7 @@ class _Worker:
 
         The discrete axes are summed first: their sum is +inf exactly when a
         value is undeclared (their missing values are the finite
-        :data:`_MISSING`).  Then the continuous axes are added (NaN where
+        `_MISSING`).  Then the continuous axes are added (NaN where
         missing).  A row is complete exactly when its id is < m.
         """
         k = stop - start
@@ -675,7 +675,7 @@ def _count_range(domain, columns, lo, hi, chunk, dense_size, missing) -> _Partia
 
 
 def _default_threads() -> int:
-    """:data:`THREADS`, less the cores other processes keep busy (1-minute load
+    """`THREADS`, less the cores other processes keep busy (1-minute load
     average, our own running thread excluded): threads that compete for busy
     cores, and hand the GIL back and forth, are slower than one."""
     if THREADS == 1:
@@ -699,7 +699,7 @@ class CountResult:
     missing_axes: frozenset
 
     def check(self, domain: Domain, missing: str) -> CellCounts:
-        """The counts, or the error :func:`count_cells` raises."""
+        """The counts, or the error `count_cells()` raises."""
         if self.undeclared is not None:
             i, example = self.undeclared
             raise undeclared_error(domain.names[i], example)
@@ -722,7 +722,7 @@ def count_cells(
     missing : {"drop", "raise"}
         Rows with a missing value in any variable are dropped, or refused.
     threads : int, optional
-        Counting threads (default: :data:`THREADS`, the usable cores, less
+        Counting threads (default: `THREADS`, the usable cores, less
         those the load average shows busy).  The counts never depend on it.
 
     Raises
@@ -745,7 +745,7 @@ def count_cells_unchecked(
     columns: Mapping[str, Sized], domain: Domain, *, missing: str = "drop",
     threads: int | None = None,
 ) -> CountResult:
-    """:func:`count_cells` without raising: the counts of the complete rows and
+    """`count_cells()` without raising: the counts of the complete rows and
     the undeclared/missing findings (engines that count partition by partition
     combine these before deciding)."""
     names = domain.names

@@ -11,13 +11,13 @@ without the data (Ferrando, Wang & Sheldon 2022):
    cells get probability zero; see ``docs/inference.md`` for why no floor);
 2. **sampling**: a replicate true histogram is ``Multinomial(n, p_hat)``
    over the released cells, with the public n;
-3. **mechanism**: the law of the mechanism of :mod:`dpmodels.mechanisms`
+3. **mechanism**: the law of the mechanism of `dpmodels.mechanisms`
    is applied to the replicate: noise on every one of the domain's m cells
    (the released ones directly, the other ``m - |S|`` empty ones through
    the sparse construction of Vinterbo §2.1: a binomial number of them cross
    the threshold, uniformly placed, with tail values), the same threshold.
    A simulation only needs the law, not an exact or secure sampler: it
-   uses the fast float64 draws ``simulate_*`` of :mod:`dpmodels.mechanisms`;
+   uses the fast float64 draws ``simulate_*`` of `dpmodels.mechanisms`;
 4. **refit**: the model is refitted on the replicate release, marginalized
    to the formula's variables exactly as the original fit was.
 
@@ -25,7 +25,7 @@ The spread of the replicate estimates around the estimate from the release
 estimates the spread of that estimate around its target, sampling and
 privacy noise together; their mean minus the estimate estimates the bias of
 thresholding.  Nothing here reads raw rows: the input is a
-:class:`~dpmodels.release.PrivateHistogram` (PRIVACY.md rule 6: post-processing
+`PrivateHistogram` (PRIVACY.md rule 6: post-processing
 is free).
 
 Refits are vectorized across replicates where the model allows: OLS solves
@@ -33,17 +33,17 @@ all replicates' weighted normal equations at once; logit and multinomial
 logit take damped Newton steps from the point estimate for all replicates at
 once; quantile regression solves each replicate's exact linear program from
 one model hot-started at the first replicate's optimal basis
-(:mod:`dpmodels.models.quantreg_lp`).  Where the representatives are refitted
+(`dpmodels.models.quantreg_lp`).  Where the representatives are refitted
 on replicates (``"density"``), a formula affine in the continuous variables
 moves the design rows with the points instead of rebuilding them
-(:class:`~dpmodels.bootstrap.CellDesign`).
+(`CellDesign`).
 
-The code is split by job: :mod:`dpmodels.simulation` (replicate releases),
-:mod:`dpmodels.bootstrap` (the model's cells and the driver),
-:mod:`dpmodels.binning` (the binning diagnostic),
-:mod:`dpmodels.batched` (linear algebra across replicates), each model's
-``refit_*`` beside the model, :mod:`dpmodels.intervals` (standard errors and
-intervals) and :mod:`dpmodels.dp_results` (the results classes' side).  This
+The code is split by job: `dpmodels.simulation` (replicate releases),
+`dpmodels.bootstrap` (the model's cells and the driver),
+`dpmodels.binning` (the binning diagnostic),
+`dpmodels.batched` (linear algebra across replicates), each model's
+``refit_*`` beside the model, `dpmodels.intervals` (standard errors and
+intervals) and `dpmodels.dp_results` (the results classes' side).  This
 module re-exports their public names.
 """
 

@@ -26,7 +26,7 @@ warning naming it, instead of a precise-looking number.
 
 Everything here is post-processing: the release, its public domain, epsilon
 and the threshold; N_j is counted on the formula's public marginal domain
-(every cell when it has at most :data:`EXACT_CELLS` cells, else a fixed
+(every cell when it has at most `EXACT_CELLS` cells, else a fixed
 public sample of them).
 """
 
@@ -132,7 +132,7 @@ def columns_varying(build: Callable, cells: pd.DataFrame, X: np.ndarray, y: np.n
 
 def column_information(release, variables: Sequence[str], build: Callable,
                        n_columns: int) -> ColumnInformation | None:
-    """The :class:`ColumnInformation` of a fit, or None where it does not
+    """The `ColumnInformation` of a fit, or None where it does not
     apply (epsilon = inf, a signed release without threshold).
 
     Parameters
@@ -237,7 +237,7 @@ def unidentified_columns(release, variables: Sequence[str], build: Callable,
 
 #: Largest expected share of a factor level's released rows that the
 #: threshold's spurious cells may make up before the coefficients resting on
-#: that level are flagged (:func:`level_contamination`).  Measured: levels up
+#: that level are flagged (`level_contamination()`).  Measured: levels up
 #: to 30% spurious (``dpm.datasets.housing``, n = 2,000, epsilon 1: County4
 #: 29-30%; 30 releases, every interval covered) and ``fair``'s religious
 #: levels (up to 15%, x10) are carried by the bootstrap; levels from 41%
@@ -247,7 +247,7 @@ CONTAMINATION_LIMIT = 1 / 3
 
 
 #: Above this expected share of spurious rows among all the model's released
-#: rows, no coefficient is measured (:func:`release_contamination`): more of
+#: rows, no coefficient is measured (`release_contamination()`): more of
 #: the threshold's uniform noise rows than data, which pull every slope towards
 #: 0 and every level's response towards the domain's middle by an amount the
 #: bootstrap (whose population is estimated from the same cells) does not see.
@@ -264,7 +264,7 @@ def release_contamination(release, variables: Sequence[str]) -> float | None:
     """The expected share of the threshold's spurious rows among the rows the
     release holds on the marginal of ``variables``: ``m p mu / M`` for a
     domain of ``m`` cells (every cell counted as empty: an upper bound), the
-    law's ``p`` and ``mu`` (:func:`spurious_law`) and ``M`` the released mass
+    law's ``p`` and ``mu`` (`spurious_law()`) and ``M`` the released mass
     (capped at 1).  None for epsilon = inf and signed releases.
     Post-processing: the public domain, epsilon, the threshold and the release.
 
@@ -296,8 +296,8 @@ class LevelContamination:
     threshold's law puts on the level's cells on average (an upper bound: it
     counts every cell as empty), ``M`` the mass the release holds there
     (capped at 1; levels that hold nothing are not listed).  ``flagged`` marks the
-    design columns that rest on a level over :data:`CONTAMINATION_LIMIT`
-    (:func:`level_contamination`); ``over`` lists those levels, worst first.
+    design columns that rest on a level over `CONTAMINATION_LIMIT`
+    (`level_contamination()`); ``over`` lists those levels, worst first.
     """
 
     shares: dict

@@ -1,6 +1,6 @@
 """The bootstrap's answer: standard errors, bias, intervals and p-values
-from the replicate estimates (:class:`DPInference`), and the binning
-diagnostic's (:class:`BinningCheck`).  Pure arithmetic on replicates; no
+from the replicate estimates (`DPInference`), and the binning
+diagnostic's (`BinningCheck`).  Pure arithmetic on replicates; no
 release, no data."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["DPInference", "BinningCheck", "INTERVALS", "DEFAULT_INTERVAL", "COV_
            "BINNING_WARN_RATIO", "BINNING_MIN_BINS", "BINNING_MIN_BINS_ONE",
            "resolve_cov_type", "largest_move"]
 
-#: Interval types :meth:`DPInference.conf_int` computes.
+#: Interval types `DPInference.conf_int()` computes.
 INTERVALS = ("bc-normal", "normal", "basic", "percentile")
 DEFAULT_INTERVAL = "normal"
 
@@ -35,7 +35,7 @@ BINNING_WARN_RATIO = 0.5
 #: Continuous variables with at least this many bins get both coarse fits
 #: (bins merged in groups of 2 and of 4) and the Richardson extrapolation.
 BINNING_MIN_BINS = 8
-#: Variables with fewer bins than :data:`BINNING_MIN_BINS` but at least this
+#: Variables with fewer bins than `BINNING_MIN_BINS` but at least this
 #: many get the groups-of-2 fit only; the order of the bias is then unknown and
 #: the conservative one is taken (r = 1: the bias at the released bins is as
 #: large as the move to bins twice as wide).  On ``fair`` resampled to 63,660
@@ -89,7 +89,7 @@ class BinningCheck:
     The same extrapolation with one variable's bins merged at a time gives
     ``alone``, one move per variable: the joint move is the sum of the
     variables' moves, which can cancel there and not in the estimate; the
-    interval carries the largest of them (:attr:`bias`).
+    interval carries the largest of them (`bias`).
 
     ``placement``: the estimate with other representatives of the same
     cells (bin midpoints in place of the fitted within-cell density, or the
@@ -101,7 +101,7 @@ class BinningCheck:
     coarse for the Richardson check.
 
     Both enter the default ("normal") interval as shifts of unknown sign
-    (:attr:`DPInference.mse`); ``ratio`` is the larger over the dp spread SE.
+    (`DPInference.mse`); ``ratio`` is the larger over the dp spread SE.
     """
 
     variables: tuple[str, ...]
@@ -124,7 +124,7 @@ class BinningCheck:
     #: sums the variables' biases, and they can cancel in it: on randhie
     #: (epsilon = inf, 5 bins each) merging all bins moved ``disea`` by
     #: -0.0008, merging only the response's by -0.0048, while the estimate was
-    #: 0.0074 below the full-data fit.  See :attr:`bias`.
+    #: 0.0074 below the full-data fit.  See `bias`.
     alone: np.ndarray | None = None
     #: Quantile regression: the largest move of the estimate when the
     #: response's points are moved within their bins (the grid shifted by a
@@ -136,7 +136,7 @@ class BinningCheck:
     #: 1.19, 0.66 and -0.47.  A shift of unknown sign like the others.
     phase: np.ndarray | None = None
     #: Least squares: what rounding the response to its bins can do to the
-    #: slopes (:class:`~dpmodels.rounding.RoundingBound`), with the design's
+    #: slopes (`RoundingBound`), with the design's
     #: constant columns and count-weighted column means; None for the other
     #: models or a response that is not binned.
     rounding: RoundingBound | None = None
@@ -146,9 +146,9 @@ class BinningCheck:
     #: sum over the continuous covariates' bins of the largest move of the
     #: estimate when a bin's points go to either end of the range its and its
     #: neighbours' released counts allow
-    #: (:func:`~dpmodels.binning.position_range`); None without a continuous
+    #: (`position_range()`); None without a continuous
     #: covariate.  A bound of unknown sign for each coefficient alone, so it
-    #: enters the mean squared error on the diagonal (:attr:`diagonal`).  On
+    #: enters the mean squared error on the diagonal (`diagonal`).  On
     #: randhie at ten times its size (epsilon 3) it took ``disea``'s coverage
     #: from 0% to 90% (benchmarks/covariate_positions.py, 10 releases) and from
     #: 20% to 65% on the real-data benchmark's seeds (20 releases).
@@ -157,14 +157,14 @@ class BinningCheck:
     @property
     def diagonal(self) -> np.ndarray | None:
         """What the check adds to each coefficient's variance alone (the
-        squared :attr:`position` bound; non-finite -> 0), or None."""
+        squared `position` bound; non-finite -> 0), or None."""
         if self.position is None:
             return None
         return np.nan_to_num(np.asarray(self.position, float), nan=0.0, posinf=0.0,
                              neginf=0.0) ** 2
 
     def rounded(self, cov: np.ndarray, params: np.ndarray, ok: np.ndarray) -> np.ndarray:
-        """``cov`` widened by :attr:`rounding` (its ``widened``); unchanged without it."""
+        """``cov`` widened by `rounding` (its ``widened``); unchanged without it."""
         if self.rounding is None:
             return cov
         # BinningDiagnostic._rounding sets the three together
@@ -174,8 +174,8 @@ class BinningCheck:
     @property
     def bias(self) -> np.ndarray:
         """The binning bias the interval carries: per coefficient the largest
-        in size of the joint extrapolation (:attr:`shift`) and each variable's
-        alone (:attr:`alone`), with its sign.  The joint move is the sum of
+        in size of the joint extrapolation (`shift`) and each variable's
+        alone (`alone`), with its sign.  The joint move is the sum of
         the variables' moves; where they cancel, the bias is taken as at least
         the largest of them, not their sum of squares (the joint move already
         holds them once)."""
@@ -197,11 +197,11 @@ class BinningCheck:
 
 
 #: The notes name a coarsely binned response from this rounding bound on
-#: (:class:`~dpmodels.rounding.RoundingBound`; the slopes' factor 5% from 1).
+#: (`RoundingBound`; the slopes' factor 5% from 1).
 ROUNDING_NOTE = 0.05
 
 #: Above this share of replicates that could not be fitted, the bootstrap
-#: measures no coefficient's error (:attr:`DPInference.mostly_failed`).  On
+#: measures no coefficient's error (`DPInference.mostly_failed`).  On
 #: anes96's multinomial logit at epsilon 0.3 (benchmarks/real_validity.py), the
 #: releases with 122 to 198 of 200 failed refits gave finite intervals up to
 #: 430,000 wide from their survivors.
@@ -229,7 +229,7 @@ class DPInference:
         Replicates whose refit failed (rank-deficient released design, no
         convergence, separation): left out.
     interval : str
-        Default interval type of :meth:`conf_int`.
+        Default interval type of `conf_int()`.
     simulation : str
         What each replicate simulates.
     seeded : bool
@@ -250,26 +250,26 @@ class DPInference:
     binning: BinningCheck | None = None
     target: np.ndarray | None = None
     #: Coefficients the release carries no information about
-    #: (:mod:`dpmodels.information`): infinite SE, z = 0, p = 1, interval (-inf, inf).
+    #: (`dpmodels.information`): infinite SE, z = 0, p = 1, interval (-inf, inf).
     uninformative: np.ndarray | None = None
     #: Continuous variables of the model binned one or two units wide with edges
-    #: on whole numbers (:func:`dpmodels.domain.whole_number_bins`): a note.
+    #: on whole numbers (`dpmodels.domain.whole_number_bins()`): a note.
     whole_number_bins: tuple = ()
     #: The bootstraps of several populations (``population="deconvolved"``: the
     #: deconvolved and the smooth one, half of B each); empty for one population.
-    #: The MSE is then the larger per coefficient (:attr:`mse`).
+    #: The MSE is then the larger per coefficient (`mse`).
     parts: tuple = ()
     #: Why the release carries no information about a flagged coefficient, in the
     #: mechanism's own terms (the summary's warning); "" is the histogram's reason.
     no_information_why: str = ""
     #: Why the bootstrap could not measure the error of the coefficients in
-    #: :attr:`unmeasured`, in the mechanism's own terms; "" for the generic reason.
+    #: `unmeasured`, in the mechanism's own terms; "" for the generic reason.
     unmeasured_why: str = ""
-    #: Apply :attr:`mostly_failed` (False for the parts of a pooled bootstrap:
+    #: Apply `mostly_failed` (False for the parts of a pooled bootstrap:
     #: the rule is the whole's, on all its replicates).
     judge_failures: bool = True
-    #: The :attr:`uninformative` flags include coefficients with (next to) no
-    #: rows behind them, along which refits fail (:attr:`mostly_failed` then
+    #: The `uninformative` flags include coefficients with (next to) no
+    #: rows behind them, along which refits fail (`mostly_failed` then
     #: spares the others); False when every flag has another reason (a level
     #: the spurious cells dominate still has rows).
     flags_explain_failures: bool = True
@@ -322,9 +322,9 @@ class DPInference:
         shift the estimate may carry, as a shift of unknown sign (outer
         product): the bootstrap's bias (mean replicate minus the bootstrap
         world's estimand) and the binning check's shifts
-        (:class:`BinningCheck`); the check's bound on the covariates' places
+        (`BinningCheck`); the check's bound on the covariates' places
         in their bins adds to each coefficient's variance alone
-        (:attr:`BinningCheck.diagonal`).  A shift whose sign the data cannot pin
+        (`BinningCheck.diagonal`).  A shift whose sign the data cannot pin
         down (the bootstrap's bias estimate had the wrong sign on housing
         with 40 bins) is uncertainty, not a correction: interval
         ``estimate -/+ z sqrt(mse)`` covers ``estimate - b`` for any ``b``
@@ -349,7 +349,7 @@ class DPInference:
     @property
     def cov(self) -> np.ndarray:
         """The covariance every test reads (``bse``, ``cov_params``,
-        ``t_test``, ``wald_test``, ``f_test``): :attr:`mse` under the
+        ``t_test``, ``wald_test``, ``f_test``): `mse` under the
         default "normal" interval (one centre, the estimate), the spread
         under the other intervals."""
         return self.mse if self.interval == "normal" else self.spread
@@ -361,7 +361,7 @@ class DPInference:
 
     @property
     def se(self) -> np.ndarray:
-        """Standard errors of the default interval (the square root of :attr:`cov`)."""
+        """Standard errors of the default interval (the square root of `cov`)."""
         return self._se_for(self.interval)
 
     @property
@@ -432,7 +432,7 @@ class DPInference:
 
     @property
     def mostly_failed(self) -> bool:
-        """More than :data:`MAX_FAILED_SHARE` of the replicates could not be
+        """More than `MAX_FAILED_SHARE` of the replicates could not be
         fitted: the ones that could are a selected few (releases whose cells
         happen not to be separated), whose spread understates the error, so
         the bootstrap measures no coefficient's error.  Not when the release
@@ -447,15 +447,15 @@ class DPInference:
     @property
     def unmeasured(self) -> np.ndarray:
         """Coefficients with an infinite standard error that the release did not
-        flag (:attr:`uninformative`): the bootstrap could not measure their error."""
+        flag (`uninformative`): the bootstrap could not measure their error."""
         flagged = (np.zeros(self.params.size, bool) if self.uninformative is None
                    else np.asarray(self.uninformative, bool))
         return (self._no_information() | ~np.isfinite(self.se)) & ~flagged
 
     def unmeasured_message(self, names: Sequence[str] | None = None,
                            limit: int | None = None) -> str:
-        """The sentence naming the :attr:`unmeasured` coefficients (the first
-        ``limit``, or all) and why (:attr:`unmeasured_why`); "" for none.  The
+        """The sentence naming the `unmeasured` coefficients (the first
+        ``limit``, or all) and why (`unmeasured_why`); "" for none.  The
         summary's warning, and the text of the models' warning."""
         idx = np.flatnonzero(self.unmeasured)
         if not idx.size:
@@ -506,7 +506,7 @@ class DPInference:
         alpha : float
         method : {"bc-normal", "normal", "basic", "percentile"}, optional
             "normal" (default): ``params -/+ z se`` with ``se`` from
-            :attr:`mse` (spread, bootstrap bias and binning shifts); "bc-normal":
+            `mse` (spread, bootstrap bias and binning shifts); "bc-normal":
             ``params - bias -/+ z sd`` with ``sd`` the replicates' spread;
             "basic": ``2 params - q(1 - alpha/2),
             2 params - q(alpha/2)``; "percentile": ``q(alpha/2), q(1 - alpha/2)``;

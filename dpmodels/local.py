@@ -5,15 +5,15 @@ from the debiased histogram of the reports.
 The mechanism
 -------------
 * **Cells.**  The public domain of the released variables
-  (:func:`dpmodels.domain.build_domain`: declared bounds, levels and bins);
+  (`dpmodels.domain.build_domain()`: declared bounds, levels and bins);
   a row's cell is its mixed-radix cell id, as the histogram release computes
-  it (:meth:`Axis.codes`, :meth:`Domain.encode`).  Under ``missing="drop"``
+  it (`Axis.codes()`, `Domain.encode()`).  Under ``missing="drop"``
   (the default) a row with a missing value is in one more, public, cell
   "missing", randomized like any other and dropped only after debiasing:
   whether a row is missing is itself private, so it must not decide whether
   the row reports.  ``missing="raise"`` refuses such rows before anything is
   randomized.  So the channel has ``k = m + 1`` (or ``m``) inputs.
-  ``bins="auto"`` follows the local rate (:func:`_local_bins`): far fewer
+  ``bins="auto"`` follows the local rate (`_local_bins()`): far fewer
   bins than the central release's rule.
 * **Neighbouring relation and sensitivity.**  Local DP has no aggregate and
   no sensitivity: each row's report must be epsilon-DP *on its own*
@@ -44,7 +44,7 @@ The mechanism
   advantage, communication, does not apply.)
 * **Exact sampling, row by row** (PRIVACY.md rules 1 and 7).  Row i draws
   only from its own stream of uniform 64-bit words
-  (:class:`dpmodels.streams.RowStreams`: AES-128 under a key drawn from the
+  (`dpmodels.streams.RowStreams`: AES-128 under a key drawn from the
   release's source, word ``(slot << 32) + e`` of row i for the row's draw
   ``slot`` and its ``e``-th word), so a row's report is a function of (key,
   i, its cell) alone: the release is the same however the rows are split
@@ -53,7 +53,7 @@ The mechanism
 
   - k-RR: keep the true cell with probability ``p = e^eps / (e^eps + k - 1)``
     by an exact Bernoulli trial ``U < p`` (slot 0): U's binary digits are the
-    row's words, p's are computed exactly (:class:`_Probability`: rigorous
+    row's words, p's are computed exactly (`_Probability`: rigorous
     mpmath intervals, the precision raised until ``floor(p 2**(64 d))`` is
     known; p is irrational); the first word decides unless it equals p's
     first 64 digits (probability 2**-64), then the next word against the
@@ -64,7 +64,7 @@ The mechanism
     1`` other bits as independent Bernoulli(``q = 1 / (e^eps + 1)``) trials
     by geometric gaps of rate ``1 - q = P(Z < 1)`` of the discrete Laplace
     law of parameter ``2 epsilon`` (exactly enclosed), gap t from slot
-    ``1 + t``, each the exact sampler of :func:`dpmodels.exact.geometric`
+    ``1 + t``, each the exact sampler of `dpmodels.exact.geometric()`
     on the row's words.  Only each cell's number of 1-bits is kept (the
     sufficient statistic).
 
@@ -72,14 +72,14 @@ The mechanism
   each cell's count is unbiased (negative entries possible); its Euclidean
   projection onto ``{x >= 0, sum x = n}`` is rounded to integers with the
   same total (largest remainders), and the missing cell is dropped: a
-  :class:`~dpmodels.release.PrivateHistogram`-shaped release on which every
+  `PrivateHistogram`-shaped release on which every
   ``dp_*`` model fits.  Its standard errors come from a parametric bootstrap
-  of THIS channel (:class:`LocalSimulator`): n rows drawn from the projected
+  of THIS channel (`LocalSimulator`): n rows drawn from the projected
   cell distribution, through the channel, debiased, projected, rounded,
   refitted.
 
 ``epsilon=inf`` reports every row's true cell (NOT private, with a
-:class:`~dpmodels.errors.NotPrivateWarning`).
+`NotPrivateWarning`).
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ class Channel:
                 f"{self.q:.4g}")
 
     def expected_work(self, n: int) -> float:
-        """Expected number of exact draws (about one word each) :meth:`counts`
+        """Expected number of exact draws (about one word each) `counts()`
         makes for n rows (k-RR: the keep trial, and a uniform other cell when
         the row does not keep its own; OUE: the true bit, and a geometric gap
         per 1-bit plus the last)."""
@@ -272,9 +272,9 @@ class Channel:
         return C
 
     def reports(self, source, cells: np.ndarray) -> np.ndarray:
-        """Each row's randomized report, exactly (:meth:`row_reports` of rows
+        """Each row's randomized report, exactly (`row_reports()` of rows
         ``0, 1, ...``), from per-row streams keyed from ``source`` (a
-        :class:`~dpmodels.streams.RowStreams`, or a word source / seed /
+        `RowStreams`, or a word source / seed /
         None, from which the key is drawn; small inputs such as audits).
 
         Examples
@@ -408,7 +408,7 @@ def _keep_probability(epsilon: float, k: int) -> _Probability:
 def _oue_rate(epsilon: float) -> LogRate:
     """Log of the failure probability ``e^eps / (e^eps + 1) = 1 - q`` of an
     OUE other bit: ``P(Z < 1)`` of the discrete Laplace law of parameter
-    ``2 epsilon`` (:meth:`LogRate.no_cross`), exactly enclosed."""
+    ``2 epsilon`` (`LogRate.no_cross()`), exactly enclosed."""
     return LogRate.no_cross(2.0 * epsilon, 1)
 
 
@@ -435,7 +435,7 @@ def _row_bernoulli(streams: RowStreams, rows: np.ndarray, slot: int,
 def _row_uniform_below(streams: RowStreams, rows: np.ndarray, slot: int,
                        bound: int) -> np.ndarray:
     """Each row's exactly uniform integer in ``[0, bound)`` (int64), as
-    :func:`dpmodels.exact.uniform_below` from the row's words of ``slot``: a
+    `dpmodels.exact.uniform_below()` from the row's words of ``slot``: a
     word below the largest multiple of ``bound`` under 2**64 is kept
     (``w % bound``), a word above it is rejected and the row's next word read."""
     bound = int(bound)
@@ -458,7 +458,7 @@ def _row_uniform_below(streams: RowStreams, rows: np.ndarray, slot: int,
 def _row_geometric(streams: RowStreams, rows: np.ndarray, slots: np.ndarray, rate: LogRate,
                    cap: int) -> np.ndarray:
     """``min(G, cap)`` for G geometric (``P(G >= j) = rho**j``) of each (row,
-    slot) pair, exactly: :func:`dpmodels.exact.geometric` with U read from the
+    slot) pair, exactly: `dpmodels.exact.geometric()` with U read from the
     pair's words (a leading zero word: ``U = 2**-12 U'``, U' from the next
     word; an undecided floor: more words of the pair, rigorous intervals)."""
     w = streams.words(rows, _word_index(slots, 0))
@@ -508,7 +508,7 @@ def _oue_other_bits(streams: RowStreams, rows: np.ndarray, cells: np.ndarray, k:
 
     Row i's k - 1 other cells, in order, are k - 1 independent Bernoulli(q)
     trials; the failures before each success are independent geometric gaps
-    of rate ``1 - q`` (:func:`_oue_rate`), gap t from slot ``1 + t`` of the
+    of rate ``1 - q`` (`_oue_rate()`), gap t from slot ``1 + t`` of the
     row.  Round t draws gap t of every row whose trials are not all decided
     yet, so every gap drawn is used and a row's bits depend on its own words
     only; the expected work is ``1 + (k - 1) q`` words a row."""
@@ -581,7 +581,7 @@ class LocalReport(ReleaseReport):
     channel : str
         "krr", "oue" or "identity".
     p, q : float
-        The channel's probabilities (see :class:`Channel`).
+        The channel's probabilities (see `Channel`).
     k : int
         Number of channel inputs (domain cells, plus the missing cell).
     domain_cells : int
@@ -649,20 +649,20 @@ class LocalReport(ReleaseReport):
 
 @dataclass(frozen=True, repr=False)  # PrivateHistogram's own repr
 class LocalHistogram(PrivateHistogram):
-    """The :class:`~dpmodels.release.PrivateHistogram` of a local release:
+    """The `PrivateHistogram` of a local release:
     the projected, rounded estimate of the cell counts, missing cell dropped.
     Models fitted on it (through the ``dp_*`` functions or the model
     classes ``DPOLS`` etc. directly) bootstrap the local channel
-    (:meth:`simulators`)."""
+    (`simulators()`)."""
 
-    #: Saved as the local release it is a view of (:meth:`save`).
+    #: Saved as the local release it is a view of (`save()`).
     saved_kind: ClassVar[str] = "local"
 
     local: LocalRelease | None = field(default=None, repr=False, compare=False)
     _dpm_local = True
 
     def simulators(self, population: str = "deconvolved") -> list:
-        """The local channel's simulation (:class:`LocalSimulator`): the
+        """The local channel's simulation (`LocalSimulator`): the
         parametric bootstrap of any model fitted on this histogram replicates
         the local release, not the central one."""
         if self.local is None:
@@ -672,8 +672,8 @@ class LocalHistogram(PrivateHistogram):
 
     def save(self, path: str | os.PathLike) -> pathlib.Path:
         """Write the local release this histogram is a view of
-        (:meth:`LocalRelease.save`): :func:`dpmodels.load_release` reads back
-        that :class:`LocalRelease`, on which every ``dp_*`` model fits as on
+        (`LocalRelease.save()`): `dpmodels.load_release()` reads back
+        that `LocalRelease`, on which every ``dp_*`` model fits as on
         this histogram."""
         if self.local is None:
             raise DPModelsError("this LocalHistogram has no local release to save: make it "
@@ -719,7 +719,7 @@ class LocalRelease(Release):
     report: LocalReport
     reports: np.ndarray | None = field(default=None, repr=False)
     _dpm_local = True
-    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    #: The release's kind in a saved file (`dpmodels.saved`).
     saved_kind: ClassVar[str] = "local"
 
     def __post_init__(self):
@@ -773,8 +773,8 @@ class LocalRelease(Release):
         """Write the release to a JSON file (gzip if ``path`` ends in ``.gz``):
         its public domain, the channel (name, k, per-row epsilon, p, q), the
         k report counts and the privacy report; nothing else (no raw row, no
-        row's report).  Read it back with :func:`dpmodels.load_release`; see
-        :mod:`dpmodels.saved`.
+        row's report).  Read it back with `dpmodels.load_release()`; see
+        `dpmodels.saved`.
 
         Examples
         --------
@@ -857,10 +857,10 @@ def randomize(
     data : pandas.DataFrame, mapping of str to array-like, or an engine's frame
         The raw rows (never modified).  Each row's cell of the public domain
         goes through the channel independently of every other, from its own
-        random stream (:mod:`dpmodels.streams`, keyed by its position).  A
+        random stream (`dpmodels.streams`, keyed by its position).  A
         Polars DataFrame or LazyFrame, a Dask DataFrame, a DuckDB relation or a
         PySpark DataFrame is randomized where it lives
-        (:meth:`dpmodels.engines.Source.map_partitions`): each batch sends back
+        (`dpmodels.engines.Source.map_partitions()`): each batch sends back
         only its k report counts, and with one ``random_state`` the release is
         the pandas release of the same rows, bit for bit.  The domain comes
         from the schema, n from a row count.
@@ -872,7 +872,7 @@ def randomize(
         Each row's privacy parameter (> 0); ``inf``: no randomization, NOT private.
     bounds, levels : dict
         Public bounds of continuous variables and level sets of discrete ones,
-        as for :func:`dpmodels.release`.
+        as for `dpmodels.release()`.
     bins : int, dict or "auto"
         Equal-width bins per continuous variable; "auto" (for the variables
         a dict leaves out, too): ``K = (n / (v D**2)) ** (1 / (2 d + 2))``
@@ -1030,7 +1030,7 @@ class _Problem:
 
 
 def _refuse(problems, domain: Domain, missing: str) -> None:
-    """Raise what :func:`_row_cells` raises on all the rows at once, from the
+    """Raise what `_row_cells()` raises on all the rows at once, from the
     problems of their batches in order: the first axis a batch cannot code
     (a value no level can match, an undeclared value: its first three, over
     the batches), else with ``missing="raise"`` the first axis with a
@@ -1138,7 +1138,7 @@ class LocalSimulator:
     from the projected estimate of the cell distribution, through the
     channel's law, debiased, projected and rounded as the release was.
 
-    Has the interface the replicates of :mod:`dpmodels.bootstrap` use
+    Has the interface the replicates of `dpmodels.bootstrap` use
     (``support``, ``p_hat``, ``n``, ``hidden``, ``removed``, ``simulate``,
     ``chunk_size``, ``describe``).
 

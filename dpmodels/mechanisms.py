@@ -10,9 +10,9 @@ the integer analogue of Laplace noise of scale ``2 / epsilon``.  Adding it to
 every cell of a histogram whose L1 sensitivity is 2 (replace-one neighbours)
 is epsilon-differentially private.
 
-The release's draws are exact (:mod:`dpmodels.exact`: unbounded support, no
+The release's draws are exact (`dpmodels.exact`: unbounded support, no
 float rounding in the law, from the OS's secure generator by default,
-:mod:`dpmodels.randomness`).  ``discrete_laplace_pmf`` and
+`dpmodels.randomness`).  ``discrete_laplace_pmf`` and
 ``discrete_laplace_sf`` evaluate the law in float64 for reports, thresholds
 and tests.  ``simulate_*`` are fast float64 approximations of the same laws
 for post-processing (the parametric bootstrap's replicate releases), never
@@ -116,10 +116,10 @@ def noisy_threshold_sparse(
     observed cells are perturbed directly.  Each of the ``m - n'`` empty
     cells crosses the threshold independently with probability
     ``p = P(Z >= k)``: the crossing ones are found by geometric gaps between
-    successes (:func:`~dpmodels.exact.bernoulli_positions`, exact, no
+    successes (`bernoulli_positions()`, exact, no
     binomial in float64) and given values from the law of Z given Z >= k.
     The output has exactly the distribution of "perturb all m cells, then
-    keep those >= k".  ``source``: see :func:`dpmodels.randomness.random_source`.
+    keep those >= k".  ``source``: see `dpmodels.randomness.random_source()`.
     """
     bits = random_source(source)
     ids = np.asarray(ids, dtype=np.uint64)

@@ -7,13 +7,13 @@ PRIVACY.md rule 4.
 =============  =========================================  ====================================
 method         release                                    models
 =============  =========================================  ====================================
-"histogram"    :func:`dpmodels.release` (Lei 2011)        all dp_* models
-"moments"      :func:`dpmodels.moments.release_moments`   dp_ols
-"newton"       :func:`dpmodels.newton.release_newton`     dp_logit
-"newton"       :func:`dpmodels.quantile_steps.            dp_quantreg
-               release_quantile_steps`
-"sample-       :func:`dpmodels.sample_aggregate.          all dp_* models, through
-aggregate"     release_sample_aggregate` (Smith 2011)     dpmodels.routing (never "auto")
+"histogram"    `dpmodels.release()` (Lei 2011)        all dp_* models
+"moments"      `dpmodels.moments.release_moments()`   dp_ols
+"newton"       `dpmodels.newton.release_newton()`     dp_logit
+"newton"       `dpmodels.quantile_steps.            dp_quantreg
+               release_quantile_steps()`
+"sample-       `dpmodels.sample_aggregate.          all dp_* models, through
+aggregate"     release_sample_aggregate()` (Smith 2011)     dpmodels.routing (never "auto")
 =============  =========================================  ====================================
 """
 
@@ -46,7 +46,7 @@ __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_me
            "HISTOGRAM_MIN_CELLS", "MNLOGIT_METHODS", "FAMILY_METHODS", "METHOD_RELEASES",
            "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES"]
 
-#: The tables below are views of :data:`dpmodels.registry.MECHANISMS`, the one
+#: The tables below are views of `dpmodels.registry.MECHANISMS`, the one
 #: place a mechanism is declared.
 ENGINES = _registry.ENGINES
 #: The releases by name: (module, release function, release type).  dp_quantreg's
@@ -185,7 +185,7 @@ def choose_quantreg_method(method: str, formula: str, data, *, bounds=None, leve
                            namespace: Mapping | None = None, n: int | None = None,
                            epsilon: float | None = None) -> str:
     """Resolve dp_quantreg's ``method`` to "histogram" or "newton", by
-    dp_ols' rule (:func:`choose_ols_method`): the histogram where the factors
+    dp_ols' rule (`choose_ols_method()`): the histogram where the factors
     carry the model, the Newton steps of the check loss elsewhere
     (benchmarks/validity.py's median4: the histogram's intervals covered x1
     in 0% of data sets at n = 2e4).
@@ -322,7 +322,7 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
 
 
 def _stateful(formula) -> bool:
-    """The formula uses a stateful patsy transform (:func:`dpmodels.moments.stateful_transform`)."""
+    """The formula uses a stateful patsy transform (`dpmodels.moments.stateful_transform()`)."""
     try:
         return stateful_transform(formula) is not None
     except Exception:  # an invalid formula: the release's own checks say what is wrong
@@ -360,7 +360,7 @@ def public_rows(data, n=None) -> int | None:
 
 def _declares_unbounded(formula, data, bounds, levels, namespace) -> bool:
     """True when a continuous variable of the formula is declared
-    :class:`~dpmodels.unbounded.Unbounded` (only the histogram bins it): from
+    `Unbounded` (only the histogram bins it): from
     the declarations and the schema only."""
     if not isinstance(bounds, Mapping) or not any(
             isinstance(b, Unbounded) for b in bounds.values()):

@@ -2,7 +2,7 @@
 
 For least squares only the first and second moments of ``[X y]`` matter.
 This mechanism releases them directly, at any number of covariates, where
-the joint histogram (:mod:`dpmodels.release`) must coarsen its grid and pay
+the joint histogram (`dpmodels.release`) must coarsen its grid and pay
 for spurious cells.
 
 Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
@@ -36,10 +36,10 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    over the released pairs ``i <= j)`` over the rows with no missing value
    (a dummy's square equals its sum and the products of two dummies of one
    factor are 0: neither is released).  Its replace-one L1 sensitivity
-   Delta is :func:`moments_sensitivity`'s bound, from ``||k||_1 <= A``
+   Delta is `moments_sensitivity()`'s bound, from ``||k||_1 <= A``
    (ball, clamped ranges and one-hot groups) and ``sum_{i<=j} |k_i k_j| <=
    (A**2 + Q) / 2``.  Every entry gets exact discrete Laplace noise with
-   ``P(z) ~ exp(-epsilon_m |z| / Delta)`` (:mod:`dpmodels.exact`).
+   ``P(z) ~ exp(-epsilon_m |z| / Delta)`` (`dpmodels.exact`).
    Sums are exact integer arithmetic (float64 partial sums below 2**53,
    Python integers across chunks): the sensitivity argument holds for the
    numbers actually computed.
@@ -50,7 +50,7 @@ released outputs only (sequential composition); the parts add up to epsilon
 moments (no clipping, no quantization; NOT private).
 
 The released moments are in the scaled, clipped coordinates ``v``;
-:class:`PrivateMoments` maps them back to the design's units.  Rows beyond
+`PrivateMoments` maps them back to the design's units.  Rows beyond
 the radius are scaled down, which biases the moments toward the centre (and
 a clipped dummy's square is then below its sum); the noisy count of such
 rows is published with the release.  Tests: ``tests/test_moments.py``
@@ -336,7 +336,7 @@ def _grid_frame(formula: str, domain: Domain) -> pd.DataFrame:
 
 def stateful_transform(formula: str) -> tuple[str, str] | None:
     """``(transform, factor code)`` of the first stateful patsy transform
-    (:data:`_STATEFUL`) the formula uses, or None."""
+    (`_STATEFUL`) the formula uses, or None."""
     desc = patsy.ModelDesc.from_formula(formula)
     for term in list(desc.lhs_termlist) + list(desc.rhs_termlist):
         for factor in term.factors:
@@ -351,7 +351,7 @@ def check_finite_design(formula: str, domain: Domain, namespace: Mapping[str, ob
     formula whose transforms are undefined (NaN) somewhere on the domain:
     patsy's NaN rows would later be dropped from the fit without a word
     (``np.log(x)`` of a variable whose bounds, or whose Unbounded cells, reach
-    below 0).  Read on the public grid of :func:`_grid_frame` (the ends of
+    below 0).  Read on the public grid of `_grid_frame()` (the ends of
     every continuous variable included; an infinite value at a bound itself,
     ``np.log(x)`` at 0, is left to the release: its cells are inside)."""
     grid = _grid_frame(formula, domain)
@@ -400,13 +400,13 @@ def _check_full_rank(X: np.ndarray, names) -> None:
 
 def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], *,
                  response: bool = True) -> DesignSpace:
-    """The public :class:`DesignSpace` of ``formula`` over ``domain``.
+    """The public `DesignSpace` of ``formula`` over ``domain``.
 
     With ``response=False`` only the right-hand side is built (the caller
     codes the response itself, e.g. a binary one): the coordinates are then
     the non-constant columns of X alone.
 
-    Raises :class:`~dpmodels.errors.DPModelsError` for a formula this
+    Raises `DPModelsError` for a formula this
     mechanism cannot serve (a stateful transform, a response with more than
     one column, a design with no non-constant column).
     """
@@ -487,7 +487,7 @@ def design_space(formula: str, domain: Domain, namespace: Mapping[str, object], 
 
 class ScaledRows(Release):
     """What the moments, Newton and quantile-steps releases share: rows scaled
-    as ``v = (u - offsets) / scales`` over a :class:`DesignSpace`, and a report."""
+    as ``v = (u - offsets) / scales`` over a `DesignSpace`, and a report."""
 
     space: DesignSpace
     offsets: np.ndarray
@@ -507,7 +507,7 @@ class ScaledRows(Release):
         """Write the release to a JSON file (gzip if ``path`` ends in ``.gz``):
         its public domain and design, released values and privacy report,
         nothing else (no raw row).  Read it back with
-        :func:`dpmodels.load_release`; see :mod:`dpmodels.saved`.
+        `dpmodels.load_release()`; see `dpmodels.saved`.
 
         Examples
         --------
@@ -533,7 +533,7 @@ class PrivateMoments(ScaledRows):
     """Differentially private first and second moments of a formula's design.
 
     Everything derived from it is post-processing.  Moments are in the
-    scaled, clipped coordinates ``v`` of :class:`DesignSpace` (non-constant
+    scaled, clipped coordinates ``v`` of `DesignSpace` (non-constant
     columns of ``X``, then ``y``).
 
     Attributes
@@ -557,7 +557,7 @@ class PrivateMoments(ScaledRows):
     report : MomentsReport
     """
 
-    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    #: The release's kind in a saved file (`dpmodels.saved`).
     saved_kind: ClassVar[str] = "moments"
 
     space: DesignSpace
@@ -685,16 +685,16 @@ def moments_sensitivity(radius: float, space: DesignSpace, offsets: np.ndarray,
     A row's quantized coordinates (response included) satisfy ``|k_j| <= B_j
     = g (1 + |offset_j|) / scale_j + 1/2`` (the clamped range), ``||k||_1 <=
     g R + q/2`` (the ball) and, within a group of exclusive dummies, one
-    ``k_j`` at most is not 0 (:func:`row_units`).  So ``||k||_1 <= A = min(g R
+    ``k_j`` at most is not 0 (`row_units()`).  So ``||k||_1 <= A = min(g R
     + q/2, sum of the units)``, and the released products, a subset of
     ``{k_i k_j, i <= j}``, sum in absolute value to at most ``F = (A**2 + Q)
     / 2`` with ``Q`` the largest ``||k||_2**2`` under these constraints
-    (:func:`largest_squares`).  (The response stays in the ball: leaving it
+    (`largest_squares()`).  (The response stays in the ball: leaving it
     out would make the shrinking depend on the covariates only, unbiased for
     least squares, but put its whole clamped range into the sensitivity:
     1.5-3x the error on skewed, mixed and wide-bounded responses in
     benchmarks/peers.py.  The clipping's pull is carried into the intervals
-    instead, see :mod:`dpmodels.models.moments_ols`.)
+    instead, see `dpmodels.models.moments_ols`.)
     Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.  Depends on
     public inputs and on the released radius, offsets and scales.
     """
@@ -751,7 +751,7 @@ def _tail_edge(noisy: np.ndarray, edges: np.ndarray, allowed: float) -> float:
 
 
 def _unit_epsilon(epsilon: float, sensitivity_half: float) -> float:
-    """The ``epsilon`` argument of :func:`~dpmodels.exact.discrete_laplace`
+    """The ``epsilon`` argument of `discrete_laplace()`
     (scale ``2/epsilon``) that makes a vector of L1 sensitivity
     ``2 * sensitivity_half`` epsilon-DP, rounded down (never above the budget)."""
     return float(np.nextafter(epsilon / sensitivity_half, 0.0))
@@ -759,7 +759,7 @@ def _unit_epsilon(epsilon: float, sensitivity_half: float) -> float:
 
 class _RowPasses:
     """Iterates over the scaled rows u of the complete rows, chunk by chunk,
-    with their 0/1 response ``y`` when one is given (:meth:`pairs`); keeps
+    with their 0/1 response ``y`` when one is given (`pairs()`); keeps
     them in memory when they are small enough."""
 
     def __init__(self, space: DesignSpace, published: pd.DataFrame, valid: np.ndarray,
@@ -848,10 +848,10 @@ class _KeepRows:
 
 class _Passes:
     """Runs a stage over the rows where they live.  In memory: one
-    :class:`_RowPasses` (scaled rows kept between the stages when small).  An
+    `_RowPasses` (scaled rows kept between the stages when small).  An
     engine's frame (Dask, Polars LazyFrame, DuckDB, Spark): the stage runs on
     every batch or partition (a pandas frame) where the data live
-    (:meth:`dpmodels.engines.Source.map_partitions`), and only its small result
+    (`dpmodels.engines.Source.map_partitions()`), and only its small result
     (histogram counts, the integer statistics as Python integers) comes back
     and is summed.  Every result is an exact integer sum, so the release is
     the same, bit for bit, however the rows are split."""
@@ -926,8 +926,8 @@ class PublicInputs:
 
 def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_state, accountant,
                   missing, namespace: Mapping[str, object], domain_check) -> PublicInputs:
-    """Every check of a moments-type release (:func:`release_moments`,
-    :func:`dpmodels.newton.release_newton`) that needs no value of the data:
+    """Every check of a moments-type release (`release_moments()`,
+    `dpmodels.newton.release_newton()`) that needs no value of the data:
     arguments, columns, dtypes (a schema), the public n, the domain (and the
     caller's ``domain_check``).  Raises before any budget or noise."""
     check_release_arguments(
@@ -990,7 +990,7 @@ def release_moments(
     epsilon : float
         Privacy parameter (> 0); ``inf`` releases exact moments (NOT private).
     bounds, levels :
-        Public domain, as for :func:`dpmodels.release`.
+        Public domain, as for `dpmodels.release()`.
     n : int, optional
         The public number of rows (default: rows handed in).
     random_state : None, int or Generator
@@ -1156,7 +1156,7 @@ class IntegerStatistics:
 
     ``vector`` = ``(w_n N, w_s sum k, sum k_i k_j for the released pairs)``
     (Python integers; ``k = round(v g)``).  ``delta`` is its replace-one L1
-    sensitivity (:func:`moments_sensitivity`).  Without quantization
+    sensitivity (`moments_sensitivity()`).  Without quantization
     (``g = 0``, not private) the vector holds the exact float moments.
     """
 
@@ -1199,9 +1199,9 @@ def scaled_ball(passes: _Passes, space: DesignSpace, loc_counts: np.ndarray, eps
                 extra_dimensions: int = 0):
     """The first two stages of the moments and Newton-type releases: private centres and
     scales of the design's coordinates (``eps_s``) and the L1 radius the
-    scaled rows are clipped to (``eps_r``), as in :mod:`dpmodels.moments`.
+    scaled rows are clipped to (``eps_r``), as in `dpmodels.moments`.
 
-    The allowed clipped share is :func:`clip_fraction` of the design's
+    The allowed clipped share is `clip_fraction()` of the design's
     dimension plus ``extra_dimensions`` (the Newton steps count the intercept),
     times ``clip_scale``.
 

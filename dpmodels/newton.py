@@ -13,11 +13,11 @@ steps remove the Taylor approximation's bias).
 Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
 ------------------------------------------------------------------
 1. **Public design space** of the right-hand side
-   (:func:`dpmodels.moments.design_space` with ``response=False``): design
+   (`dpmodels.moments.design_space()` with ``response=False``): design
    columns, their public ranges; rows clamped to them, scaled to ``u``.  The
    response is coded 1 for its last declared level (as ``dp_logit``).
 2. **Centres and scales (10% of epsilon)** and **radius (5%)**, exactly as
-   the moments release (:mod:`dpmodels.moments`): ``v = (u - c) / s`` shrunk
+   the moments release (`dpmodels.moments`): ``v = (u - c) / s`` shrunk
    into the L1 ball of radius R; the intercept coordinate is 1, so
    ``x~ = (1, v)`` has ``||x~||_1 <= 1 + R``.
 3. **Newton steps (the rest, split 10% / 10% / 20% / 60% over four steps).**
@@ -26,7 +26,7 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    G)`` in ``[-G, G]`` (``G = 2**8``), and releases the integer vector
    ``(sum a k_i k_j  (i <= j), w_g sum e k)``.  Per row its L1 norm is at most
    ``G F + w_g G A`` with A the bound on ``||k||_1`` and F the bound on
-   ``sum_{i<=j} |k_i k_j|`` of :func:`dpmodels.moments.moments_sensitivity`;
+   ``sum_{i<=j} |k_i k_j|`` of `dpmodels.moments.moments_sensitivity()`;
    replace-one: ``Delta = 2 (G F + w_g G A)`` (a row with a missing value
    contributes nothing).  Noise: exact discrete Laplace of scale
    ``Delta / epsilon_t``.  The update ``b_t = b_{t-1} + H^-1 g`` (H's
@@ -120,7 +120,7 @@ class PrivateNewton(ScaledRows):
         The noise variances (information entry, score entry) of every step.
     """
 
-    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    #: The release's kind in a saved file (`dpmodels.saved`).
     saved_kind: ClassVar[str] = "newton"
 
     space: DesignSpace
@@ -206,12 +206,12 @@ def _quantum(radius: float) -> int:
 
 def logit_family(eta: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The logit's step weights and residuals: ``(4 p (1 - p), y - p)`` (in
-    [0, 1] and [-1, 1]; :data:`LOGIT_WEIGHT` undoes the 4)."""
+    [0, 1] and [-1, 1]; `LOGIT_WEIGHT` undoes the 4)."""
     p = 1.0 / (1.0 + np.exp(-eta))
     return 4.0 * p * (1.0 - p), y - p
 
 
-#: The information's unit for :func:`logit_family`'s weights (H = sum p(1-p) x x').
+#: The information's unit for `logit_family()`'s weights (H = sum p(1-p) x x').
 LOGIT_WEIGHT = 0.25
 
 
@@ -222,7 +222,7 @@ def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radi
 
     ``family(eta, y)`` gives each row's weight in [0, 1] and residual in
     [-1, 1] at the linear predictor ``eta = (1, v)'b``; whatever it is, a
-    row's quantized contribution obeys the bound of :func:`_step_scale`."""
+    row's quantized contribution obeys the bound of `_step_scale()`."""
     q = space.q
     g, w_g, delta = _step_scale(radius, space, offsets, scales)
     _, A = _newton_bound(radius, space, offsets, scales, g)
@@ -255,7 +255,7 @@ def _step_scale(radius: float, space: DesignSpace, offsets, scales) -> tuple[int
 
 def _newton_bound(radius: float, space: DesignSpace, offsets, scales, g: int):
     """(F, A) for the rows ``k = round((1, v) g)``: A bounds ``||k||_1`` and F
-    bounds ``sum_{i<=j} |k_i k_j|`` (see :func:`dpmodels.moments.moments_sensitivity`,
+    bounds ``sum_{i<=j} |k_i k_j|`` (see `dpmodels.moments.moments_sensitivity()`,
     whose argument is repeated here with the intercept's unit g added)."""
     units = row_units(space, g * (1.0 + np.abs(offsets)) / scales + 0.5)
     A = g + min(radius * g + space.q / 2.0, float(np.sum(units)))
@@ -316,7 +316,7 @@ def design_moments(H: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
 
 def check_binary_levels(axis) -> None:
     """Refuse a binary response whose declared levels are numbers other than
-    0/1 (which one is the event?): a :class:`~dpmodels.errors.DomainError`
+    0/1 (which one is the event?): a `DomainError`
     naming the variable, raised from the declaration alone (before any row
     is read).  Non-numeric levels code their last declared level 1."""
     levels = axis.levels
@@ -359,7 +359,7 @@ def release_newton(
     """Release an epsilon-DP logistic regression by noisy Newton steps (see
     the module notes).
 
-    Parameters are those of :func:`dpmodels.moments.release_moments`; the
+    Parameters are those of `dpmodels.moments.release_moments()`; the
     formula's left-hand side is one variable with two declared levels (or
     0/1, or bool); 1 is its last declared level.
 

@@ -1,7 +1,7 @@
 """Planning a release before it is made: the expected error of each
 coefficient against epsilon, simulated from public inputs and a guess.
 
-:func:`plan` answers "how large an epsilon do I need?" before any private
+`plan()` answers "how large an epsilon do I need?" before any private
 data is touched.  It never reads the private data: its inputs are the public
 ones a release takes anyway (formula, n, bounds, levels, bins) and the
 analyst's *guess* of what the data look like -- a small public or synthetic
@@ -21,7 +21,7 @@ simulated data sets and compares each private fit with the non-private fit
 
 The privacy noise scales as 1/epsilon, so the privacy error typically falls
 like 1/epsilon until the binning / clipping bias and the sampling error (which
-do not depend on epsilon) take over: on a log-log plot (:meth:`Plan.plot`) a
+do not depend on epsilon) take over: on a log-log plot (`Plan.plot()`) a
 line of slope -1 that flattens out.
 """
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = ["plan", "Plan", "PLAN_MODELS"]
 
-#: The models :func:`plan` simulates, by name.
+#: The models `plan()` simulates, by name.
 PLAN_MODELS = ("ols", "logit", "quantreg", "mnlogit")
 
 Guess: TypeAlias = pd.DataFrame | Callable[[np.random.Generator, int], pd.DataFrame]
@@ -70,7 +70,7 @@ def line_style(i: int) -> dict:
 
 @dataclass(frozen=True)
 class Plan:
-    """The outcome of :func:`plan`: expected error of each coefficient per epsilon.
+    """The outcome of `plan()`: expected error of each coefficient per epsilon.
 
     Attributes
     ----------

@@ -5,14 +5,14 @@ Everything drawn here is post-processing (PRIVACY.md rule 6): the estimates
 and intervals of a results object, the released counts summed into
 marginals, and public inputs (the domain, the threshold).  Nothing reads raw
 rows.  A non-private estimate the analyst passes to
-:func:`plot_coefficients` is the analyst's own input and is drawn as given.
+`plot_coefficients()` is the analyst's own input and is drawn as given.
 
 matplotlib is an optional dependency (``pip install 'dpmodels[plot]'``); it
 is imported inside the functions, so ``import dpmodels`` never needs it.
 
 Conventions of the figures
 --------------------------
-* **Forest plot** (:func:`plot_coefficients`): one row per coefficient, first
+* **Forest plot** (`plot_coefficients()`): one row per coefficient, first
   at the top.  The default (dp, noise-aware) interval is a solid bar with a
   round marker just above the row's line; the naive interval (which treats
   the noisy counts as data) a dashed bar with a square marker just below.
@@ -20,7 +20,7 @@ Conventions of the figures
   carries no information about that coefficient -- is drawn as arrows from
   the estimate to the edge(s) of the axes with the label "no information".
   Optional non-private estimates are black diamonds on the row's line.
-* **Release marginal** (:func:`plot_release`): bars of the released counts
+* **Release marginal** (`plot_release()`): bars of the released counts
   summed over the other variables (1-D) with the threshold as a horizontal
   line, or a heat map of a 2-D marginal with the threshold in the title and
   on the colour bar.

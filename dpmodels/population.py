@@ -30,7 +30,7 @@ Three populations, chosen by ``cov_kwds={"population": ...}``:
 
 Features of the log-linear model: a quadratic in the continuous axes' bin
 positions, and each discrete level's indicator alone and times each
-continuous position (:func:`cell_features`).
+continuous position (`cell_features()`).
 """
 
 from __future__ import annotations

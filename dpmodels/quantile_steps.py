@@ -7,13 +7,13 @@ over the rows: the score ``s(b) = sum (tau - 1[y < x'b]) x`` and a kernel
 estimate of the information ``H(b) = sum 1[|y - x'b| < h] x x' / (2h)`` (Powell's
 sandwich middle, the uniform kernel).  Both are bounded per row once the rows
 are, so each step is released with exact discrete Laplace noise by the
-machinery of :mod:`dpmodels.newton` (same quantization, same sensitivity).
+machinery of `dpmodels.newton` (same quantization, same sensitivity).
 The estimate is the zero of the noisy score: the bandwidth only sets how fast
 the steps get there, not where they go.
 
 Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
 ------------------------------------------------------------------
-1. **Public design space** of the right-hand side (as :mod:`dpmodels.newton`)
+1. **Public design space** of the right-hand side (as `dpmodels.newton`)
    and the response scaled by its public range to ``y~`` in [-1, 1].
 2. **Centres and scales (10% of epsilon)** and **radius (5%)** of the
    design, as the Newton release; ``x~ = (1, v)``.
@@ -25,18 +25,18 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    number of rows and of rows with a 1 in each 0/1 column, for the
    information diagnostic (a declared level with no rows); replace-one L1
    sensitivity ``max(2g + u, 1 + g + u)``, g the exclusive groups of dummies
-   and u the other 0/1 columns (:func:`level_sensitivity`).
+   and u the other 0/1 columns (`level_sensitivity()`).
 5. **Residual histogram (5%)**: the counts of ``r = y~ - x~'b_1`` on a public
    symmetric grid (geometric, 2 edges per octave, from 2**-8 to 4);
    replace-one L1 sensitivity 2.  Post-processing reads from it, for every
    quantile tau, the start (``b_1`` with its intercept moved by the
    residuals' tau-quantile) and the bandwidth h (the half-width around that
    quantile holding a public share of the rows: the Hall-Sheather rate, raised
-   where the information's noise would swamp fewer rows; :func:`band_share`).
+   where the information's noise would swamp fewer rows; `band_share()`).
 6. **Quantile steps (the rest, split equally over the quantiles, and within
    one quantile 15% / 25% / 60% over three steps)**: weights
    ``1[|y~ - x~'b| < h]`` and residuals ``tau - 1[y~ < x~'b]``, released as
-   the Newton release's step (:func:`dpmodels.newton.noisy_step`).  The update
+   the Newton release's step (`dpmodels.newton.noisy_step()`).  The update
    ``b + H^-1 s`` (H floored at the noise's operator norm) is post-processing.
 
 The parts of epsilon add up to epsilon (PRIVACY.md rule 8); every quantity
@@ -130,7 +130,7 @@ def _score_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, rad
     """Exact integer statistics of one quantile step at ``b``: ``G g`` times the
     number of rows with ``|y~ - x~'b| < h``, and ``sum k e`` with ``k = round(x~
     g)``, ``e = round((tau - 1[y~ < x~'b]) G)``.  A row adds at most ``G g`` to
-    the first and ``G A`` (A: :func:`dpmodels.newton._newton_bound`) to the
+    the first and ``G A`` (A: `dpmodels.newton._newton_bound()`) to the
     second in L1, so replace-one changes the vector by at most ``2 G (g + A)``."""
     g = _quantum(radius)
     _, A = _newton_bound(radius, space, offsets, scales, g)
@@ -147,7 +147,7 @@ def _score_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, rad
 
 
 def score_sensitivity(radius, space: DesignSpace, offsets, scales) -> tuple[int, int]:
-    """``(g, Delta)`` of a quantile step's statistics (see :func:`_score_statistics`)."""
+    """``(g, Delta)`` of a quantile step's statistics (see `_score_statistics()`)."""
     g = _quantum(radius)
     _, A = _newton_bound(radius, space, offsets, scales, g)
     return g, math.ceil(2.0 * LEVELS * (g + A) * (1 + 1e-12)) + 1
@@ -256,7 +256,7 @@ def quantile_update(b, gram, rows, h: float, score):
 @dataclass(frozen=True, eq=False)
 class PrivateQuantileSteps(ScaledRows):
     """A private quantile regression released as noisy Newton steps of the
-    check loss (:mod:`dpmodels.quantile_steps`), for one or more quantiles.
+    check loss (`dpmodels.quantile_steps`), for one or more quantiles.
 
     Attributes
     ----------
@@ -271,10 +271,10 @@ class PrivateQuantileSteps(ScaledRows):
         units), from its last step's band count: ``rows in band / (2 h n)``.
     ls_information : ndarray, (q + 1, q + 1)
         The least-squares step's noisy ``sum x~ x~'``; every quantile step's
-        information is ``band rows / (2h)`` times :func:`gram_of` it.
+        information is ``band rows / (2h)`` times `gram_of()` it.
     band_prior_var : ndarray, (m,)
         Variance of each quantile's band count read from the residual
-        histogram (the first term of :class:`BandCount`).
+        histogram (the first term of `BandCount`).
     score, start : ndarray
         Each quantile's last noisy score ``(m, q+1)`` at ``start`` (the
         previous iterate).
@@ -303,7 +303,7 @@ class PrivateQuantileSteps(ScaledRows):
     report : MomentsReport
     """
 
-    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    #: The release's kind in a saved file (`dpmodels.saved`).
     saved_kind: ClassVar[str] = "quantile-steps"
 
     space: DesignSpace
@@ -331,7 +331,7 @@ class PrivateQuantileSteps(ScaledRows):
     report: MomentsReport
 
     def index(self, tau: float) -> int:
-        """Position of quantile ``tau`` in :attr:`quantiles` (an error naming
+        """Position of quantile ``tau`` in `quantiles` (an error naming
         the released ones when it was not released)."""
         for i, t in enumerate(self.quantiles):
             if math.isclose(float(tau), t, rel_tol=0.0, abs_tol=1e-12):
@@ -375,7 +375,7 @@ def _quantiles(q) -> tuple[float, ...]:
 
 def _residual_counts(rows: _RowPasses, offsets, scales, radius, b, edges,
                      space: DesignSpace | None = None):
-    """The residual histogram at ``b``; with ``space``, also :func:`_level_counts`
+    """The residual histogram at ``b``; with ``space``, also `_level_counts()`
     in the same pass over the rows: ``(residual counts[, level counts])``."""
     counts = np.zeros(edges.size + 1, np.int64)
     levels = None if space is None else np.zeros(1 + int(space.dummy.sum()), np.int64)
@@ -403,7 +403,7 @@ def _level_counts(rows: _RowPasses, space: DesignSpace):
 
 
 def level_sensitivity(space: DesignSpace) -> int:
-    """The replace-one L1 sensitivity of :func:`_level_counts`.  A complete
+    """The replace-one L1 sensitivity of `_level_counts()`.  A complete
     row adds 1 to the total, 1 to at most one dummy of each of the g
     exclusive groups and 1 to each of the u other dummies; a row with a
     missing value adds nothing.  Two complete rows differ by at most 2g + u
@@ -457,7 +457,7 @@ def release_quantile_steps(
         The quantile(s), strictly between 0 and 1; with several, the
         quantile steps' part of epsilon is split equally between them.
     epsilon, bounds, levels, n, random_state, accountant, missing
-        As :func:`dpmodels.moments.release_moments`.
+        As `dpmodels.moments.release_moments()`.
 
     Returns
     -------

@@ -2,18 +2,18 @@
 
 A release draws its noise from a source of uniform 64-bit words:
 
-* :class:`SecureBits` (the default, ``random_state=None``): the operating
-  system's cryptographically secure generator (:func:`os.urandom`, the
+* `SecureBits` (the default, ``random_state=None``): the operating
+  system's cryptographically secure generator (`os.urandom()`, the
   ``getrandom`` system call on Linux), read directly for every draw.  Its
   output cannot be predicted from earlier output, unlike a fast
   non-cryptographic generator (PCG64, Mersenne Twister) that was merely
   seeded from the OS once.
-* :class:`SeededBits` (``random_state=<int or numpy Generator>``): the words
+* `SeededBits` (``random_state=<int or numpy Generator>``): the words
   of a numpy generator, for reproducible tests and docs.  Not secure; the
   privacy report says a seeded generator was used.
 
-The exact samplers of :mod:`dpmodels.exact` consume these words and nothing
-else.  :func:`make_rng` gives the numpy ``Generator`` that post-processing
+The exact samplers of `dpmodels.exact` consume these words and nothing
+else.  `make_rng()` gives the numpy ``Generator`` that post-processing
 (the parametric bootstrap) uses: its randomness is not part of the privacy
 guarantee.
 """
@@ -103,14 +103,14 @@ class SeededBits:
 
 #: The library's own word sources (checked by exact type: a runtime-checkable
 #: Protocol's isinstance costs ~0.1 ms, and the exact samplers call
-#: :func:`random_source` once per draw).
+#: `random_source()` once per draw).
 _SOURCES = (SecureBits, SeededBits)
 
 
 def check_random_state(random_state) -> None:
     """Raise ``TypeError``/``ValueError`` unless ``random_state`` is None, a
     non-negative int (not a bool), a numpy ``Generator`` or a
-    :class:`RandomBits`.  Public input only: called before any data is read."""
+    `RandomBits`.  Public input only: called before any data is read."""
     if random_state is None or isinstance(random_state, (np.random.Generator, RandomBits)):
         return
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):

@@ -1,12 +1,12 @@
 """The registry of mechanisms: every way dpmodels releases something from raw
 rows, in one table.
 
-Each :class:`Mechanism` says what it is called, which ``dp_*`` families it
+Each `Mechanism` says what it is called, which ``dp_*`` families it
 serves and how a caller names it (``method=``, or a route that recognises the
 call: a local release handed in as data, ``select=``), the function that
 makes its release and the type of that release, the engines whose data it
-reads, and how to build each family's model on it.  :mod:`dpmodels.methods`
-(the tables ``method="auto"`` and the tests read) and :mod:`dpmodels.routing`
+reads, and how to build each family's model on it.  `dpmodels.methods`
+(the tables ``method="auto"`` and the tests read) and `dpmodels.routing`
 (the routes the ``dp_*`` functions try first) are views of this table; a new
 mechanism is its module plus one entry here.
 
@@ -59,7 +59,7 @@ class Mechanism:
         The class of that release (in ``release``'s module), when it is a
         value a model is fitted on.
     engines : tuple of str
-        The engines (:data:`ENGINES`) whose data it reads; on the others it
+        The engines (`ENGINES`) whose data it reads; on the others it
         refuses, saying to convert the data, before anything is read or spent.
     applies : callable or None
         ``applies(call) -> bool`` for a routed mechanism: tried, in registry

@@ -2,7 +2,7 @@
 thresholded counts, with its privacy report.
 
 This is the only public entry point that reads raw rows, and it reads them
-once (through :func:`dpmodels.histogram.count_cells`).  Every check on the
+once (through `dpmodels.histogram.count_cells()`).  Every check on the
 caller's input, every data-independent choice (bins, threshold, the bound
 on spurious cells) and the budget check happen before that pass; noise is
 drawn only after it succeeds.
@@ -84,7 +84,7 @@ class PrivateHistogram(Release):
     report : PrivacyReport
     """
 
-    #: The release's kind in a saved file (:mod:`dpmodels.saved`).
+    #: The release's kind in a saved file (`dpmodels.saved`).
     saved_kind: ClassVar[str] = "histogram"
 
     domain: Domain
@@ -155,7 +155,7 @@ class PrivateHistogram(Release):
         Wasserman & Zhou's perturbed histogram sampling: each row's cell is
         drawn with probability proportional to its released count (a signed
         release's negative counts count as 0), then a point inside the cell.
-        See :mod:`dpmodels.synthetic`.
+        See `dpmodels.synthetic`.
 
         Parameters
         ----------
@@ -166,7 +166,7 @@ class PrivateHistogram(Release):
         within : {"uniform", "density"}
             A continuous variable uniform inside its bin (on the axis's
             binning scale), or from the within-cell density fitted to the
-            release (:mod:`dpmodels.representatives`).
+            release (`dpmodels.representatives`).
 
         Returns
         -------
@@ -188,7 +188,7 @@ class PrivateHistogram(Release):
 
     def simulators(self, population: str = "deconvolved") -> list:
         """The simulations of this release that the parametric bootstrap
-        (:func:`dpmodels.bootstrap.parametric_bootstrap`) draws its replicate
+        (`dpmodels.bootstrap.parametric_bootstrap()`) draws its replicate
         releases from: the discrete Laplace release of a population estimated
         from the cells (post-processing).  With ``population="deconvolved"``
         and a deconvolution that moved mass, the smooth population too (the
@@ -204,7 +204,7 @@ class PrivateHistogram(Release):
         """Write the release to a JSON file (gzip if ``path`` ends in ``.gz``):
         its public domain, released cells and counts and privacy report,
         nothing else (no raw row).  Read it back with
-        :func:`dpmodels.load_release`; see :mod:`dpmodels.saved`.
+        `dpmodels.load_release()`; see `dpmodels.saved`.
 
         Examples
         --------
@@ -221,7 +221,7 @@ class PrivateHistogram(Release):
     def plot(self, x: str, y: str | None = None, ax=None):
         """Bars (``x``) or a heat map (``x`` by ``y``) of the released marginal
         counts, the threshold marked (post-processing: free); returns the
-        matplotlib Figure.  See :func:`dpmodels.plots.plot_release`."""
+        matplotlib Figure.  See `dpmodels.plots.plot_release()`."""
         return plot_release(self, x, y, ax=ax)
 
     def __repr__(self) -> str:
@@ -276,9 +276,9 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
     """Turn the ``threshold`` argument into a rule and an integer cut.
 
     Noisy counts are integers, so "keep counts >= t" is "keep counts >= ceil(t)".
-    ``"auto"`` needs the domain size ``m`` (see :mod:`dpmodels.thresholds`).
+    ``"auto"`` needs the domain size ``m`` (see `dpmodels.thresholds`).
     A cut that does not fit in a 64-bit integer (e.g. ``A * log(n) / epsilon``
-    with a tiny epsilon) is refused with a :class:`~dpmodels.errors.DPModelsError`.
+    with a tiny epsilon) is refused with a `DPModelsError`.
     """
     if math.isinf(epsilon):
         return ThresholdSpec("none (exact counts, no noise)", None, None, None)
@@ -351,7 +351,7 @@ def release(
     data : pandas.DataFrame, mapping of str to array-like, or an engine's frame
         The raw rows. Read once; never modified. A Polars DataFrame or
         LazyFrame, a Dask DataFrame, a DuckDB relation or a PySpark DataFrame
-        is binned and counted inside its engine (:mod:`dpmodels.engines`):
+        is binned and counted inside its engine (`dpmodels.engines`):
         only the non-empty cells' counts reach this process.
     columns : sequence of str, optional
         The variables to release. Give this or ``formula``.
@@ -363,7 +363,7 @@ def release(
     bounds : dict of str to (low, high) or Unbounded
         Public bounds of each continuous variable. Values outside are clipped
         into the edge bins.  A variable without public bounds may be declared
-        :class:`~dpmodels.Unbounded` ``(center, scale)``: binned on a public
+        `Unbounded` ``(center, scale)``: binned on a public
         logistic scale (see ``docs/unbounded.md``).
     levels : dict of str to list or "dtype"
         Public level set of each discrete variable (not needed for a bool
@@ -372,8 +372,8 @@ def release(
         when they were set from public knowledge, not built from the data.
     bins : int, dict or "auto"
         Equal-width bins per continuous variable (at most
-        :data:`dpmodels.domain.MAX_BINS`); "auto" applies
-        :func:`dpmodels.domain.auto_bins` to public inputs only.  Every key of
+        `dpmodels.domain.MAX_BINS`); "auto" applies
+        `dpmodels.domain.auto_bins()` to public inputs only.  Every key of
         ``bounds``, ``levels`` and ``bins`` must be a column of the data (a
         typo is an error; columns the formula does not use are fine).
     threshold : "enhanced", "auto", "zero", float or None
@@ -382,7 +382,7 @@ def release(
         or above the enhanced one whose expected spurious mass is at most 1%
         of n (and whose expected spurious cells are at most
         ``max_spurious_cells``), from (m, n, epsilon) only
-        (:mod:`dpmodels.thresholds`; for large domains, see
+        (`dpmodels.thresholds`; for large domains, see
         ``docs/scaling.md``); "zero": ``max(count, 0)`` (Algorithm 1'); a number:
         that threshold; None: signed counts (Algorithm 1; dense, so only for
         domains of at most ``max_spurious_cells`` cells).
@@ -392,7 +392,7 @@ def release(
     n : int, optional
         The public number of rows; by default the number of rows handed in
         (before any missing-value drop).  A declared n more than a factor 2
-        away from the rows handed in gives a :class:`~dpmodels.errors.ReleaseWarning`
+        away from the rows handed in gives a `ReleaseWarning`
         (in-memory data).  Zero rows handed in is an error.
     random_state : None, int or numpy.random.Generator
         None draws from the OS's secure entropy; a seed makes the release
@@ -409,7 +409,7 @@ def release(
     namespace : mapping, optional
         Names a formula may use besides columns (defaults to the caller's).
     domain_check : callable, optional
-        Called with the public :class:`~dpmodels.domain.Domain` as soon as it
+        Called with the public `Domain` as soon as it
         is built, before the budget check, the pass over the rows and any
         noise; it raises to refuse the release (models use it to check their
         response's declared levels).
@@ -421,8 +421,8 @@ def release(
     Raises
     ------
     DPModelsError
-        Any bad argument (:mod:`dpmodels.validation`; a
-        :class:`~dpmodels.errors.DPModelsTypeError`, also a ``TypeError``,
+        Any bad argument (`dpmodels.validation`; a
+        `DPModelsTypeError`, also a ``TypeError``,
         for a wrong type), raised before the accountant is charged, before
         any row is read and before any noise is drawn.
 

@@ -19,14 +19,14 @@ class Release:
     carries its privacy report (``report``, also ``privacy``).  Everything
     computed from a release is post-processing (PRIVACY.md rule 6).
 
-    :class:`~dpmodels.release.PrivateHistogram` answers any formula over its
-    variables; :class:`~dpmodels.moments.PrivateMoments`,
-    :class:`~dpmodels.newton.PrivateNewton` and
-    :class:`~dpmodels.quantile_steps.PrivateQuantileSteps` answer the formula
+    `PrivateHistogram` answers any formula over its
+    variables; `PrivateMoments`,
+    `PrivateNewton` and
+    `PrivateQuantileSteps` answer the formula
     they were made for (``release.space.formula``); a
-    :class:`~dpmodels.sample_aggregate.PrivateSampleAggregate` holds the
-    estimate itself; a :class:`~dpmodels.local.LocalRelease` holds every row
-    randomized.  The report derives from :class:`ReleaseReport`
+    `PrivateSampleAggregate` holds the
+    estimate itself; a `LocalRelease` holds every row
+    randomized.  The report derives from `ReleaseReport`
     (tests/test_report_contract.py checks both for every mechanism of the
     registry).  Deriving from this class is also how a check of the caller's
     arguments tells a release from raw data without importing a mechanism.
@@ -101,10 +101,10 @@ class ReleaseReport:
 
     A report is a frozen value made with its release, public like it: every
     field is a public input or a function of the noisy release (PRIVACY.md
-    rule 5).  Each mechanism's report carries at least :attr:`FIELDS` (as
-    fields or properties) and says what it released in :meth:`rows`, (label,
+    rule 5).  Each mechanism's report carries at least `FIELDS` (as
+    fields or properties) and says what it released in `rows()`, (label,
     value) pairs in display order; the base turns them into text
-    (``str(report)``, titled :attr:`title`) and an HTML table (its
+    (``str(report)``, titled `title`) and an HTML table (its
     ``_repr_html_``).  Results print it under their summary.
 
     Examples
@@ -231,7 +231,7 @@ class PrivacyReport(ReleaseReport):
 
 @dataclass(frozen=True)
 class MomentsReport(ReleaseReport):
-    """The privacy report of a noisy-moments release (:mod:`dpmodels.moments`).
+    """The privacy report of a noisy-moments release (`dpmodels.moments`).
 
     Attributes
     ----------

@@ -29,11 +29,11 @@ Methods (the ``representatives=`` argument of the dp_* models):
     combination of the discrete variables' levels (a *group*), and every
     released cell is represented by ``2**d`` points that carry equal shares
     of its count and reproduce the fitted density's mean and covariance
-    inside the cell (``d`` continuous variables).  See :func:`fit_density`.
-    With more than :data:`DENSITY_MAX_DIM` continuous variables (or a very
+    inside the cell (``d`` continuous variables).  See `fit_density()`.
+    With more than `DENSITY_MAX_DIM` continuous variables (or a very
     large fit) it falls back to ``"sheppard"``.
 
-:class:`Representer` holds the fitted within-cell distributions and places
+`Representer` holds the fitted within-cell distributions and places
 the points of any cell of the model's domain, e.g. of a simulated replicate
 release in a parametric bootstrap, the same way.
 
@@ -41,7 +41,7 @@ All methods are post-processing of the release (PRIVACY.md rule 6): they
 read the released cell ids and counts and the public domain, epsilon,
 threshold and n, never a raw row.  With no continuous variable in the
 model every method returns
-:meth:`~dpmodels.release.PrivateHistogram.marginal` unchanged, so fits of
+`marginal()` unchanged, so fits of
 discrete-only formulas are untouched.  The counts stay the release's: only
 the positions of the rows inside each cell change, and the weights of a
 cell's points add up to its count.
@@ -151,7 +151,7 @@ def marginal_cells(release, variables: Sequence[str]) -> MarginalCells:
     """The cells of ``release.marginal(variables)``, with their ids.
 
     Same cells, in the same order, with the same counts as
-    :meth:`~dpmodels.release.PrivateHistogram.marginal`.
+    `marginal()`.
     """
     variables = list(dict.fromkeys(variables))
     dom = release.domain
@@ -204,7 +204,7 @@ class CellPoints:
 
 def density_feasible(domain: Domain, n_cells: int) -> bool:
     """Whether the ``"density"`` fit is used for ``n_cells`` listed cells of
-    ``domain`` (at most :data:`DENSITY_MAX_DIM` continuous variables and a
+    ``domain`` (at most `DENSITY_MAX_DIM` continuous variables and a
     bounded amount of work); otherwise ``"density"`` falls back to
     ``"sheppard"``.  Depends on the public domain and the number of released
     cells only."""
@@ -251,7 +251,7 @@ def cell_points(domain: Domain, ids, counts, *, method: str = DEFAULT_REPRESENTA
 
 def representer_for(release, variables: Sequence[str],
                     method: str = DEFAULT_REPRESENTATIVES) -> Representer | None:
-    """The :class:`Representer` a model over ``variables`` uses, fitted on
+    """The `Representer` a model over ``variables`` uses, fitted on
     ``release``; None when its cells are the plain marginal (``"midpoint"``,
     or no continuous variable among ``variables``)."""
     check_representatives(method)
@@ -270,7 +270,7 @@ def cell_frame(release, variables: Sequence[str], method: str = DEFAULT_REPRESEN
 
     For ``"midpoint"``, or when no variable is continuous, this is exactly
     ``release.marginal(variables)``.  ``representer``: the one of
-    :func:`representer_for` if already at hand (it is fitted otherwise).
+    `representer_for()` if already at hand (it is fitted otherwise).
 
     Examples
     --------
@@ -299,7 +299,7 @@ class Representer:
     """Representative points for any cell of a model's marginal domain, with
     the within-cell distributions fitted once on one release.
 
-    :func:`cell_frame` uses it for the release's own cells.  It also places
+    `cell_frame()` uses it for the release's own cells.  It also places
     the points of cells of *another* histogram on the same domain -- e.g. the
     simulated replicate releases of a parametric bootstrap -- with the same,
     fixed within-cell distributions: the density fitted to the release (a
@@ -314,8 +314,8 @@ class Representer:
         The (marginal) domain.
     ids, counts : array_like
         The release's cells in that domain (sorted ids) and their counts;
-        :meth:`from_release` takes them from a release and the model's
-        variables (as :func:`marginal_cells`).
+        `from_release()` takes them from a release and the model's
+        variables (as `marginal_cells()`).
     method : {"midpoint", "shift", "sheppard", "density"}
     epsilon, threshold, n
         The release's epsilon, threshold (None: signed) and public n.
@@ -323,7 +323,7 @@ class Representer:
         A representer of the same domain whose density fit starts this one's
         iterations (the bootstrap refits on replicates of one release).
     one_step : bool
-        With ``start``: a one-step density fit from it (see :func:`fit_density`).
+        With ``start``: a one-step density fit from it (see `fit_density()`).
 
     Attributes
     ----------
@@ -331,7 +331,7 @@ class Representer:
     ids, counts : numpy.ndarray
     method : str
         The method in use ("density" falls back to "sheppard" beyond
-        :data:`DENSITY_MAX_DIM` continuous variables or a work bound, and
+        `DENSITY_MAX_DIM` continuous variables or a work bound, and
         every method is "midpoint" without continuous variables).
     """
 
@@ -369,7 +369,7 @@ class Representer:
         threshold=start.threshold, n=start.n, start=start, one_step=True)`` for
         every ``(ids, counts)`` of ``cells`` (e.g. the bootstrap's replicates),
         the same to the last bit, with the one-step density fits computed
-        together (:func:`fit_density_one_step_many`)."""
+        together (`fit_density_one_step_many()`)."""
         out, dense = [], []
         for ids, counts in cells:
             rep = cls.__new__(cls)
@@ -422,7 +422,7 @@ class Representer:
                            epsilon=self.epsilon, threshold=self.threshold, n=self.n)
 
     def points(self, ids, counts) -> CellPoints:
-        """The points of the cells ``ids`` (sorted ids of :attr:`domain`) whose
+        """The points of the cells ``ids`` (sorted ids of `domain`) whose
         counts are ``counts``: each cell's points carry shares of its count."""
         ids = np.asarray(ids, dtype=np.uint64)
         w = np.asarray(counts, dtype=float)
@@ -457,7 +457,7 @@ class Representer:
                           (w[:, None] * share[None, :]).reshape(-1), "density")
 
     def frame(self, ids, counts, count_column: str = "count") -> pd.DataFrame:
-        """The points of :meth:`points` as a model frame: each variable's value
+        """The points of `points()` as a model frame: each variable's value
         and the point's weight in ``count_column``.  ``frame.attrs["cell"]``
         holds each row's position in ``ids``."""
         pts = self.points(ids, counts)
@@ -489,7 +489,7 @@ def _counts_at(sid: np.ndarray, counts: np.ndarray, target: np.ndarray) -> np.nd
 
 
 def _shift_at(domain: Domain, ref_ids, ref_counts, ids, axis: int) -> np.ndarray:
-    """:func:`shift_offsets` of the cells ``ids`` computed from the reference
+    """`shift_offsets()` of the cells ``ids`` computed from the reference
     histogram (``ref_ids``, ``ref_counts``): its count for each cell (0 if not
     listed) and its neighbours' counts."""
     sid = np.asarray(ref_ids, dtype=np.uint64).astype(np.int64)
@@ -556,7 +556,7 @@ def equal_weight_points(mean, cov) -> tuple[np.ndarray, np.ndarray]:
 
 def density_family(sizes: Sequence[int]) -> str:
     """The log-density family used for a grid of ``sizes`` bins per continuous
-    axis: ``"beta"`` when every axis has at least :data:`BETA_MIN_BINS` bins,
+    axis: ``"beta"`` when every axis has at least `BETA_MIN_BINS` bins,
     else ``"quad"``.  A function of the public bin counts only."""
     return "beta" if sizes and min(sizes) >= BETA_MIN_BINS else "quad"
 
@@ -573,9 +573,9 @@ class _Basis:
     stay positive up to it (truncation) are in the family.
 
     Grid cells are also addressed by their flat position in the grid (C
-    order of the continuous axes); :meth:`points_at` and :meth:`design_at`
+    order of the continuous axes); `points_at()` and `design_at()`
     read the points and the basis of such cells off tables of the whole grid
-    (built once per grid and family, see :func:`_grid_tables`).
+    (built once per grid and family, see `_grid_tables()`).
     """
 
     def __init__(self, sizes: Sequence[int], family: str):
@@ -621,7 +621,7 @@ class _Basis:
         return np.stack(np.unravel_index(np.asarray(pos, np.int64), self.sizes), axis=1)
 
     def points_at(self, pos: np.ndarray) -> np.ndarray:
-        """:meth:`points` of the cells at flat grid positions ``pos``."""
+        """`points()` of the cells at flat grid positions ``pos``."""
         tables = _grid_tables(self.sizes, self.family)
         return tables[0][pos] if tables is not None else self.points(self.codes(pos))
 
@@ -634,7 +634,7 @@ class _Basis:
 
 @functools.lru_cache(maxsize=16)
 def _basis(sizes: tuple, family: str) -> _Basis:
-    """The :class:`_Basis` of a grid and family (built once; not to be modified)."""
+    """The `_Basis` of a grid and family (built once; not to be modified)."""
     return _Basis(sizes, family)
 
 
@@ -642,7 +642,7 @@ def _basis(sizes: tuple, family: str) -> _Basis:
 def _grid_tables(sizes: tuple, family: str):
     """Quadrature points ``U`` (cells, Q^d, d) and basis ``X`` (cells, Q^d, p)
     of every cell of the grid, by flat position (read-only arrays); None when
-    ``X`` would hold more than :data:`_GRID_TABLE_MAX` numbers (the callers
+    ``X`` would hold more than `_GRID_TABLE_MAX` numbers (the callers
     then compute the cells they need)."""
     basis = _basis(sizes, family)
     n_cells = math.prod(sizes)
@@ -670,7 +670,7 @@ def _dl_log_cdf_below(k: np.ndarray, epsilon: float) -> np.ndarray:
 @functools.lru_cache(maxsize=64)
 def _censored_grid(k: int, epsilon: float, stride: int, length: int):
     """The grid ``n = 0, stride, ..., (length - 1) stride`` of
-    :func:`_censored_means`, and ``log n!`` and ``log P(Z < k - n)`` on it as
+    `_censored_means()`, and ``log n!`` and ``log P(Z < k - n)`` on it as
     rows (1, length); read-only."""
     nn = np.arange(0, (length - 1) * stride + 1, stride, dtype=float)
     out = (nn, gammaln(nn + 1.0)[None, :], _dl_log_cdf_below(k - nn, epsilon)[None, :])
@@ -755,7 +755,7 @@ def _censored_means(mu: np.ndarray, k: int, epsilon: float, group=None, memo=Non
 
 
 def _censored_means_of_group(mu: np.ndarray, k: int, epsilon: float) -> np.ndarray:
-    """:func:`_censored_means` of one group's cells, in Python integers (any
+    """`_censored_means()` of one group's cells, in Python integers (any
     ``mu``; the grid of a ``mu`` beyond 2**52 has no exact float ``top``)."""
     tail = int(math.ceil(2.0 * math.log(1e8) / epsilon))
     peak = float(np.max(mu)) * math.exp(-epsilon / 2.0)
@@ -771,7 +771,7 @@ def _censored_means_of_group(mu: np.ndarray, k: int, epsilon: float) -> np.ndarr
 
 
 def _censored_batch(mu, runs, k: int, epsilon: float, stride: int) -> np.ndarray:
-    """:func:`_censored_means` of cells whose grids have the stride ``stride``
+    """`_censored_means()` of cells whose grids have the stride ``stride``
     and, run by run, the lengths of ``runs`` (``(length, cells)`` pairs,
     increasing lengths): each cell's terms beyond its own grid set to 0 and
     its sums taken over its own grid."""
@@ -996,8 +996,8 @@ def _fit_censored(obs, released, cells: _Cells, k, epsilon, theta, prior_mean, p
     not released are censored observations (noisy count below ``k``): EM,
     whose E-step sets their count to ``E[n | n + Z < k]`` under the current
     fit.  ``warm``: ``theta`` is a fit already (the first E-step uses it).
-    ``at_start``: as in :func:`_poisson_fit`; ``memo``: ``(store, keys)`` for
-    the first E-step (see :func:`_censored_means`; a key per cell).  Returns
+    ``at_start``: as in `_poisson_fit()`; ``memo``: ``(store, keys)`` for
+    the first E-step (see `_censored_means()`; a key per cell).  Returns
     the fitted ``theta`` (groups, p) and ``cells.predict`` at it."""
     y = np.where(released, np.maximum(obs, 0.0), 0.0).astype(float)
     censored = ~released
@@ -1037,7 +1037,7 @@ def _rows(arrays, at):
 
 def _em_fit(y, censored, cells: _Cells, k, epsilon, theta, prior_mean, prec, warm,
             at_start=None, memo=None):
-    """:func:`_fit_censored` of groups that all have censored cells (``y``: the
+    """`_fit_censored()` of groups that all have censored cells (``y``: the
     released counts, 0 elsewhere)."""
     y = np.array(y, float)
 
@@ -1130,7 +1130,7 @@ def _sorted_unique(keys: np.ndarray, space: int) -> np.ndarray:
 
 def _from_start(tables, row, pos):
     """What the fit of cells at grid positions ``pos`` starts with, read off a
-    start's tables (:attr:`DensityFit._start_tables`; ``row``: the cells'
+    start's tables (`DensityFit._start_tables`; ``row``: the cells'
     rows in them): ``(eta, f, A)`` at the cells, and the E-step's memo
     ``(store, keys)``.  ``(None, None)`` without tables."""
     if tables is None:
@@ -1140,7 +1140,7 @@ def _from_start(tables, row, pos):
 
 
 def _batches(starts: np.ndarray, per_cell: int) -> list[np.ndarray]:
-    """Consecutive groups fitted together: at most :data:`_BATCH_MAX` numbers
+    """Consecutive groups fitted together: at most `_BATCH_MAX` numbers
     in the basis of their active cells (a group beyond it alone)."""
     out, first = [], 0
     for g in range(1, starts.size):
@@ -1158,7 +1158,7 @@ class DensityFit:
     Attributes
     ----------
     family : str
-        "quad" or "beta" (see :func:`density_family`).
+        "quad" or "beta" (see `density_family()`).
     mean : numpy.ndarray, shape (cells, d)
         Within-cell mean of the continuous variables of the listed cells, in
         coordinates ``u in [-1, 1]`` of the public bounds, continuous axes in
@@ -1199,11 +1199,11 @@ class DensityFit:
     def _start_tables(self):
         """Where a one-step fit from this one starts, at every cell of the grid:
         ``(row, eta, f, A, memo)`` with ``eta`` and ``f`` the log-density and
-        point masses (:meth:`_Cells.predict`) and ``A`` their derivative in
+        point masses (`_Cells.predict()`) and ``A`` their derivative in
         theta, shapes (rows, cells, Q), (rows, cells, Q), (rows, cells, p), of
         the pooled fit (row 0) and of the group of key ``g`` (``row[g]``), and
         the censored means computed from them so far (``row * cells + cell``
-        names a ``mu``; see :func:`_censored_means`).  The bootstrap's
+        names a ``mu``; see `_censored_means()`).  The bootstrap's
         replicates read these off instead of computing them again.  None when
         the grid's basis is not tabulated or they would be too large.
         """
@@ -1289,7 +1289,7 @@ def _one_step_tables(start: DensityFit | None, sizes, family):
 
 def _fit_side_by_side(basis, apos, starts, obs, rmask, k, epsilon, theta, prior, prec, warm,
                       tables, row):
-    """:func:`_fit_censored` of every group (``starts``: their slices of the
+    """`_fit_censored()` of every group (``starts``: their slices of the
     active cells ``apos``) in batches that bound the basis's memory; returns
     the fitted ``theta`` (groups, p) and the log-densities (cells, Q)."""
     eta = np.empty((apos.size, basis.qweight.size))
@@ -1314,7 +1314,7 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     linear combination of a few functions of ``u`` (each variable mapped
     from its public bounds to [-1, 1]): 1, every ``u_a`` and every product
     ``u_a u_b`` -- a multivariate normal truncated to the box -- and, on grids
-    of at least :data:`BETA_MIN_BINS` bins per axis, ``log(1 + u_a)`` and
+    of at least `BETA_MIN_BINS` bins per axis, ``log(1 + u_a)`` and
     ``log(1 - u_a)`` for power-law behaviour at the bounds.  The expected
     count of a cell is the density's integral over it (Gauss-Legendre).
 
@@ -1340,7 +1340,7 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
     ids, counts : array_like
         Sorted cell ids of ``domain`` and their released counts.
     epsilon, threshold, n
-        As in :func:`cell_points`.
+        As in `cell_points()`.
     start : DensityFit, optional
         A fit on the same domain to start the iterations from (same
         optimum, fewer iterations).
@@ -1412,14 +1412,14 @@ def fit_density(domain: Domain, ids, counts, *, epsilon: float = math.inf,
 def fit_density_one_step_many(domain: Domain, cells, *, epsilon: float = math.inf,
                               threshold: float | None = None, n: int | None = None,
                               start: DensityFit | None = None) -> list[DensityFit]:
-    """:func:`fit_density` ``(domain, ids, counts, ..., start=start,
+    """`fit_density()` ``(domain, ids, counts, ..., start=start,
     one_step=True)`` of every ``(ids, counts)`` of ``cells`` (the bootstrap's
     replicates of one release), computed together: the replicates' pooled
     fits are the groups of one side-by-side fit, and their (replicate, group)
-    pairs those of another.  Every fit is the one :func:`fit_density` returns,
+    pairs those of another.  Every fit is the one `fit_density()` returns,
     to the last bit (a group's fit does not depend on which groups it is
     fitted with); a replicate the batch does not cover (no start tables, a
-    group the start has not fitted, no cell) is fitted by :func:`fit_density`.
+    group the start has not fitted, no cell) is fitted by `fit_density()`.
     """
     cells = [(np.asarray(ids, dtype=np.uint64), np.asarray(counts, float)) for ids, counts in cells]
     out: list = [None] * len(cells)

@@ -15,7 +15,7 @@ For ``(x, y)`` jointly normal, ``E[x | y]`` is linear in ``y``, so every slope
 is multiplied by one factor ``lambda = Cov(y, y~) / Var(y)``; for a normal
 ``y`` with mean ``mu`` and SD ``sigma`` binned at edges ``e_k`` with points
 ``m_k``, ``lambda = sum_k m_k (phi(z_k) - phi(z_k+1)) / sigma`` with ``z_k =
-(e_k - mu) / sigma`` (:func:`slope_factor` truncates it to the declared
+(e_k - mu) / sigma`` (`slope_factor()` truncates it to the declared
 bounds, where the response lives).  The normal is fitted to the response's
 released marginal (interval-censored maximum likelihood on the bins,
 truncated to the bounds, after the threshold's expected pure-noise rows are
@@ -26,7 +26,7 @@ The interval carries ``a``, the largest ``|1 - lambda|`` over the normals
 within two standard errors of the fit (the counts' sampling, the cells'
 noise and the spurious cells' variance as an overdispersion of the binned
 likelihood), as a relative move of unknown sign
-(:meth:`RoundingBound.widened`), not a correction: the normal is a model.
+(`RoundingBound.widened()`), not a correction: the normal is a model.
 A response whose released mass sits in one bin measures no slope.  In two
 bins the shares place the edge against the mean but say nothing of the
 spread (``lambda = h phi(z) / sigma`` for any sigma), so a response with at
@@ -35,7 +35,7 @@ them measures no slope either: on cont5 at n = 2e3, epsilon 1 (3 bins) 3 of
 10 releases were so, and their intervals, without the bound, excluded the
 slopes.  A response cut into 2 bins in all is left to the other checks (on
 ``dpm.datasets.housing``, n = 2,000, epsilon 1, ``price`` in 2 bins, every
-interval covered in 30 releases; :func:`~dpmodels.binning.coarse_columns`).
+interval covered in 30 releases; `coarse_columns()`).
 
 Post-processing of the release only.
 """
@@ -134,7 +134,7 @@ def slope_factor(mu: float, sigma: float, edges: np.ndarray, points: np.ndarray)
 
 
 def rounded_mean_shift(mu: float, sigma: float, edges: np.ndarray, points: np.ndarray) -> float:
-    """``|E[y~] - E[y]|`` for the truncated normal of :func:`slope_factor`."""
+    """``|E[y~] - E[y]|`` for the truncated normal of `slope_factor()`."""
     p, _, mean, _ = _truncated(mu, sigma, edges)
     return abs(float((np.asarray(points, float) * p).sum()) - mean)
 
@@ -154,7 +154,7 @@ class RoundingBound:
     mean_shift: float
     #: ``a``: every slope may be scaled by a factor in ``[1 - a, 1 + a]``: the
     #: largest ``|1 - lambda|`` over the normals within two standard errors of
-    #: the fit (:func:`response_rounding`).
+    #: the fit (`response_rounding()`).
     bound: float
     #: Bins holding released rows once the expected spurious rows are out.
     occupied: int = 0
@@ -177,7 +177,7 @@ class RoundingBound:
         b_j|`` (the intercept moves with the slopes times the covariates'
         means).  The estimate of ``lambda b`` carries ``r`` as a shift of
         unknown sign, added in quadrature like the binning check's others
-        (:attr:`~dpmodels.intervals.DPInference.mse`), and dividing by ``1 -
+        (`mse`), and dividing by ``1 -
         a`` scales the interval to ``b`` for the smallest factor."""
         a = self.bound
         if not a > 0 or self.unmeasured:
@@ -197,7 +197,7 @@ class RoundingBound:
 
 
 def response_rounding(release, response: str) -> RoundingBound | None:
-    """The :class:`RoundingBound` of ``response`` in ``release``; None for a
+    """The `RoundingBound` of ``response`` in ``release``; None for a
     response that is not binned (a factor or a class) or is cut into 2 bins
     (module docstring)."""
     axis = release.domain.axis(response)

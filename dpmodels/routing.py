@@ -1,10 +1,10 @@
 """Routes a ``dp_*`` call to a model built on a mechanism other than the
-formula's default releases (:mod:`dpmodels.methods` chooses among those).
+formula's default releases (`dpmodels.methods` chooses among those).
 
 A route is a pair (``applies``, ``build``) of a routed mechanism of the
-registry (:mod:`dpmodels.registry`), for some of the four model families
+registry (`dpmodels.registry`), for some of the four model families
 ("ols", "logit", "quantreg", "mnlogit").  Each ``dp_*`` function hands its
-whole call to :func:`dispatch`, which tries :func:`route`
+whole call to `dispatch()`, which tries `route()`
 first: the first route that applies builds the model, and when none applies
 the family's method choice names the release.
 """
@@ -73,7 +73,7 @@ class Route:
 
 
 #: The registered routes, tried in order: the routed mechanisms of
-#: :data:`dpmodels.registry.MECHANISMS`.
+#: `dpmodels.registry.MECHANISMS`.
 ROUTES: list[Route] = [Route(m.name, m.families, m.applies, m.build)
                        for m in _registry.MECHANISMS if m.applies is not None]
 
@@ -138,7 +138,7 @@ def check_options(family: str, options: dict) -> None:
 
 def dispatch(call):
     """The model of a ``dp_*`` call: the first route that applies, else the
-    mechanism that the family's method choice (:data:`dpmodels.methods.CHOOSERS`,
+    mechanism that the family's method choice (`dpmodels.methods.CHOOSERS`,
     public inputs only) names.  Options no release takes, a bad ``q`` and a
     misspelt method are refused here, before anything is read or spent."""
     routed = route(call)

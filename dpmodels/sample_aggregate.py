@@ -11,27 +11,27 @@ efficiency of small blocks vanish against the sampling error.
 Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
 ------------------------------------------------------------------
 1. **Public design.**  The design columns, their names and ranges come from
-   the public domain (:func:`dpmodels.moments.design_space`); continuous
+   the public domain (`dpmodels.moments.design_space()`); continuous
    values are clipped to their bounds, discrete ones matched to their
    declared levels (per-row maps), rows with a missing value are dropped
    (``missing="drop"``) or refused (``"raise"``).
 2. **Blocks.**  The rows handed in (their number n is public: neighbours
    have the same) are sorted by ``(w_i, i)``, ``w_i`` the word of row
    position i under a 128-bit key drawn from the release's source (secure by
-   default; :class:`~dpmodels.streams.RowStreams`, AES-128 of the position),
+   default; `RowStreams`, AES-128 of the position),
    and cut into k blocks of sizes differing by at most one
-   (:func:`row_order`); a dropped row leaves a hole in its block.  The words
+   (`row_order()`); a dropped row leaves a hole in its block.  The words
    behave as independent uniform words (AES is a pseudorandom permutation),
    so the partition is a uniform random one into blocks of those sizes; it
    depends on the key, n and k only, never on a value, which is all the
    privacy argument below needs.  ``k`` is the caller's ``blocks`` or
-   :func:`default_blocks` (public n, number of parameters p, epsilon).  A
+   `default_blocks()` (public n, number of parameters p, epsilon).  A
    row belongs to one block, so a replace-one change moves **one block's
    estimate** and nothing else, whatever the data.
 3. **Block estimates.**  statsmodels' fit on the block's rows, bias-corrected
    as Smith's estimator asks (the MLE minus an estimate of its first-order
    bias): ``bias_correction="firth"`` (the logit's default) adds
-   :func:`firth_step`, the analytic Cox-Snell correction; ``"split-half"``
+   `firth_step()`, the analytic Cox-Snell correction; ``"split-half"``
    (any family) takes ``2 b - (b1 + b2) / 2`` from the fits b on the block
    and b1, b2 on its halves (a delete-half jackknife; on logit blocks of 10
    rows per parameter it over-corrects: ``benchmarks/sample_aggregate.py
@@ -46,7 +46,7 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
 4. **Range (only without param_bounds; epsilon_r, at most 20%).**  Per
    working coordinate j, a private median and a private median absolute
    deviation (MAD) of the blocks' estimates, each by the exponential
-   mechanism over the cells of a public grid (:func:`range_grids`: the cut
+   mechanism over the cells of a public grid (`range_grids()`: the cut
    points ``-RANGE_LIMIT, ..., RANGE_LIMIT`` for the median and ``RANGE_STEP,
    ..., 2 RANGE_LIMIT`` for the MAD, step ``RANGE_STEP = 1/128``; the cells
    between consecutive cuts and the two unbounded end cells, RANGE_CELLS =
@@ -60,19 +60,19 @@ Mechanism (epsilon-DP, delta = 0, replace-one neighbours, public n)
    count, hence every d, moves by at most 1: **sensitivity 1** for each
    utility ``-d``, whatever the data.  Noise law: ``P(cell) = exp(-e d / 2) /
    sum exp(-e d' / 2)``, sampled exactly
-   (:func:`dpmodels.selection.exponential_choice`: integer distances, a
+   (`dpmodels.selection.exponential_choice()`: integer distances, a
    uniform proposal accepted by an exact geometric draw); each draw is e-DP,
    and the 2p draws compose to ``2 p e <= epsilon_r`` (``e`` =
-   :func:`range_epsilon`, rounded down until that holds in exact rational
-   arithmetic).  Released values (:func:`range_outputs`): a median cell's
+   `range_epsilon()`, rounded down until that holds in exact rational
+   arithmetic).  Released values (`range_outputs()`): a median cell's
    midpoint (an end cell: the grid's end), a MAD cell's upper end.  The range
    is ``m_j -+ RANGE_WIDEN h_j`` (6 MADs: 4.05 standard deviations of a
    normal), cut to ``[-RANGE_LIMIT, RANGE_LIMIT]``.  The rank error is known
    in advance: a draw lands at a rank distance of T or more (outside the
    blocks' estimates) with probability at most ``RANGE_CELLS exp(-e T / 2)``.
    The step runs only when that bound is at most ``RANGE_BETA = 1e-3``
-   (:func:`range_feasible`: public k, p, epsilon; 5,234 blocks at 9
-   parameters and epsilon = 1), with ``epsilon_r`` = :func:`range_budget`:
+   (`range_feasible()`: public k, p, epsilon; 5,234 blocks at 9
+   parameters and epsilon = 1), with ``epsilon_r`` = `range_budget()`:
    ``RANGE_MARGIN = 2`` times the least budget meeting it, at most 20% of
    epsilon.  With fewer blocks the public default range ``[-RANGE_LIMIT,
    RANGE_LIMIT]`` is used (a ReleaseWarning says so) and epsilon_r = 0.
@@ -116,12 +116,12 @@ runs every check (an undeclared level, a missing value: the same error as
 on pandas; Dask and Polars/DuckDB keep the designs for the second pass,
 Spark reads again) and counts the rows of each batch, hence each row's
 position.  After the charge, the driver computes from the key, n and k only
-the k - 1 cut points of the sorted ``(w_i, i)`` (:func:`block_cuts`, in
-bounded memory); each batch gives its rows their block (:func:`block_ids`),
+the k - 1 cut points of the sorted ``(w_i, i)`` (`block_cuts()`, in
+bounded memory); each batch gives its rows their block (`block_ids()`),
 the rows of each block are gathered (Dask: a graph of groups of blocks,
 Spark: a block column added in ``mapInPandas`` and ``groupBy`` of groups
 of blocks with ``applyInPandas``, Polars and DuckDB: in this process), each
-block is ordered by ``(w_i, i)`` as :func:`row_order` orders it and fitted
+block is ordered by ``(w_i, i)`` as `row_order()` orders it and fitted
 there; only the k block fits come back.  The key (16 bytes) goes to Dask's
 and Spark's workers with the tasks: privacy does not need the partition to
 be secret (any partition fixed independently of the values gives the
@@ -135,7 +135,7 @@ the mean absolute deviation about c (the noisy one plus two noise standard
 deviations, times ``1 + 2 / sqrt(k)`` for its own sampling error), turned
 into a variance as a normal's (``pi/2 MAD**2``: the blocks' estimates are
 asymptotically normal, Smith's premise) and capped by the distribution-free
-bounds ``(hi - lo) MAD`` and ``(hi - lo)**2 / 4`` (:func:`spread_bound`).  With
+bounds ``(hi - lo) MAD`` and ``(hi - lo)**2 / 4`` (`spread_bound()`).  With
 few blocks the noise on the MAD makes these caps bind: the standard errors
 are then wider than the estimates' spread (conservative).  Intervals use
 the law of a normal plus the Laplace noise (heavier-tailed than a normal);
@@ -198,7 +198,7 @@ SPREAD_SHARE = 0.1
 #: Quantization units per range of a coordinate (steps 5 and 6).
 GRID_UNITS = 2**16
 #: Public grids of the private range, in standardized coordinates: cut points on
-#: [-RANGE_LIMIT, RANGE_LIMIT] and half-widths on (0, 2 RANGE_LIMIT] (:func:`range_grids`);
+#: [-RANGE_LIMIT, RANGE_LIMIT] and half-widths on (0, 2 RANGE_LIMIT] (`range_grids()`);
 #: each mechanism chooses one of RANGE_CELLS cells.
 RANGE_LIMIT = 8.0
 RANGE_POINTS = 2049
@@ -350,7 +350,7 @@ class PrivateSampleAggregate(Release):
         Scale of the Laplace noise on each working coordinate (0 when not private).
     spread : ndarray
         The upper estimate of each working coordinate's block variance
-        (:func:`spread_bound`; the exact sample variance when not private).
+        (`spread_bound()`; the exact sample variance when not private).
     params : ndarray
         ``theta``: the estimate in the model's coefficients.
     space : DesignSpace
@@ -383,7 +383,7 @@ class PrivateSampleAggregate(Release):
     #: estimate): no coefficient is supported (infinite SEs and intervals, p = 1).
     no_information: bool = False
 
-    #: Marker read by :mod:`dpmodels.routing` (a release handed in as ``data``).
+    #: Marker read by `dpmodels.routing` (a release handed in as ``data``).
     _dpm_sample_aggregate = True
 
     @property
@@ -664,8 +664,8 @@ def block_estimates(family: str, design: _Design, parts: list, q, J: int, correc
 
 
 def _working_estimates(thetas: np.ndarray, fitted: np.ndarray, A: np.ndarray, b: np.ndarray):
-    """:func:`block_estimates`' output from the blocks' fits (``fitted``: the
-    fit returned an estimate), each mapped as :func:`block_estimates` maps it."""
+    """`block_estimates()`' output from the blocks' fits (``fitted``: the
+    fit returned an estimate), each mapped as `block_estimates()` maps it."""
     W = np.full((thetas.shape[0], A.shape[0]), np.nan)
     for i in np.flatnonzero(fitted):
         W[i] = A @ thetas[i] + b
@@ -678,17 +678,17 @@ def _working_estimates(thetas: np.ndarray, fitted: np.ndarray, A: np.ndarray, b:
 def row_order(streams: RowStreams, n: int) -> np.ndarray:
     """The partition's permutation (module notes, step 2): the row positions
     ``0, ..., n - 1`` sorted by ``(w_i, i)``, ``w_i`` word 0 of row i's stream
-    (:class:`~dpmodels.streams.RowStreams`, keyed by the release's source).
+    (`RowStreams`, keyed by the release's source).
     ``np.array_split(row_order(s, n), k)`` are the blocks: a uniform random
     partition into k blocks of sizes differing by at most one.  A row's word
     depends on its position and the key only, so an engine finds each row's
-    block where the row lives (:func:`block_cuts`, :func:`block_ids`)."""
+    block where the row lives (`block_cuts()`, `block_ids()`)."""
     return np.argsort(streams.words(np.arange(n, dtype=np.int64), 0), kind="stable")
 
 
 #: Words the driver generates at once when it finds the block cuts (bounded memory).
 CUT_CHUNK = 1 << 22
-#: Top bits of a word that :func:`block_cuts` counts by (2**20 ranges).
+#: Top bits of a word that `block_cuts()` counts by (2**20 ranges).
 _RANGE_BITS = 20
 
 
@@ -703,9 +703,9 @@ def block_cuts(streams: RowStreams, n: int, k: int,
                chunk: int = CUT_CHUNK) -> tuple[np.ndarray, np.ndarray]:
     """The k - 1 cut points ``(w, i)`` of the partition: the word and position
     of the first row of blocks 1, ..., k - 1 in the order of
-    :func:`row_order`.  They depend on the key, n and k only (no data), so the
+    `row_order()`.  They depend on the key, n and k only (no data), so the
     driver computes them; a row's block is the number of cuts at or below
-    its ``(w_i, i)`` (:func:`block_ids`).
+    its ``(w_i, i)`` (`block_ids()`).
 
     Memory is bounded by ``chunk`` words: up to ``chunk`` rows, the words are
     sorted at once; beyond, one pass counts the words by their top 20 bits,
@@ -758,7 +758,7 @@ def block_cuts(streams: RowStreams, n: int, k: int,
 
 def block_ids(words: np.ndarray, positions: np.ndarray, cuts: tuple[np.ndarray, np.ndarray]):
     """The block of each row: the number of cuts ``(w, i)`` at or below the
-    row's ``(words, positions)`` in lexicographic order (:func:`block_cuts`)."""
+    row's ``(words, positions)`` in lexicographic order (`block_cuts()`)."""
     cut_w, cut_p = cuts
     lo = np.searchsorted(cut_w, words, side="left")
     hi = np.searchsorted(cut_w, words, side="right")
@@ -839,7 +839,7 @@ def _pieces(design: _Design, start: int, streams: RowStreams, cuts, k: int, grou
 def _fit_pieces(pieces: list, fit: _BlockFit):
     """Fit every block whose rows are in ``pieces`` (lists of ``(block, word,
     position, X, y)`` from any batches), each on its rows ordered by ``(w_i,
-    i)`` as in :func:`row_order`; ``(blocks, thetas, fitted)`` for the blocks
+    i)`` as in `row_order()`; ``(blocks, thetas, fitted)`` for the blocks
     with a row (the others fail: no rows to fit)."""
     if not pieces:
         return np.zeros(0, np.int64), np.zeros((0, fit.p)), np.zeros(0, bool)
@@ -868,9 +868,9 @@ GROUP_ROWS = 200_000
 class _EngineBlocks:
     """Sample-and-aggregate on an engine's frame (module notes, "Engines").
 
-    :meth:`read` (before the charge) builds every batch's design rows where
+    `read()` (before the charge) builds every batch's design rows where
     the batch lives, which runs every check (an undeclared level, a missing
-    value) and counts the rows by batch; :meth:`estimates` (after the charge,
+    value) and counts the rows by batch; `estimates()` (after the charge,
     with the release's row streams) gives each valid row its block from the
     driver's cuts, gathers each block's rows where the data live and fits it
     there.  Only the k block fits come back."""
@@ -935,7 +935,7 @@ def _rows_of(design: _Design) -> int:
 def _spark_check(sdf, task: _DesignTask) -> dict[int, int]:
     """Spark's pass 1: every partition's design built (its checks run in the
     executors; a dpmodels error comes back as itself, as in
-    :func:`dpmodels.engines.lazy._spark_map`), and its number of rows."""
+    `dpmodels.engines.lazy._spark_map()`), and its number of rows."""
     import pickle
 
     import pandas as pd
@@ -1025,7 +1025,7 @@ def task_columns(task: _DesignTask) -> int:
 
 
 def unit_epsilon(eps_part: float, p: int) -> float:
-    """The :func:`~dpmodels.exact.discrete_laplace` argument (scale ``2/e``)
+    """The `discrete_laplace()` argument (scale ``2/e``)
     that makes p sums of L1 sensitivity ``p G`` eps_part-DP (rounded down)."""
     return _unit_epsilon(eps_part, p * GRID_UNITS / 2.0)
 
@@ -1075,7 +1075,7 @@ def range_epsilon(eps_r: float, p: int) -> float:
 
 
 def min_range_blocks(p: int, eps_r: float) -> int:
-    """The smallest k for which :func:`range_feasible` holds at eps_r."""
+    """The smallest k for which `range_feasible()` holds at eps_r."""
     if not (math.isfinite(eps_r) and eps_r > 0):
         return 0
     k = 2 * int(math.ceil(2.0 * math.log(RANGE_CELLS / RANGE_BETA) / range_epsilon(eps_r, p)))
@@ -1088,7 +1088,7 @@ def min_range_blocks(p: int, eps_r: float) -> int:
 
 def range_budget(k: int, p: int, epsilon: float) -> float:
     """epsilon_r of step 4, from public inputs only: ``RANGE_MARGIN`` times the
-    least budget that makes :func:`range_feasible` hold, at most
+    least budget that makes `range_feasible()` hold, at most
     ``RANGE_SHARE * epsilon``; 0 when even that share is not enough (the
     public default range is then used)."""
     if not math.isfinite(epsilon):
@@ -1103,7 +1103,7 @@ def range_budget(k: int, p: int, epsilon: float) -> float:
 
 def range_feasible(k: int, p: int, eps_r: float) -> bool:
     """Whether step 4 runs (public inputs only): with ``e`` =
-    :func:`range_epsilon` and the target rank ``T = k // 2``,
+    `range_epsilon()` and the target rank ``T = k // 2``,
     ``RANGE_CELLS exp(-e T / 2) <= RANGE_BETA``: the cells at a rank distance
     of T or more (those outside the blocks' estimates) together weigh at most
     RANGE_BETA times the cell at distance 0 (there is always one), so each
@@ -1137,7 +1137,7 @@ def _cell_deficits(sorted_values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
 
 def median_deficits(v: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """Step 4's median utility: the rank distances of the ``len(centres) + 1``
-    cells cut by the centres (:func:`_cell_deficits`)."""
+    cells cut by the centres (`_cell_deficits()`)."""
     return _cell_deficits(np.sort(np.asarray(v, float)), centres)
 
 
@@ -1210,21 +1210,21 @@ def release_sample_aggregate(
         Privacy parameter (> 0); ``inf`` gives the exact average of the
         blocks' estimates (NOT private).
     bounds, levels :
-        Public domain of the formula's variables, as for :func:`dpmodels.release`.
+        Public domain of the formula's variables, as for `dpmodels.release()`.
     n : int, optional
         The public number of rows (default: rows handed in); it sets the
         default number of blocks.
     q : float, optional
         The quantile (quantreg; default 0.5).
     blocks : int, optional
-        The number of blocks k (default :func:`default_blocks`).
+        The number of blocks k (default `default_blocks()`).
     param_bounds : (low, high) or dict, optional
         A public range for every coefficient (by name; mnlogit: ``"x"`` for
         every equation or ``"x[level]"``).  Without it a private range is
         estimated with at most 20% of epsilon when there are enough blocks
         (module notes, step 4), else the public default range is used.
     bias_correction : {"auto", "firth", "split-half", None}
-        "auto": "firth" for the logit (:func:`firth_step`), none for the
+        "auto": "firth" for the logit (`firth_step()`), none for the
         others; "split-half": the delete-half jackknife (any family).
     random_state : None, int or Generator
         None draws the partition and the noise from the OS's secure entropy.

@@ -1,12 +1,12 @@
 """Saved releases: write a release to a file and read it back, exactly.
 
-A release (:class:`~dpmodels.release.PrivateHistogram`,
-:class:`~dpmodels.moments.PrivateMoments`, :class:`~dpmodels.newton.PrivateNewton`,
-:class:`~dpmodels.quantile_steps.PrivateQuantileSteps`,
-:class:`~dpmodels.local.LocalRelease`) is made once from raw
+A release (`PrivateHistogram`,
+`PrivateMoments`, `PrivateNewton`,
+`PrivateQuantileSteps`,
+`LocalRelease`) is made once from raw
 rows and spends its epsilon then; everything computed from it afterwards is
 post-processing (PRIVACY.md rule 6).  ``release.save(path)`` writes it to one
-self-describing JSON document and :func:`load_release` reads it back, so that
+self-describing JSON document and `load_release()` reads it back, so that
 an analyst can fit models on it another day, on another machine, without
 touching the raw data and without spending budget again.  A model fitted on
 the loaded release gives bit-identical estimates (and, with the same
@@ -44,7 +44,7 @@ Non-finite floats (an ``epsilon`` of ``inf``, the NaN of a non-constant
 column's ``constant_values``) are written as the strings ``"inf"``, ``"-inf"``
 and ``"nan"`` in numeric fields (strict JSON has no such numbers); a level
 that is a non-finite float is written ``{"float": "inf"}``.  A path ending in
-``.gz`` is gzip-compressed; :func:`load_release` recognises gzip by its magic
+``.gz`` is gzip-compressed; `load_release()` recognises gzip by its magic
 bytes whatever the name.
 
 Why one JSON file, also for large histograms
@@ -65,12 +65,12 @@ Versioning
 ``format_version`` is ``"MAJOR.MINOR"``.  A reader accepts every minor
 version of its major version (a newer minor version may add keys, which are
 ignored); a file of another major version is refused with a
-:class:`SavedReleaseError` saying which versions this dpmodels reads.  A new
+`SavedReleaseError` saying which versions this dpmodels reads.  A new
 ``release_type`` (``"local"``) adds no key to the others and keeps the version;
 a reader that does not know a type refuses it, listing the types it reads.
 
 Loading checks the whole file before building anything and refuses an
-inconsistent one with a :class:`SavedReleaseError` naming what is wrong:
+inconsistent one with a `SavedReleaseError` naming what is wrong:
 missing keys, malformed bounds or levels, cell ids outside the domain or not
 increasing, counts that do not match the cells or are not integers (or are
 below the released threshold), vector lengths that do not match the declared
@@ -578,7 +578,7 @@ _LOCAL_CHANNELS = ("krr", "oue", "identity")
 
 
 def _local_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None):
-    """A :class:`~dpmodels.local.LocalRelease`: the channel rebuilt from its
+    """A `LocalRelease`: the channel rebuilt from its
     name, k and per-row epsilon (its p and q must be the rebuilt ones), the k
     report counts, and the report, checked against both and the domain."""
     report = _report_in(doc.sub("report"), LocalReport)
@@ -671,7 +671,7 @@ def read_document(path: str | os.PathLike) -> dict:
 
 
 def release_from_document(doc, namespace: Mapping | None = None):
-    """Check a decoded document and build its release (see :func:`load_release`)."""
+    """Check a decoded document and build its release (see `load_release()`)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise SavedReleaseError(f"not a saved dpmodels release: its format is {got!r}, not "

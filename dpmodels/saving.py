@@ -1,12 +1,12 @@
 """Writing a release to its saved file: the encoder of the format that
-:mod:`dpmodels.saved` documents and reads back.
+`dpmodels.saved` documents and reads back.
 
-It sits below the releases (every release's ``save`` calls :func:`save_release`)
+It sits below the releases (every release's ``save`` calls `save_release()`)
 and imports none of them: a release names its kind in the file by its
 ``saved_kind`` class attribute (``"histogram"``, ``"moments"``, ``"newton"``,
 ``"quantile-steps"``, ``"local"``) and the encoder reads its public fields by name
 (a local release's histogram saves the local release it is a view of).  What a
-file holds and what it never holds is in :mod:`dpmodels.saved`.
+file holds and what it never holds is in `dpmodels.saved`.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def _local_of(rel):
 
 
 def release_document(rel) -> dict:
-    """The JSON document (a dict) :func:`save_release` writes for ``rel``."""
+    """The JSON document (a dict) `save_release()` writes for ``rel``."""
     if getattr(rel, "saved_kind", None) == "local":
         rel = _local_of(rel)
     kind, body = _release_out(rel)

@@ -32,13 +32,13 @@ Privacy
   ``rho = exp(-r)`` and ``c_a = max U - U(S ∪ {a})`` a non-negative integer.
   We propose ``a`` uniformly (rejection on random words, exact) and accept it
   when a geometric variable ``G`` with ``P(G >= j) = rho**j``
-  (:func:`dpmodels.exact.geometric`, exact for ``rho = exp(-epsilon/2)`` with
+  (`dpmodels.exact.geometric()`, exact for ``rho = exp(-epsilon/2)`` with
   ``epsilon = 2 r``) is ``>= c_a``: the accepted candidate has exactly the law
   above.  ``r`` is a float: it is rounded *down* until
   ``4 k r (N - 1) <= eps_p`` holds in exact rational arithmetic, so the loss
   bound above holds for the float actually used.
 * **Budget**: ``select_features`` spends all its ``epsilon`` on the selection;
-  the projected models (:mod:`dpmodels.models.projected`) split ``epsilon`` into
+  the projected models (`dpmodels.models.projected`) split ``epsilon`` into
   ``eps_p = (1 - gamma) epsilon`` for the selection and ``eps_h`` for the
   histogram (§2.3), and report both.
 
@@ -61,7 +61,7 @@ Choosing k and gamma (§2.3), from public inputs only
 Discretization: ``bins="auto"`` uses the paper's rule for the selection, the
 bandwidth ``bw(N, m) = (log N / N)**(1/(m+1))``, i.e. ``ceil(1/bw - 1/2)``
 equal bins (at least 2) per continuous candidate; binning itself is
-:meth:`dpmodels.domain.Axis.codes`, the histogram release's.
+`dpmodels.domain.Axis.codes()`, the histogram release's.
 """
 
 from __future__ import annotations
@@ -205,9 +205,9 @@ class SelectionReport(ReleaseReport):
 
 @dataclass(frozen=True)
 class FeatureSelection:
-    """The output of :func:`select_features`: the chosen candidates (in the
+    """The output of `select_features()`: the chosen candidates (in the
     order chosen), the others, and the privacy report.  Pass it as
-    ``select=`` to :func:`~dpmodels.dp_logit` / :func:`~dpmodels.dp_mnlogit`
+    ``select=`` to `dp_logit()` / `dp_mnlogit()`
     to fit on the projection without spending on a new selection."""
 
     selected: tuple
@@ -337,7 +337,7 @@ def private_kd(codes: Sequence[np.ndarray], sizes: Sequence[int], target: np.nda
     k : int
     r : float or None
         Scale of the exponential mechanism on the integer pair counts
-        (:func:`score_scale`); None: the non-private greedy NONPRIVATEKD
+        (`score_scale()`); None: the non-private greedy NONPRIVATEKD
         (argmax, ties to the first candidate).
     bits : RandomBits or None
     weights : int64 array, optional
@@ -505,7 +505,7 @@ def _check_k(k, m: int) -> int | None:
 def selection_domain(data, target: str, candidates: Sequence[str], *, bounds, levels, bins,
                      n: int, epsilon: float, cols) -> Domain:
     """The public domain of the target and the candidates (``bins="auto"``:
-    :func:`selection_bins`); the target must be discrete with >= 2 levels."""
+    `selection_bins()`); the target must be discrete with >= 2 levels."""
     names = (target,) + tuple(candidates)
     source = source_for(data)
     if source is None:
@@ -591,16 +591,16 @@ def select_features(
         The variables to choose from, discretized on their public domain.
     k : int, optional
         How many to choose; None estimates it from public inputs (Vinterbo §2.3,
-        :func:`estimate_k`).
+        `estimate_k()`).
     epsilon : float
         Spent on the selection; ``inf`` is the non-private greedy choice
         (flagged NOT PRIVATE).
     bounds, levels : dict
         Public bounds of continuous candidates, public level sets of discrete
-        ones and of the target (as in :func:`dpmodels.release`).
+        ones and of the target (as in `dpmodels.release()`).
     bins : int, dict or "auto"
         Equal-width bins per continuous candidate; "auto" is the paper's
-        bandwidth rule (:func:`selection_bins`).
+        bandwidth rule (`selection_bins()`).
     random_state : None, int or Generator
         None draws from the OS's secure entropy; a seed for tests and docs.
     accountant : Accountant, optional
@@ -624,7 +624,7 @@ def select_features(
     rows told apart by the chosen variables and by the target) has
     sensitivity ``2(N-1)``; each of the k steps is an exponential mechanism
     with ``eps' = epsilon/(4k)`` on ``F = U/N`` (Theorem 1), sampled exactly.
-    See :mod:`dpmodels.selection`.
+    See `dpmodels.selection`.
 
     Examples
     --------

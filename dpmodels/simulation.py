@@ -1,14 +1,14 @@
 """Replicate releases: the law of the histogram mechanism applied to an
-estimated population (steps 1-3 of :mod:`dpmodels.inference`).
+estimated population (steps 1-3 of `dpmodels.inference`).
 
 The population is the release's own estimate of the true cell counts
-(:mod:`dpmodels.population`); a replicate true histogram is a multinomial
+(`dpmodels.population`); a replicate true histogram is a multinomial
 draw of the public n over it, and a replicate release is that histogram
-through the mechanism's law (:mod:`dpmodels.mechanisms`: discrete Laplace
+through the mechanism's law (`dpmodels.mechanisms`: discrete Laplace
 noise on every cell of the public domain, the same threshold; the empty
 cells through Vinterbo's sparse construction).  A simulation only needs the
 law, not an exact or secure sampler.  Nothing here reads raw rows: the input
-is a :class:`~dpmodels.release.PrivateHistogram` (PRIVACY.md rule 6).
+is a `PrivateHistogram` (PRIVACY.md rule 6).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ to blocks (sample-and-aggregate) where the data live must give the same
 release whatever the engine's batches or partitions are: a Dask frame of 7
 partitions, a Spark frame of 3, a Polars scan streamed in batches of 65,536
 rows and the same rows in one pandas frame.  A sequential source
-(:class:`~dpmodels.randomness.SecureBits`) cannot: how many words the rows
+(`SecureBits`) cannot: how many words the rows
 before a batch used is not known in that batch.
 
-:class:`RowStreams` gives every row its own stream instead: word ``j`` of the
+`RowStreams` gives every row its own stream instead: word ``j`` of the
 row at position ``i`` (0-based, in the order the engine hands the rows over)
 is the first 64 bits of ``AES-128_K(i || j)``, for a key ``K`` of 128 bits
 drawn once per release from the release's source.  AES is a pseudorandom
@@ -17,7 +17,7 @@ permutation, so with a secret key the words are indistinguishable from
 independent uniform words; the key comes from the operating system's secure
 generator by default (a CSPRNG keyed from it, as rule 7 allows), or from the
 seeded generator when ``random_state`` is given (reproducible, NOT secure;
-the report says so).  The key is the only state: a :class:`RowStreams`
+the report says so).  The key is the only state: a `RowStreams`
 pickles to Dask's and Spark's workers as 16 bytes.
 
 Examples

@@ -42,7 +42,7 @@ def privacy_table(report: ReleaseReport) -> SimpleTable:
 
 
 class DPSummary(Summary):
-    """A statsmodels :class:`~statsmodels.iolib.summary.Summary` with a
+    """A statsmodels `Summary` with a
     privacy table.  LaTeX output renders the privacy table as its own
     tabular, since statsmodels merges its tables into one column layout."""
 
@@ -102,8 +102,8 @@ def dp_header(smry: Summary, results) -> None:
 
 def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[str] | None = None,
                       results=None) -> DPSummary:
-    """Return ``smry`` as a :class:`DPSummary` with the privacy table and notes
-    appended (and, given the ``results``, the header of :func:`dp_header`)."""
+    """Return ``smry`` as a `DPSummary` with the privacy table and notes
+    appended (and, given the ``results``, the header of `dp_header()`)."""
     if results is not None:
         dp_header(smry, results)
     out = DPSummary()
@@ -123,7 +123,7 @@ def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[s
 
 def add_privacy_block2(smry, report: ReleaseReport | None, notes: list[str] | None = None):
     """Append the privacy report and the notes to a statsmodels ``summary2``
-    (:class:`statsmodels.iolib.summary2.Summary`), as ``summary()`` shows them."""
+    (`statsmodels.iolib.summary2.Summary`), as ``summary()`` shows them."""
     import pandas as pd
 
     if report is not None:
@@ -144,7 +144,7 @@ def add_privacy_block2(smry, report: ReleaseReport | None, notes: list[str] | No
 def inference_notes(results) -> list[str]:
     """Summary notes saying which covariance the standard errors use.
 
-    Under cov_type "dp" (a :class:`~dpmodels.intervals.DPInference` attached),
+    Under cov_type "dp" (a `DPInference` attached),
     the bootstrap's description, failed replicates and the binning warning;
     under "naive" on a private release, that the standard errors ignore the
     privacy noise.

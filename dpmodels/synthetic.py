@@ -4,19 +4,19 @@ mechanism of Wasserman & Zhou (2010).
 Two ways to hand out synthetic data, after Wasserman & Zhou's "sampling from
 a histogram" (``../shared/papers/wasserman-zhou-statistical-framework-dp-slides.txt``):
 
-**Perturbed histogram sampling** (:meth:`PrivateHistogram.sample`, i.e.
-:func:`sample_release`).  Post-processing of an existing release, so it costs
+**Perturbed histogram sampling** (`PrivateHistogram.sample()`, i.e.
+`sample_release()`).  Post-processing of an existing release, so it costs
 no budget (PRIVACY.md rule 6): a cell is drawn with probability proportional
 to its released (noisy) count, then a point inside it, uniform on the cell or
-from the within-cell density that :mod:`dpmodels.representatives` fits to the
-release.  The draws use :func:`~dpmodels.randomness.make_rng` (OS-seeded by
+from the within-cell density that `dpmodels.representatives` fits to the
+release.  The draws use `make_rng()` (OS-seeded by
 default, reproducible with a seed): they are not part of any privacy
 guarantee.  A thresholded release has non-negative counts; a signed release
 (``threshold=None``) may hold negative counts, which are set to 0 here
 (Wasserman & Zhou's ``max(D_j, 0)``).  ``size=None`` draws as many rows as
 the release's noisy total.
 
-**The smoothed histogram** (:func:`smoothed_sample`).  A *new* release from
+**The smoothed histogram** (`smoothed_sample()`).  A *new* release from
 raw rows: ``size`` rows drawn independently from
 
     f_{m,delta} = (1 - delta) f_hat_m + delta * u,
@@ -48,7 +48,7 @@ Noise law
     rational ``delta`` actually used.  Sampling is exact: ``delta`` is a
     rational ``a / 2**60`` compared with 60 uniform bits; rows and uniform
     cells are uniform integers below ``n`` and ``m`` drawn by rejection from
-    the 64-bit words of :func:`~dpmodels.randomness.random_source` (secure OS
+    the 64-bit words of `random_source()` (secure OS
     entropy by default).  A row with a missing value is never looked at:
     when it is picked, a uniform cell is drawn instead (this moves at most
     ``(1 - delta) / n`` of a cell's probability, as above).
@@ -138,7 +138,7 @@ def values_in_bins(axis: Axis, codes: np.ndarray, fraction: np.ndarray) -> np.nd
     inside the bins ``codes``: ``fraction`` is taken on the axis's binning
     scale (uniform fractions give a point uniform in the bin's coordinates,
     e.g. log-uniform on a "log" axis) and mapped back with
-    :meth:`Axis.to_values`.  The one place where a bin index becomes a
+    `Axis.to_values()`.  The one place where a bin index becomes a
     value: an axis kind with other bins extends this function.
 
     Examples
@@ -162,7 +162,7 @@ def values_in_bins(axis: Axis, codes: np.ndarray, fraction: np.ndarray) -> np.nd
 def _frame(domain: Domain, ids: np.ndarray, fractions: np.ndarray) -> pd.DataFrame:
     """The synthetic rows: one per cell id, a continuous variable at its
     ``fractions`` column inside the bin, a discrete one at the cell's level in
-    the published type of its declared levels (:meth:`Axis.column`)."""
+    the published type of its declared levels (`Axis.column()`)."""
     codes = domain.decode(np.asarray(ids, dtype=np.uint64))
     cols, j = {}, 0
     for axis, c in zip(domain.axes, codes):
@@ -208,7 +208,7 @@ def sample_release(release, size: int | None = None, random_state=None,
                    within: str = "uniform") -> pd.DataFrame:
     """Synthetic rows drawn from a histogram release (post-processing: free).
 
-    See :meth:`dpmodels.PrivateHistogram.sample`, which calls this.
+    See `dpmodels.PrivateHistogram.sample()`, which calls this.
     """
     if within not in WITHIN:
         raise DPModelsError(f'within must be "uniform" or "density", got {within!r}')
@@ -244,8 +244,8 @@ def sample_release(release, size: int | None = None, random_state=None,
 
 def _density_fractions(release, ids: np.ndarray, rng) -> tuple[np.ndarray, str]:
     """Within-bin fractions of the continuous axes from the density that
-    :mod:`dpmodels.representatives` fits to the release, approximated inside
-    each cell by :data:`_DENSITY_GRID` sub-boxes per axis (the density at
+    `dpmodels.representatives` fits to the release, approximated inside
+    each cell by `_DENSITY_GRID` sub-boxes per axis (the density at
     each sub-box's centre; uniform within the sub-box)."""
     domain = release.domain
     rep = Representer.from_release(release, list(domain.names), "density")
@@ -365,7 +365,7 @@ def smoothed_cells(bits: RandomBits, ids: np.ndarray, counts: np.ndarray, n: int
 
 @dataclass(frozen=True)
 class SmoothedSampleReport(ReleaseReport):
-    """The privacy report of :func:`smoothed_sample`.
+    """The privacy report of `smoothed_sample()`.
 
     Attributes
     ----------
@@ -434,7 +434,7 @@ class SmoothedSampleReport(ReleaseReport):
 
 @dataclass(frozen=True)
 class SmoothedSample:
-    """Synthetic rows from :func:`smoothed_sample` and their privacy report.
+    """Synthetic rows from `smoothed_sample()` and their privacy report.
 
     Attributes
     ----------
@@ -515,7 +515,7 @@ def smoothed_sample(
         ``n**(4/(6+r))`` (KS) or ``n**((r+2)/(2r+3))`` (L2), ``r`` the number
         of continuous variables.
     bounds, levels :
-        The public domain, as for :func:`dpmodels.release`.
+        The public domain, as for `dpmodels.release()`.
     bins : int or dict, optional
         Equal-width bins per continuous variable.  Default: Theorem 6's
         KS-optimal order, ``n**(r/(6+r))`` cells over the r continuous
@@ -524,7 +524,7 @@ def smoothed_sample(
     delta : float, optional
         Weight of the uniform component; by default the smallest value with
         ``size * log(1 + (1 - delta) m / (n delta)) <= epsilon``
-        (:func:`smoothed_delta`).  A given value is rounded up to a multiple
+        (`smoothed_delta()`).  A given value is rounded up to a multiple
         of 2**-60 and refused if it does not meet the bound.
     random_state : None, int or numpy.random.Generator
         None: the OS's secure entropy; a seed makes the draw reproducible

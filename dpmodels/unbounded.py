@@ -9,7 +9,7 @@ dpmodels uses the logistic transform with a public centre ``c`` and scale
     T**-1(u) = c + s * log(u / (1 - u))
 
 The variable's axis is cut into ``bins`` equal-width bins **on the (0, 1)
-scale** (:class:`dpmodels.domain.Axis` with ``scale="logistic"``): fine
+scale** (`dpmodels.domain.Axis` with ``scale="logistic"``): fine
 bins near ``c`` (width about ``4 s / bins`` there), wide ones in the tails,
 and two edge bins that reach to -inf and +inf, so no value is ever clipped.
 Cell frames hold values on the variable's own scale: every representative is
@@ -35,7 +35,7 @@ the data (PRIVACY.md rule 2).
 
 The releases whose sensitivity comes from the variable's range (the noisy
 moments, Newton steps and quantile steps) have none here and refuse an
-Unbounded variable (:func:`refuse_unbounded`); ``method="auto"`` chooses the
+Unbounded variable (`refuse_unbounded()`); ``method="auto"`` chooses the
 histogram whenever a model variable is declared Unbounded.
 """
 
@@ -80,7 +80,7 @@ class Unbounded:
     Notes
     -----
     The transform is public, so the histogram's sensitivity is unchanged
-    (see :mod:`dpmodels.unbounded`).  A variable used in the formula through
+    (see `dpmodels.unbounded`).  A variable used in the formula through
     ``np.log``, ``np.log1p`` or ``np.sqrt`` cannot be declared Unbounded
     (its cells would reach below the transform's domain): declare bounds, or
     make a column of the transformed variable and declare that one Unbounded.
@@ -140,8 +140,8 @@ class Unbounded:
 
 
 def refuse_unbounded(domain, mechanism: str) -> None:
-    """Raise a :class:`~dpmodels.errors.DomainError` naming the first
-    variable of ``domain`` declared :class:`Unbounded`: ``mechanism`` (e.g.
+    """Raise a `DomainError` naming the first
+    variable of ``domain`` declared `Unbounded`: ``mechanism`` (e.g.
     "the moments release") takes its sensitivity from the variable's bounds.
     Public inputs only (the declaration), before any budget or noise."""
     for axis in domain.axes:

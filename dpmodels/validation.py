@@ -1,20 +1,20 @@
 """Checks of the caller's arguments, made before anything is spent.
 
-:func:`dpmodels.release` (and through it every dp_* model) runs these checks
+`dpmodels.release()` (and through it every dp_* model) runs these checks
 before the accountant is checked or charged, before any row is read and
 before any noise is drawn.  They look at public inputs only: the arguments,
 the data's type, its column labels and schema, and its row count - never at
-a row's values.  Each raises a :class:`~dpmodels.errors.DPModelsError` that
+a row's values.  Each raises a `DPModelsError` that
 names the argument or variable and says what to do; an argument of the wrong
-type raises a :class:`~dpmodels.errors.DPModelsTypeError` (also a
-:class:`TypeError`).
+type raises a `DPModelsTypeError` (also a
+`TypeError`).
 
 The rules
 ---------
 * ``random_state``: None, an int >= 0 (not a bool) or a numpy Generator
-  (:func:`dpmodels.randomness.check_random_state`).
+  (`dpmodels.randomness.check_random_state()`).
 * ``epsilon``: a real number (not a bool, not a string); its value is
-  checked by :func:`dpmodels.release.check_epsilon`.
+  checked by `dpmodels.release.check_epsilon()`.
 * ``threshold``: "enhanced", "auto", "zero", None, or a finite real number
   whose integer cut ``ceil(threshold)`` fits in int64; ``threshold_A``: a
   finite real number > 0 (checked even when the rule does not use it).
@@ -24,30 +24,30 @@ The rules
   release allocates), so it must be a number.
 * ``n``: None or an int in [1, 2**63 - 1].  A declared n that differs from
   the number of rows handed in by more than a factor
-  :data:`N_MISMATCH_FACTOR` (2) gives a :class:`~dpmodels.errors.ReleaseWarning`
+  `N_MISMATCH_FACTOR` (2) gives a `ReleaseWarning`
   (in-memory data only: a lazy engine would need an extra counting query).
   The warning compares two numbers the data holder sees before the release
   and changes nothing that is published.  Zero rows handed in is an error
   (a release of an empty data set is pure noise).
 * ``bounds``: a dict of column -> (low, high), two finite real numbers with
-  a finite positive float64 width (:func:`dpmodels.domain._as_bounds`), or
-  an :class:`~dpmodels.unbounded.Unbounded` declaration;
+  a finite positive float64 width (`dpmodels.domain._as_bounds()`), or
+  an `Unbounded` declaration;
   ``levels``: a dict of column -> list of hashable values without missing
   values or duplicates, ``"dtype"`` or a ``pandas.CategoricalDtype``;
-  ``bins``: "auto", an int in [1, :data:`~dpmodels.domain.MAX_BINS`] or a
+  ``bins``: "auto", an int in [1, `MAX_BINS`] or a
   dict of column -> such an int.  Every key of the three must be a column of
-  the data (checked in :func:`dpmodels.domain.build_domain`): keys of
+  the data (checked in `dpmodels.domain.build_domain()`): keys of
   columns the formula does not use are allowed, so that one public codebook
   serves several models.
 * ``data``: a pandas DataFrame (flat string column labels; the variables
   used must each be one column), a mapping of str to 1-d array-like, or an
   engine's frame; ``columns``: a str or a list of str; ``formula``: a str.
-* ``accountant``: None or an :class:`~dpmodels.Accountant`; ``missing``:
+* ``accountant``: None or an `Accountant`; ``missing``:
   "drop" or "raise"; ``namespace``: None or a mapping; ``domain_check``:
   None or a callable.
-* Formulas of dp_* models (:func:`check_formula_transforms`): patsy's
+* Formulas of dp_* models (`check_formula_transforms()`): patsy's
   ``center``, ``standardize`` and ``scale`` are evaluated on the weighted
-  release (see :mod:`dpmodels.models.base`); spline bases whose knots or
+  release (see `dpmodels.models.base`); spline bases whose knots or
   bounds patsy would compute from the data (``bs`` without ``knots=``,
   ``lower_bound=`` and ``upper_bound=``; ``cr``, ``cc``, ``te``) and other
   stateful transforms are refused, since they would be computed from the
@@ -125,8 +125,8 @@ def _kind(value) -> str:
 
 def check_random_state(random_state) -> None:
     """``random_state``: None, an int seed >= 0 (not a bool), a numpy Generator
-    (or a :class:`dpmodels.randomness.RandomBits` source): the rule of
-    :func:`dpmodels.randomness.check_random_state`, raised as a dpmodels error."""
+    (or a `dpmodels.randomness.RandomBits` source): the rule of
+    `dpmodels.randomness.check_random_state()`, raised as a dpmodels error."""
     try:
         rule(random_state)
     except DPModelsError:
@@ -348,12 +348,12 @@ def check_release_arguments(
     data, *, columns, formula, epsilon, bounds, levels, bins, threshold, threshold_A, n,
     random_state, accountant, missing, max_spurious_cells, namespace, domain_check,
 ) -> None:
-    """Check every argument of :func:`dpmodels.release` that can be checked
+    """Check every argument of `dpmodels.release()` that can be checked
     without the data's column names (see the module docstring for the rules).
 
     ``random_state`` is checked first.  The value of ``epsilon`` (> 0, not
-    NaN) is left to :func:`dpmodels.release.check_epsilon`; here only its
-    type.  Raises a :class:`~dpmodels.errors.DPModelsError` naming the
+    NaN) is left to `dpmodels.release.check_epsilon()`; here only its
+    type.  Raises a `DPModelsError` naming the
     argument; touches no data.
     """
     check_random_state(random_state)
@@ -438,7 +438,7 @@ def check_row_count(n, rows) -> None:
     Warns
     -----
     ReleaseWarning
-        ``n`` and ``rows`` differ by more than a factor :data:`N_MISMATCH_FACTOR`.
+        ``n`` and ``rows`` differ by more than a factor `N_MISMATCH_FACTOR`.
     """
     if rows == 0:
         raise DPModelsError(

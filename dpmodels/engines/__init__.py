@@ -1,7 +1,7 @@
 """Counting where the data live: lazy and distributed data frames.
 
-:func:`dpmodels.release` accepts, besides a pandas DataFrame or a mapping of
-arrays (counted in memory by :func:`dpmodels.histogram.count_cells`):
+`dpmodels.release()` accepts, besides a pandas DataFrame or a mapping of
+arrays (counted in memory by `dpmodels.histogram.count_cells()`):
 
 * a Polars ``DataFrame`` or ``LazyFrame``,
 * a Dask ``DataFrame`` (``dask.dataframe``, e.g. on a ``dask.distributed`` cluster),
@@ -15,9 +15,9 @@ count per kind of bad row (undeclared level, missing value), come back to the
 driver.  Noise, threshold and fit then run locally exactly as for pandas.
 
 The query is written once with `narwhals <https://narwhals-dev.github.io/narwhals/>`_
-(see :mod:`dpmodels.engines.lazy` and ``docs/scaling.md`` for the choice);
+(see `dpmodels.engines.lazy` and ``docs/scaling.md`` for the choice);
 Dask, whose partitions are pandas frames, runs dpmodels' own numpy counter on
-each partition instead (:mod:`dpmodels.engines.dask`), which is several times
+each partition instead (`dpmodels.engines.dask`), which is several times
 faster than evaluating the same expressions partition by partition.
 
 Privacy: the engine reads only the schema (column names and dtypes) before
@@ -42,11 +42,11 @@ SUPPORTED = ("polars", "dask", "duckdb", "pyspark")
 
 
 class Source(Protocol):
-    """What :func:`dpmodels.release` needs from a data source that is not in memory."""
+    """What `dpmodels.release()` needs from a data source that is not in memory."""
 
-    #: Engine name: one of :data:`SUPPORTED`.
+    #: Engine name: one of `SUPPORTED`.
     engine: str
-    #: :meth:`map_partitions` hands the batches to this process (not to workers).
+    #: `map_partitions()` hands the batches to this process (not to workers).
     batches_here: bool
 
     def columns(self) -> list[str]:
@@ -54,7 +54,7 @@ class Source(Protocol):
 
     def dtypes(self, names) -> dict:
         """Pandas-equivalent dtype of each named column (schema only), as
-        :func:`dpmodels.domain.build_domain` expects them."""
+        `dpmodels.domain.build_domain()` expects them."""
 
     def nrows(self) -> int:
         """Number of rows (one counting query in the engine)."""
@@ -67,17 +67,17 @@ class Source(Protocol):
         and Dask send it to their workers).  With ``positions=True`` the call is
         ``fn(frame, start)``: ``start`` is the position of the frame's first row
         among all the rows in the engine's order, whatever the batches are (the
-        per-row streams of :mod:`dpmodels.streams` are keyed by it)."""
+        per-row streams of `dpmodels.streams` are keyed by it)."""
 
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         """Exact counts of the non-empty cells, computed in the engine; raises
-        :class:`~dpmodels.UndeclaredLevelError` / :class:`~dpmodels.MissingValueError`
-        exactly as :func:`~dpmodels.histogram.count_cells` does."""
+        `UndeclaredLevelError` / `MissingValueError`
+        exactly as `count_cells()` does."""
 
 
 def source_for(data) -> Source | None:
     """The engine adapter for ``data``, or None for in-memory data (a pandas
-    DataFrame, a mapping of arrays) that :func:`count_cells` counts itself.
+    DataFrame, a mapping of arrays) that `count_cells()` counts itself.
 
     Detection looks at the type only (a library that is not imported cannot
     have produced ``data``, so nothing is imported to find out).

@@ -2,12 +2,12 @@
 reduction of the per-partition counts, and only the non-empty cells back.
 
 A Dask partition is a pandas DataFrame, so each worker runs
-:func:`dpmodels.histogram.count_cells_unchecked` (the same code, and the same
+`dpmodels.histogram.count_cells_unchecked()` (the same code, and the same
 bins, as an in-memory release) on its partitions and returns a small frame of
 ``(key, n)`` rows: one per non-empty cell, plus one per kind of bad row
 (key ``-2 - i``: axis i holds an undeclared level; ``-2 - d - i``: axis i has
 a missing value, reported only with ``missing="raise"``), the key scheme of
-:mod:`dpmodels.engines.lazy`.  ``groupby(key).sum()`` adds them up across
+`dpmodels.engines.lazy`.  ``groupby(key).sum()`` adds them up across
 partitions by Dask's tree reduction; the driver receives one row per
 non-empty cell.
 

@@ -9,22 +9,22 @@ The query (for a domain of d axes with strides s_i):
     ``c = cast_int(floor(clip((x - lo) * (bins / (hi - lo)), 0, bins - 1)))``
     on ``x`` cast to Float64 (missing values replaced by 0 first, so that no
     engine casts a NaN) - the very float operations of
-    :meth:`dpmodels.domain.Axis.codes`, so bin edges and clipping are
+    `dpmodels.domain.Axis.codes()`, so bin edges and clipping are
     identical, including the closed last bin;
   - discrete: ``c = replace_strict(levels -> codes, default=-1)`` (a hash
     map lookup in every engine: polars ``replace_strict``, DuckDB ``map``,
     Spark ``create_map``), with the declared levels first filtered to those
-    that can equal a value of the column's type (see :func:`_comparable_levels`);
+    that can equal a value of the column's type (see `_comparable_levels()`);
 * one key per row: ``-2 - i`` if axis i is the first whose value is
   undeclared, else ``-2 - d - i`` if axis i is the first with a missing
   value, else the cell id ``sum(c_i * s_i)``;
 * ``group_by(key).agg(len)``, collected.
 
 Only the non-empty cells and at most 2d error keys come back.  An undeclared
-level raises :class:`~dpmodels.UndeclaredLevelError` (a second, tiny query
+level raises `UndeclaredLevelError` (a second, tiny query
 fetches up to three offending values for the message); missing values are
 dropped or, with ``missing="raise"``, refused - the same rules and the same
-variable named as :func:`dpmodels.histogram.count_cells`.
+variable named as `dpmodels.histogram.count_cells()`.
 
 Why narwhals: the four engines need the same dozen operations (cast, floor,
 clip, is_null/is_nan, when/then, a mapping of values, a sum, a group-by
@@ -70,9 +70,9 @@ def _nw():
 
 
 def pandas_like_dtype(nw_dtype, native_dtype=None):
-    """The dtype :func:`dpmodels.domain.build_domain` understands for a narwhals
+    """The dtype `dpmodels.domain.build_domain()` understands for a narwhals
     dtype: numpy numeric and bool dtypes, pandas' string dtype for strings,
-    :class:`~dpmodels.domain.EnumType` for a Polars Enum (a schema type that
+    `EnumType` for a Polars Enum (a schema type that
     declares its categories), the pandas CategoricalDtype of a Dask
     categorical (whose categories count as declared only with
     ``levels={name: "dtype"}``, as for pandas; without categories when Dask
@@ -128,12 +128,12 @@ def _comparable_levels(levels: tuple, family: str):
     """``(values, codes)``: the declared levels that a value of this column
     family can equal, as literals of the column's type, with their codes.
 
-    Mirrors :meth:`Axis.codes`, which compares by value: numbers equal
+    Mirrors `Axis.codes()`, which compares by value: numbers equal
     numbers (``2 == 2.0``), strings equal strings, bools equal bools; across
     those kinds nothing matches.  An integer column (compared as Int64) can
     equal only integral levels, a float column (compared as Float64) only
     levels that are a float64 exactly; no literal is rounded or narrowed, so
-    no two levels merge.  (:func:`~dpmodels.domain.build_domain` has already
+    no two levels merge.  (`build_domain()` has already
     refused the levels the column's dtype cannot hold; this filter keeps the
     query correct for any domain.)
     """
@@ -299,7 +299,7 @@ class NarwhalsSource:
     def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
         """``fn`` (a pandas frame -> a small result) on the named columns, batch
         by batch where the data live: Polars streams batches of
-        :data:`PARTITION_ROWS` rows, DuckDB fetches Arrow record batches of that
+        `PARTITION_ROWS` rows, DuckDB fetches Arrow record batches of that
         size, Spark runs ``fn`` on every partition in its workers
         (``mapInPandas``) and sends back only the pickled results.
 

@@ -78,7 +78,7 @@ def dp_options(cov_type: str, n_boot, random_state, cov_kwds, *, allow_nonrobust
     Returns ``("dp" | "naive", options)`` with the bootstrap options
     ``n_boot``, ``random_state``, ``interval``, ``binning_check``,
     ``population`` and ``n_refit`` (replicates whose representatives are
-    refitted; see :func:`~dpmodels.bootstrap.parametric_bootstrap`), taken
+    refitted; see `parametric_bootstrap()`), taken
     from the keywords or from ``cov_kwds`` (keywords win).
     """
     kind = resolve_cov_type(cov_type, allow_nonrobust=allow_nonrobust)
@@ -300,14 +300,14 @@ def _inside_bounds(infos, frame: pd.DataFrame, X: np.ndarray, y: np.ndarray,
 class DPModel:
     """Base of the dp_* models: holds the formula, the release and the cell frame.
 
-    Subclasses implement :meth:`fit`.  When ``data`` is a
-    :class:`~dpmodels.release.PrivateHistogram`, no new release is made and
+    Subclasses implement `fit()`.  When ``data`` is a
+    `PrivateHistogram`, no new release is made and
     no budget is spent: the formula's variables are marginalized from it.
 
     ``representatives`` (keyword of every dp_* function) chooses the points
     that stand for the rows of each released cell in ``cells``: "density"
     (default), "midpoint" (Lei's Algorithm 1), "shift" or "sheppard"; see
-    :mod:`dpmodels.representatives`.  Post-processing only.
+    `dpmodels.representatives`.  Post-processing only.
     """
 
     _name = "DP model"
@@ -317,15 +317,15 @@ class DPModel:
     _allows_signed = True
     #: True for models that name the coefficients whose error the bootstrap could
     #: not measure in their own words (the choice models: separation); the
-    #: others get :func:`~dpmodels.dp_results.attach_dp_inference`'s warning.
+    #: others get `attach_dp_inference()`'s warning.
     names_unmeasured = False
     #: True for models whose response levels are classes (the choice models):
     #: a class the spurious cells dominate moves every coefficient
-    #: (:func:`~dpmodels.information.level_contamination`).
+    #: (`level_contamination()`).
     response_classes = False
     #: True for models whose estimate is not a linear function of the response
     #: (quantile regression): the binning check also moves the response's
-    #: points within their bins (:meth:`~dpmodels.binning.BinningDiagnostic._phase_fit`).
+    #: points within their bins (`_phase_fit()`).
     response_phase = False
 
     def __init__(
@@ -339,7 +339,7 @@ class DPModel:
     ):
         """The model of ``formula`` on the histogram release ``data``: nothing is
         read or spent.  To release from raw rows, call the ``dp_*`` function
-        (or :meth:`from_formula`)."""
+        (or `from_formula()`)."""
         if not isinstance(data, PrivateHistogram):
             raise DPModelsTypeError(
                 f"{type(self).__name__}(formula, data) fits on a release (a PrivateHistogram), "
@@ -384,7 +384,7 @@ class DPModel:
         representatives: str = DEFAULT_REPRESENTATIVES,
     ):
         """Release the histogram of ``formula``'s variables from the raw rows
-        ``data`` (spending ``epsilon``: :func:`dpmodels.release`), then build the
+        ``data`` (spending ``epsilon``: `dpmodels.release()`), then build the
         model on it; on a release, the model on it (nothing spent).  Every check
         of the public inputs, the model's own included, runs before anything is
         read or spent.  The ``dp_*`` functions call this."""
@@ -414,7 +414,7 @@ class DPModel:
     def _prepare(self, formula, data, epsilon, threshold, eval_env, representatives) -> dict:
         """The checks of the public inputs every model makes first, and the
         formula's namespace (``eval_env`` frames above the caller of
-        ``__init__`` or :meth:`from_formula`)."""
+        ``__init__`` or `from_formula()`)."""
         self.representatives = check_representatives(
             check_choice("representatives", representatives, REPRESENTATIVES))
         check_eval_env(eval_env)
@@ -454,7 +454,7 @@ class DPModel:
 
     def _formula_model(self, cls, data: pd.DataFrame, **kwargs):
         """``cls.from_formula(self.formula, data, eval_env=self.namespace, **kwargs)``,
-        picklable (:func:`~dpmodels.models.pickling.keep_design`);
+        picklable (`keep_design()`);
         a dpmodels error raised while patsy evaluates the formula (e.g. by a weighted
         ``standardize``) is re-raised as itself, not wrapped in a ``PatsyError``."""
         try:
@@ -490,10 +490,10 @@ class DPModel:
         """Hook for subclasses: refuse a formula whose variables' public
         domain does not suit the model (e.g. a response that is not binary).
 
-        Called with the :class:`~dpmodels.domain.Domain` and the
-        :class:`~dpmodels.formula.FormulaVariables` before any row is counted
+        Called with the `Domain` and the
+        `FormulaVariables` before any row is counted
         or any noise drawn (and on an existing release before marginalizing).
-        Raise a :class:`~dpmodels.errors.DPModelsError` naming the variable.
+        Raise a `DPModelsError` naming the variable.
         """
 
     @property
@@ -512,7 +512,7 @@ class DPModel:
         return frame
 
     def _design_builder(self, res, classes: np.ndarray | None = None):
-        """``build(frame) -> (X, y, valid)`` for :class:`~dpmodels.bootstrap.CellDesign`:
+        """``build(frame) -> (X, y, valid)`` for `CellDesign`:
         the fitted model's patsy design applied to new cells of the same marginal.
 
         ``classes``: for a multinomial response, the response values of the
@@ -595,19 +595,19 @@ class DPModel:
     def _uninformative(self, res, build, n_params: int, *, coarse: bool = True,
                        rounding=None) -> dict:
         """Coefficients the released cells do not identify
-        (:func:`~dpmodels.information.unidentified_columns`: a declared level
+        (`unidentified_columns()`: a declared level
         without a released cell), that the release carries no information about
-        (:func:`~dpmodels.information.column_information`) or that rest on a
+        (`column_information()`) or that rest on a
         factor level or response class its spurious cells dominate
-        (:func:`~dpmodels.information.level_contamination`), flattened as
+        (`level_contamination()`), flattened as
         ``params`` (equation by equation), or that a variable cut into too few
         bins for the binning check moves unmeasured
-        (:func:`~dpmodels.binning.coarse_columns`, with ``coarse``), that a
+        (`coarse_columns()`, with ``coarse``), that a
         release mostly of spurious rows does not measure
-        (:func:`~dpmodels.information.release_contamination`) or that a
+        (`release_contamination()`) or that a
         response in too few of its bins does not measure (``rounding``, a
-        :class:`~dpmodels.rounding.RoundingBound`), with a
-        :class:`~dpmodels.errors.ReleaseWarning` naming them: the bootstrap's
+        `RoundingBound`), with a
+        `ReleaseWarning` naming them: the bootstrap's
         ``uninformative`` and ``flags_explain_failures`` arguments."""
         names = list(np.atleast_1d(res.model.exog_names))
         k = len(names)
@@ -714,7 +714,7 @@ class DPModel:
 
     def _response_rounding(self, response: str):
         """What rounding the response to its bins can do to the slopes
-        (:func:`~dpmodels.rounding.response_rounding`)."""
+        (`response_rounding()`)."""
         return response_rounding(self.release, response)
 
     def _more_bins_hint(self, few) -> str:

@@ -12,10 +12,10 @@ which each cell appears ``w`` times:
 * the null (constant-only) model of the pseudo R-squared and the LR test is
   fitted with the same weights.
 
-statsmodels' :class:`~statsmodels.discrete.discrete_model.Logit` and
-:class:`~statsmodels.discrete.discrete_model.MNLogit` take no weights
+statsmodels' `Logit` and
+`MNLogit` take no weights
 (``MNLogit`` only warns about and then ignores ``weights=``), so the
-weighting lives in :class:`FreqLogit` and :class:`FreqMNLogit`, which keep
+weighting lives in `FreqLogit` and `FreqMNLogit`, which keep
 every other behaviour of the statsmodels classes (formulas, ``predict``,
 ``summary``, Wald tests).
 
@@ -180,7 +180,7 @@ class _FreqResults(DPInferenceResultsMixin):
     """Mixin for the results: expanded-data ``nobs``, weighted null model,
     weighted prediction table, summary with the privacy block."""
 
-    #: :class:`~dpmodels.report.PrivacyReport` of the release, when fitted on one.
+    #: `PrivacyReport` of the release, when fitted on one.
     privacy: Any = None
     release: Any = None
     #: Names of the parameters along a separating direction (empty: none
@@ -314,7 +314,7 @@ class _FreqResults(DPInferenceResultsMixin):
 
     def summary2(self, alpha=0.05, float_format="%.4f", **kwargs):
         """statsmodels' ``summary2`` layout with the notes and privacy block of
-        :meth:`summary`."""
+        `summary()`."""
         smry = super().summary2(alpha=alpha, float_format=float_format, **kwargs)
         return add_privacy_block2(smry, self.privacy, self._summary_notes())
 
@@ -323,7 +323,7 @@ class FreqLogit(_FreqWeights, Logit):
     """Logit model whose ``weights`` are frequencies (counts of identical rows).
 
     Estimates, standard errors, log-likelihoods, information criteria and
-    summary equal those of :class:`statsmodels.discrete.discrete_model.Logit`
+    summary equal those of `statsmodels.discrete.discrete_model.Logit`
     on the data set in which row ``i`` appears ``weights[i]`` times.
 
     Parameters
@@ -379,7 +379,7 @@ class FreqLogit(_FreqWeights, Logit):
 
 
 class FreqLogitResults(_FreqResults, LogitResults):
-    """:class:`LogitResults` of a :class:`FreqLogit` fit, equal to those of
+    """`LogitResults` of a `FreqLogit` fit, equal to those of
     ``Logit`` on the expanded data set."""
 
     _model_label = "Logit"
@@ -414,7 +414,7 @@ class FreqMNLogit(_FreqWeights, MNLogit):
     identical rows).
 
     Estimates, standard errors, log-likelihoods, information criteria and
-    summary equal those of :class:`statsmodels.discrete.discrete_model.MNLogit`
+    summary equal those of `statsmodels.discrete.discrete_model.MNLogit`
     on the data set in which row ``i`` appears ``weights[i]`` times.
 
     Parameters
@@ -500,7 +500,7 @@ class FreqMNLogit(_FreqWeights, MNLogit):
 
 
 class FreqMNLogitResults(_FreqResults, MultinomialResults):
-    """:class:`MultinomialResults` of a :class:`FreqMNLogit` fit, equal to
+    """`MultinomialResults` of a `FreqMNLogit` fit, equal to
     those of ``MNLogit`` on the expanded data set."""
 
     _model_label = "MNLogit"
@@ -517,14 +517,14 @@ class FreqMNLogitResults(_FreqResults, MultinomialResults):
 
 
 class FreqLogitResultsWrapper(BinaryResultsWrapper):
-    """statsmodels' wrapper around :class:`FreqLogitResults` (its own ``conf_int``)."""
+    """statsmodels' wrapper around `FreqLogitResults` (its own ``conf_int``)."""
 
 
 wrap.populate_wrapper(FreqLogitResultsWrapper, FreqLogitResults)
 
 
 class FreqMNLogitResultsWrapper(MultinomialResultsWrapper):
-    """statsmodels' wrapper around :class:`FreqMNLogitResults` (its own ``conf_int``)."""
+    """statsmodels' wrapper around `FreqMNLogitResults` (its own ``conf_int``)."""
 
 
 wrap.populate_wrapper(FreqMNLogitResultsWrapper, FreqMNLogitResults)

@@ -6,7 +6,7 @@ df_resid = sum(w) - rank, scale = sum(w e^2) / df_resid, and the Gaussian
 log-likelihood of sum(w) observations.  statsmodels' WLS treats weights as
 precisions (nobs = number of rows, a log|W| term in the likelihood), so
 this module adjusts exactly those pieces and keeps everything else of
-:class:`statsmodels.regression.linear_model.RegressionResults`.
+`statsmodels.regression.linear_model.RegressionResults`.
 
 Signed weights (Lei's Algorithm 1, no threshold) are supported through the
 normal equations X'WX b = X'Wy, which stay well defined when a few cells
@@ -155,9 +155,9 @@ def _read_by_anova_of_models() -> bool:
 
 
 class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
-    """:class:`RegressionResults` of a :class:`FreqWLS` fit, equal to those of
+    """`RegressionResults` of a `FreqWLS` fit, equal to those of
     OLS on the expanded data set.  Carries ``privacy`` (a
-    :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
+    `PrivacyReport`) when it comes from a release."""
 
     privacy: Any = None
     release: Any = None
@@ -177,7 +177,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
         """Weighted residual sum of squares of the cells (descriptive).  Under
         cov_type "dp", statsmodels' ``anova_lm`` of several models, which would
         difference these into an F statistic without the privacy noise, is refused
-        with the dp-aware alternative (:meth:`compare_f_test`)."""
+        with the dp-aware alternative (`compare_f_test()`)."""
         if self._dp_active() and _read_by_anova_of_models():
             raise DPModelsError(
                 "anova_lm(small, large) differences the models' residual sums of squares, which "
@@ -212,7 +212,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
 
     @cache_readonly
     def rsquared_adj(self):
-        """statsmodels' adjusted R-squared (NaN as :attr:`rsquared` is)."""
+        """statsmodels' adjusted R-squared (NaN as `rsquared` is)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return float(RegressionResults.rsquared_adj.func(self))
 
@@ -266,7 +266,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
 
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
         """statsmodels' ``summary2`` layout with the same residual diagnostics,
-        notes and privacy block as :meth:`summary`.
+        notes and privacy block as `summary()`.
 
         Examples
         --------
@@ -299,7 +299,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
 
 
 class FreqRegressionResultsWrapper(RegressionResultsWrapper):
-    """statsmodels' wrapper (pandas labels) around :class:`FreqRegressionResults`,
+    """statsmodels' wrapper (pandas labels) around `FreqRegressionResults`,
     whose own wrapped methods (``conf_int``) are used."""
 
 

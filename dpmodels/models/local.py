@@ -1,9 +1,9 @@
-"""The ``dp_*`` models on a local release (:mod:`dpmodels.local`): the
+"""The ``dp_*`` models on a local release (`dpmodels.local`): the
 histogram models of each family fitted on the debiased, projected histogram
 of the reports, with the central path's inference and every one of its checks; the
 bootstrap's replicates come from the local channel
-(:class:`~dpmodels.local.LocalSimulator`: post-processing only).  The
-registry's ``local`` route builds them (:func:`build_model`).
+(`LocalSimulator`: post-processing only).  The
+registry's ``local`` route builds them (`build_model()`).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ _RELEASE_ARGUMENTS = ("bounds", "levels", "n", "accountant")
 
 
 def build_model(call):
-    """The model of a ``dp_*`` call on a :class:`LocalRelease` (or its histogram)."""
+    """The model of a ``dp_*`` call on a `LocalRelease` (or its histogram)."""
     data = call.data
     hist = data.histogram if isinstance(data, LocalRelease) else data
     for name in _RELEASE_ARGUMENTS:

@@ -2,7 +2,7 @@
 
 The response must be a discrete variable with two declared levels.  The
 released cells are fitted by maximum likelihood with their noisy counts as
-frequency weights (:class:`~dpmodels.models.discrete.FreqLogit`), which is
+frequency weights (`FreqLogit`), which is
 the logit of the data set in which each cell appears ``count`` times.
 """
 
@@ -72,7 +72,7 @@ def refit_logit(X, y, W, start, *, flat_directions=None):
     Arrays are laid out replicate by cell, ``(b, C)``, so that a subset of
     replicates is a block of rows; the linear predictors the line search
     computed are reused by the next Newton step.  ``flat_directions``: see
-    :func:`~dpmodels.batched.batched_newton` (a design the cells leave
+    `batched_newton()` (a design the cells leave
     rank-deficient).
     """
     C, p = X.shape
@@ -154,7 +154,7 @@ class _DPChoiceModel(DPModel):
 
     def _response_frame(self) -> tuple[pd.DataFrame, np.ndarray, list | None]:
         """Cells with the response as numbers, the counts, and the response
-        level of each code (see :meth:`_response_levels`)."""
+        level of each code (see `_response_levels()`)."""
         return (self._prepare_cells(self.cells), self.weights.astype(float),
                 self._response_levels())
 
@@ -259,7 +259,7 @@ class _DPChoiceModel(DPModel):
         """The columns with a component along the flat directions the last fit
         held at their start (``self._flat``): flagged with the unidentified
         ones whatever the rank tolerance of
-        :func:`~dpmodels.information.unidentified_columns`, so that no
+        `unidentified_columns()`, so that no
         coefficient the replicates held still gets a finite error."""
         flat = getattr(self, "_flat", None)
         if flat is None or flat.shape[0] != k:
@@ -291,9 +291,9 @@ class _DPChoiceModel(DPModel):
         """One warning naming every coefficient whose error the bootstrap could
         not measure (infinite SE, unbounded interval, p = 1) and why, in the
         histogram's terms; the summary's note says the same
-        (:attr:`DPInference.unmeasured_why <dpmodels.intervals.DPInference.unmeasured_why>`).
-        A :class:`SeparationWarning` when the released cells are separated (the
-        usual cause at small epsilon), else a :class:`ReleaseWarning`.  The
+        (`DPInference.unmeasured_why`).
+        A `SeparationWarning` when the released cells are separated (the
+        usual cause at small epsilon), else a `ReleaseWarning`.  The
         coefficients the release itself flags were named by their own warning."""
         lost = inference.unmeasured
         if not lost.any() or len(param_names) != lost.size:
@@ -329,7 +329,7 @@ class DPLogit(_DPChoiceModel):
     """Differentially private logistic regression: maximum likelihood on
     the released cells, each weighted by its noisy count.
 
-    See :func:`dp_logit` for the parameters.
+    See `dp_logit()` for the parameters.
     """
 
     _name = "DP Logit"
@@ -358,7 +358,7 @@ class DPLogit(_DPChoiceModel):
         cov_type : {"dp", "naive"}
             "dp" (default): standard errors, z statistics, p-values and
             intervals from a parametric bootstrap of the release (sampling,
-            privacy noise and threshold; see :mod:`dpmodels.inference`).
+            privacy noise and threshold; see `dpmodels.inference`).
             "naive" (alias "nonrobust"): the inverse information of the
             expanded data, which treats the noisy counts as real rows.
         n_boot : int, optional
@@ -367,7 +367,7 @@ class DPLogit(_DPChoiceModel):
             Makes the bootstrap reproducible (None: OS secure entropy).
         cov_kwds : dict, optional
             ``n_boot``, ``random_state``, ``interval``, ``binning_check``;
-            see :meth:`dpmodels.models.ols.DPOLS.fit`.
+            see `dpmodels.models.ols.DPOLS.fit()`.
         method : str
             Optimizer, as in ``statsmodels Logit.fit`` (default "newton").
         maxiter : int
@@ -375,9 +375,9 @@ class DPLogit(_DPChoiceModel):
         separation : {"warn", "raise", "ignore"}
             Before fitting, look for (quasi-)complete separation of the
             released cells (a linear program): "warn" warns with a
-            :class:`~dpmodels.models.discrete.SeparationWarning` naming the
+            `SeparationWarning` naming the
             parameters that diverge and fits anyway; "raise" raises a
-            :class:`~dpmodels.models.discrete.SeparationError`; "ignore"
+            `SeparationError`; "ignore"
             skips the check.  Under cov_type "dp", every coefficient whose
             error the bootstrap then cannot measure (infinite standard error,
             unbounded interval) is named, with the reason, by one more warning.
@@ -387,7 +387,7 @@ class DPLogit(_DPChoiceModel):
         Returns
         -------
         statsmodels.discrete.discrete_model.BinaryResultsWrapper
-            Wrapping a :class:`~dpmodels.models.discrete.FreqLogitResults`.
+            Wrapping a `FreqLogitResults`.
 
         Raises
         ------

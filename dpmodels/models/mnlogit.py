@@ -2,7 +2,7 @@
 
 The response must be a discrete variable with a declared level set.  The
 released cells are fitted by maximum likelihood with their noisy counts as
-frequency weights (:class:`~dpmodels.models.discrete.FreqMNLogit`), which is
+frequency weights (`FreqMNLogit`), which is
 the multinomial logit of the data set in which each cell appears ``count``
 times.
 """
@@ -38,7 +38,7 @@ def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
     matrix product, every sum over the equations and every product of two
     equations is an operation on ``(b, C)`` slabs, and a subset of
     replicates is a block of rows.  ``flat_directions``: see
-    :func:`~dpmodels.batched.batched_newton`.
+    `batched_newton()`.
     """
     C, p = X.shape
     J1 = n_classes - 1
@@ -141,7 +141,7 @@ class DPMNLogit(_DPChoiceModel):
     """Differentially private multinomial logit: maximum likelihood on the
     released cells, each weighted by its noisy count.
 
-    See :func:`dp_mnlogit` for the parameters.
+    See `dp_mnlogit()` for the parameters.
     """
 
     _name = "DP MNLogit"
@@ -165,25 +165,25 @@ class DPMNLogit(_DPChoiceModel):
             "dp" (default): bootstrap standard errors, z statistics, p-values
             and intervals that include the privacy noise; "naive" (alias
             "nonrobust"): those of the expanded data.  See
-            :meth:`dpmodels.models.logit.DPLogit.fit`.
+            `dpmodels.models.logit.DPLogit.fit()`.
         method : str
             Optimizer, as in ``statsmodels MNLogit.fit`` (default "newton").
         maxiter : int
             Maximum number of iterations.
         separation : {"warn", "raise", "ignore"}
             Before fitting, look for (quasi-)complete separation of the
-            released cells; see :meth:`dpmodels.models.logit.DPLogit.fit`.
+            released cells; see `dpmodels.models.logit.DPLogit.fit()`.
         n_boot, random_state, cov_kwds
-            Bootstrap options of cov_type "dp"; see :meth:`dpmodels.models.ols.DPOLS.fit`.
+            Bootstrap options of cov_type "dp"; see `dpmodels.models.ols.DPOLS.fit()`.
         **kwargs
             Passed to ``FreqMNLogit.fit`` (``disp`` defaults to False).
 
         Returns
         -------
         statsmodels.discrete.discrete_model.MultinomialResultsWrapper
-            Wrapping a :class:`~dpmodels.models.discrete.FreqMNLogitResults`;
+            Wrapping a `FreqMNLogitResults`;
             ``predict`` returns one column of probabilities per response level.
-            For a non-numeric response (a :class:`DPMNLogitResultsWrapper`) the
+            For a non-numeric response (a `DPMNLogitResultsWrapper`) the
             outcome columns are named by the levels: ``params``, ``bse``,
             ``tvalues`` and ``pvalues`` have one column per non-base level,
             ``predict`` one per level, in the declared order; a numeric

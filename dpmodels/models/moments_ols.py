@@ -1,10 +1,10 @@
-"""dp_ols on noisy moments: least squares from a :class:`~dpmodels.moments.PrivateMoments`
+"""dp_ols on noisy moments: least squares from a `PrivateMoments`
 release, with a parametric bootstrap of that release for its standard errors.
 
 Estimate (post-processing)
 --------------------------
 From the noisy count N, sums S and second moments M of the scaled rows v
-(:mod:`dpmodels.moments`): mean ``mu = S/N`` and covariance ``C = M/N - mu mu'``.
+(`dpmodels.moments`): mean ``mu = S/N`` and covariance ``C = M/N - mu mu'``.
 ``C`` is symmetrized and its eigenvalues are raised to the noise floor
 ``2 sqrt(q) sd(M)/N`` (the typical operator norm of the noise matrix: a
 public number), which keeps it positive definite and acts as a ridge in the
@@ -25,7 +25,7 @@ freedom), adds noise of the release's law to every released entry, and
 re-runs the same estimator.  The replicates' spread covers sampling, the
 privacy noise and the estimator's nonlinearity (the floor); their mean
 minus the estimate is the bias, which the default "normal" interval carries
-as a shift of unknown sign (:attr:`~dpmodels.intervals.DPInference.mse`).
+as a shift of unknown sign (`mse`).
 
 Coefficients the floor absorbs
 ------------------------------
@@ -157,7 +157,7 @@ def ols_from_scaled(moments: PrivateMoments, mu_v, C_v) -> np.ndarray | None:
     equations of the uncentred Gram matrix in design units lose about
     ``log10(cond)`` digits (NIST's Longley: 8 of 16); this loses few.  None
     when the design has no intercept column of value 1 (then
-    :func:`ols_from_moments`)."""
+    `ols_from_moments()`)."""
     space = moments.space
     const = np.flatnonzero(space.constant)
     if const.size != 1 or space.constant_values[const[0]] != 1:
@@ -308,7 +308,7 @@ class FormulaReleaseModel:
     def __init__(self, formula: str, data):
         """The model of ``formula`` on the release ``data`` (made for that
         formula): nothing is read or spent.  To release from raw rows, call the
-        ``dp_*`` function (or :meth:`from_formula`)."""
+        ``dp_*`` function (or `from_formula()`)."""
         if not isinstance(data, self._release_type):
             raise DPModelsTypeError(
                 f"{type(self).__name__}(formula, data) fits on a release (a "
@@ -352,9 +352,9 @@ class FormulaReleaseModel:
 class DPMomentsOLS(FormulaReleaseModel):
     """Differentially private OLS from noisy moments of the design.
 
-    Built by :func:`dpmodels.dp_ols` when ``method="moments"`` (or when
-    ``method="auto"`` chooses it).  See :mod:`dpmodels.moments` for the
-    release and :mod:`dpmodels.models.moments_ols` for the estimate.
+    Built by `dpmodels.dp_ols()` when ``method="moments"`` (or when
+    ``method="auto"`` chooses it).  See `dpmodels.moments` for the
+    release and `dpmodels.models.moments_ols` for the estimate.
     """
 
     _name = "DP OLS (moments)"

@@ -1,4 +1,4 @@
-"""dp_logit by noisy Newton steps (:mod:`dpmodels.newton`): the estimate, a
+"""dp_logit by noisy Newton steps (`dpmodels.newton`): the estimate, a
 statsmodels ``Logit`` results object, and the parametric bootstrap of the
 whole iteration for its standard errors.
 
@@ -6,7 +6,7 @@ Results
 -------
 The estimate is the release's last Newton iterate mapped to the design's
 columns (the same under every ``cov_type``;
-:func:`~dpmodels.models.shrinkage.calibrate`, below, measures the steps'
+`calibrate()`, below, measures the steps'
 pull but does not move the estimate).  It is handed to statsmodels as the maximum-likelihood fit of
 ``2q`` weighted points that carry the released mean and covariance of the
 design (from the first step's information) with responses
@@ -18,10 +18,10 @@ log-likelihood is not released: ``llf``, ``llnull``, ``prsquared`` and
 
 Standard errors (cov_type "dp")
 -------------------------------
-A parametric bootstrap of the whole iteration (:meth:`DPNewtonLogit._replay`):
+A parametric bootstrap of the whole iteration (`DPNewtonLogit._replay()`):
 on a population of Gaussian covariates (the released mean and covariance,
 a factor's dummies exclusive, an interaction's column the product of its
-parts' (:func:`~dpmodels.models.worlds.structured_design`), rows clipped as the
+parts' (`structured_design()`), rows clipped as the
 release clipped its own)
 with logistic responses, every replicate runs the Newton steps from 0 with
 the score's sampling error and each step's noise.  Where the noise keeps the
@@ -33,7 +33,7 @@ pulled beyond PULL_TRUSTED replicate SDs without information.  (Moving the
 estimate by the worlds' pull was measured to do harm: see
 ``shrinkage.CALIBRATION_STEPS``.)  The replicates'
 mean squared deviation from the estimate is the covariance
-(:class:`~dpmodels.models.moments_ols.MomentsInference`: one centre for every
+(`MomentsInference`: one centre for every
 test).  (Re-simulating only the last step under-covered at small n epsilon:
 59-63% at n = 2,000, epsilon <= 1, in benchmarks/validity.py's logit4; without
 the calibration, fair's logit in benchmarks/real_validity.py covered 0-52%.)
@@ -114,8 +114,8 @@ class NewtonLogitResults(FreqLogitResults):
 class DPNewtonLogit(FormulaReleaseModel):
     """Differentially private logistic regression by noisy Newton steps.
 
-    Built by :func:`dpmodels.dp_logit` with ``method="newton"`` (or when
-    ``method="auto"`` chooses it); see :mod:`dpmodels.newton`.
+    Built by `dpmodels.dp_logit()` with ``method="newton"`` (or when
+    ``method="auto"`` chooses it); see `dpmodels.newton`.
     """
 
     _name = "DP Logit (Newton)"
@@ -259,7 +259,7 @@ class DPNewtonLogit(FormulaReleaseModel):
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The estimate (the release's own), its replicates (none
         unless ``replicates``) and the coefficients the release cannot locate
-        (:func:`~dpmodels.models.shrinkage.calibrate` on :meth:`_replay`)."""
+        (`calibrate()` on `_replay()`)."""
         rel = self.release
         B = int(opts["n_boot"]) if replicates else 0
         return calibrate(self._replay, rel.design_params, rel.beta, B,

@@ -1,12 +1,12 @@
 """dp_quantreg by noisy Newton steps of the check loss
-(:mod:`dpmodels.quantile_steps`): the estimate, statsmodels ``QuantReg``
+(`dpmodels.quantile_steps`): the estimate, statsmodels ``QuantReg``
 results, and a parametric bootstrap that replays the whole iteration.
 
 Results
 -------
 The estimate is the release's last iterate for the quantile, mapped to the
 design's columns and the response's units (the same under every
-``cov_type``; :func:`~dpmodels.models.shrinkage.calibrate` measures the
+``cov_type``; `calibrate()` measures the
 steps' pull on the replay below but does not move the estimate).  It is handed to statsmodels as
 the results of a frequency-weighted QuantReg on ``4q`` points that carry
 the released mean and covariance of the design, each with a response above
@@ -20,7 +20,7 @@ Standard errors (cov_type "dp")
 -------------------------------
 A parametric bootstrap of the whole iteration: a population of Gaussian
 covariates (the least-squares step's mean and covariance; an interaction's
-column the product of its parts', :func:`~dpmodels.models.worlds.structured_design`)
+column the product of its parts', `structured_design()`)
 whose responses
 are the fitted plane plus asymmetric-Laplace errors with the released
 density at the quantile (tau-quantile 0, so the plane is the population's
@@ -32,7 +32,7 @@ rows are clipped as the release clipped its rows (the release's noisy clipped
 share, on the L1 norm), with responses from the unclipped rows, so the
 replicates carry the clipping's pull on the slopes; the replicates' mean
 squared deviation from the estimate is the covariance (one centre for every
-test, :class:`~dpmodels.models.moments_ols.MomentsInference`).  The errors'
+test, `MomentsInference`).  The errors'
 law is homoscedastic: under strong heteroscedasticity the sampling part is
 that of the iid covariance, as statsmodels' ``vcov="iid"``.  Where the noise
 keeps the steps short, ``calibrate`` measures their pull on worlds that
@@ -122,8 +122,8 @@ class DPNewtonQuantReg(FormulaReleaseModel):
     """Differentially private quantile regression by noisy Newton steps of the
     check loss.
 
-    Built by :func:`dpmodels.dp_quantreg` with ``method="newton"`` (or when
-    ``method="auto"`` chooses it); see :mod:`dpmodels.quantile_steps`.  The
+    Built by `dpmodels.dp_quantreg()` with ``method="newton"`` (or when
+    ``method="auto"`` chooses it); see `dpmodels.quantile_steps`.  The
     release answers the quantiles it was made for (``q=`` of
     ``dp_quantreg``).
     """

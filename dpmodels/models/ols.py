@@ -27,7 +27,7 @@ class DPOLS(DPModel):
     """Differentially private OLS (Lei 2011): least squares on the released
     cells, each cell's representative weighted by its noisy count.
 
-    See :func:`dp_ols` for the parameters.
+    See `dp_ols()` for the parameters.
     """
 
     _name = "DP OLS"
@@ -44,7 +44,7 @@ class DPOLS(DPModel):
             "dp" (default): standard errors, z statistics, p-values and
             intervals from a parametric bootstrap of the release, which
             include sampling, the privacy noise and the threshold (see
-            :mod:`dpmodels.inference`).  "naive" (alias "nonrobust"): the
+            `dpmodels.inference`).  "naive" (alias "nonrobust"): the
             usual OLS covariance of the expanded data, which treats the noisy
             counts as real rows.
         n_boot : int, optional

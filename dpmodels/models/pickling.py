@@ -8,10 +8,10 @@ models that fails (the formula's ``np`` or weighted ``standardize`` live in
 the model's namespace, not in any frame; a Newton-type model has no data
 frame at all), so ``pickle.loads`` raised and results could not be saved.
 
-:func:`keep_design` gives a model's data a recipe for its design instead:
+`keep_design()` gives a model's data a recipe for its design instead:
 the formula, the public frame patsy memorized it on (the released cells, or
 the release's public grid) and the namespace, in a form that pickles
-(:class:`~dpmodels.formula.PicklableNamespace`).  Unpickling rebuilds the
+(`PicklableNamespace`).  Unpickling rebuilds the
 same design from it.  Post-processing only: nothing but the release and
 public inputs is kept.
 """
@@ -55,7 +55,7 @@ class FormulaRecipe:
 @dataclass(frozen=True, eq=False)
 class SpaceRecipe:
     """The design of a moments-type release's public design space (which
-    rebuilds itself when unpickled: :class:`dpmodels.moments.DesignSpace`)."""
+    rebuilds itself when unpickled: `dpmodels.moments.DesignSpace`)."""
 
     space: DesignSpace
 
@@ -91,5 +91,5 @@ def keep_design(model, recipe: FormulaRecipe | SpaceRecipe) -> None:
 
 
 def formula_recipe(formula: str, frame: pd.DataFrame, namespace: Mapping) -> FormulaRecipe:
-    """:class:`FormulaRecipe` with ``namespace`` in its picklable form."""
+    """`FormulaRecipe` with ``namespace`` in its picklable form."""
     return FormulaRecipe(formula, frame, PicklableNamespace(namespace))

@@ -5,12 +5,12 @@ the histogram of the projection, then the logit / multinomial logit on it
 ``dp_logit(formula, data, epsilon=..., select=k)`` (and ``dp_mnlogit``):
 
 1. **Selection** (``eps_p = (1 - gamma) epsilon``): PRIVATEKD
-   (:mod:`dpmodels.selection`) chooses ``k`` of the formula's raw predictors
+   (`dpmodels.selection`) chooses ``k`` of the formula's raw predictors
    for the response.  Replace-one neighbours, public n; the pair-count score
    has sensitivity ``2(n-1)``; exact exponential mechanism with
    ``eps' = eps_p / (4k)`` per step on ``F = U/n``; ``eps_p``-DP in total.
 2. **Histogram** (``eps_h = epsilon - eps_p``): the usual release
-   (:func:`dpmodels.release`) of the response and the selected variables:
+   (`dpmodels.release()`) of the response and the selected variables:
    L1 sensitivity 2, discrete Laplace noise of scale ``2/eps_h`` on every
    cell, threshold; ``eps_h``-DP.
 3. **Fit** (post-processing): the histogram logit / mnlogit of the formula
@@ -20,10 +20,10 @@ the histogram of the projection, then the logit / multinomial logit on it
 
 Sequential composition: ``eps_p + eps_h <= epsilon`` (checked in exact
 rational arithmetic); both parts are reported.  ``k`` and ``gamma`` are
-estimated from public inputs (§2.3; :func:`dpmodels.selection.estimate_k`,
-:func:`dpmodels.selection.estimate_gamma`) unless given.  ``select`` may also
+estimated from public inputs (§2.3; `dpmodels.selection.estimate_k()`,
+`dpmodels.selection.estimate_gamma()`) unless given.  ``select`` may also
 be a list of variables (a public choice: nothing is spent on selection, the
-histogram gets all of epsilon) or a :class:`~dpmodels.selection.FeatureSelection`
+histogram gets all of epsilon) or a `FeatureSelection`
 made earlier (its epsilon was charged then; here only the histogram's).
 
 One random source serves both steps (a seed gives one reproducible stream,
@@ -443,7 +443,7 @@ class _Projected(_ChoiceModel):
 
     @property
     def privacy(self) -> ProjectedReport:
-        """The report of the selection and of the histogram (:class:`ProjectedReport`)."""
+        """The report of the selection and of the histogram (`ProjectedReport`)."""
         return self._projected_report
 
     def _check_projection(self, restricted, data, cols, namespace, bounds, levels, bins,
@@ -483,22 +483,22 @@ def _subsets_to_check(candidates, k, domain):
 class DPProjectedLogit(_Projected, DPLogit):
     """Logistic regression on a projected histogram (Vinterbo's HLR):
     ``dp_logit(..., select=k)``.  ``.selection`` is the
-    :class:`~dpmodels.selection.FeatureSelection` (None for a given list),
-    ``.privacy`` a :class:`ProjectedReport`; ``.fit()`` as :class:`DPLogit`."""
+    `FeatureSelection` (None for a given list),
+    ``.privacy`` a `ProjectedReport`; ``.fit()`` as `DPLogit`."""
 
     _name = "DP Logit (projected)"
 
 
 class DPProjectedMNLogit(_Projected, DPMNLogit):
     """Multinomial logit on a projected histogram (Vinterbo's HMLR):
-    ``dp_mnlogit(..., select=k)``; see :class:`DPProjectedLogit`."""
+    ``dp_mnlogit(..., select=k)``; see `DPProjectedLogit`."""
 
     _name = "DP MNLogit (projected)"
 
 
 def build_projected(call):
     """The route of ``dp_logit`` / ``dp_mnlogit`` calls with ``select=``
-    (:mod:`dpmodels.routing`)."""
+    (`dpmodels.routing`)."""
     opts = dict(call.options)
     select = opts.pop("select")
     gamma = opts.pop("gamma", None)

@@ -2,8 +2,8 @@
 
 A released cell with noisy count w stands for w identical rows, so the fit
 must be that of the *expanded* data set in which each cell appears w times.
-:class:`FreqQuantReg` gives exactly what statsmodels'
-:class:`~statsmodels.regression.quantile_regression.QuantReg` gives on that
+`FreqQuantReg` gives exactly what statsmodels'
+`QuantReg` gives on that
 expanded data, without expanding it:
 
 * the estimate minimizes the frequency-weighted check loss
@@ -19,7 +19,7 @@ anything is released.
 
 A quantile of a binned response is only known to within a bin: when the
 fitted plane is held by released cells of one response bin (e.g. flat
-through the middle bin's midpoint), :meth:`DPQuantReg.fit` names the
+through the middle bin's midpoint), `DPQuantReg.fit()` names the
 coefficients that bin fixes and does not report a precision for them; see
 its Notes.
 """
@@ -62,13 +62,13 @@ __all__ = ["FreqQuantReg", "FreqQuantRegResults", "DPQuantReg"]
 _BANDWIDTHS = {"hsheather": hall_sheather, "bofinger": bofinger, "chamberlain": chamberlain}
 
 #: A residual within this relative distance of zero is an exact zero of the
-#: LP solution (an interpolated cell); see :meth:`FreqQuantReg.fit`, Notes.
+#: LP solution (an interpolated cell); see `FreqQuantReg.fit()`, Notes.
 _ZERO_RTOL = 1e-9
 
 #: A coefficient is *unresolved* (fixed by the binning of the response, not
 #: estimated) when the fitted plane passes through points that all lie in one
 #: bin of the response, hold at least this share of the total count, and
-#: determine that coefficient; see :func:`_unresolved_coefficients`.
+#: determine that coefficient; see `_unresolved_coefficients()`.
 _UNRESOLVED_SHARE = 0.05
 
 
@@ -76,7 +76,7 @@ class FreqQuantReg(QuantReg):
     """Quantile regression where ``weights`` are frequencies (counts).
 
     The results equal those of
-    :class:`~statsmodels.regression.quantile_regression.QuantReg` on the
+    `QuantReg` on the
     data set in which row ``i`` appears ``weights[i]`` times: the same
     estimate, bandwidth, sparsity, covariance, ``nobs`` (the total weight)
     and degrees of freedom.
@@ -178,7 +178,7 @@ class FreqQuantReg(QuantReg):
         q : float
             Quantile, strictly between 0 and 1.
         vcov : {"robust", "iid"}
-            As in :meth:`QuantReg.fit <statsmodels.regression.quantile_regression.QuantReg.fit>`.
+            As in `QuantReg.fit`.
         kernel : {"epa", "biw", "cos", "gau", "par"}
             Kernel of the sparsity estimate.
         bandwidth : {"hsheather", "bofinger", "chamberlain"}
@@ -192,7 +192,7 @@ class FreqQuantReg(QuantReg):
         Returns
         -------
         RegressionResultsWrapper
-            Wrapping :class:`FreqQuantRegResults`, with ``q``, ``bandwidth``,
+            Wrapping `FreqQuantRegResults`, with ``q``, ``bandwidth``,
             ``sparsity``, ``iterations`` (simplex iterations) and
             ``objective`` (the weighted check loss at the estimate).
 
@@ -214,7 +214,7 @@ class FreqQuantReg(QuantReg):
         With ``n = sum(w)`` and residuals ``e``, everything else follows
         ``QuantReg.fit`` on the expanded data: the quartiles of ``e`` and the
         standard deviation of ``y`` are those of the expanded sample (same
-        interpolation as :func:`scipy.stats.scoreatpercentile`),
+        interpolation as `scipy.stats.scoreatpercentile()`),
         ``f = sum w K(e/h) / (n h)``, "iid" is ``q(1-q)/f^2 (X'WX)^+`` and
         "robust" is ``(X'WX)^+ X'WDX (X'WX)^+`` with ``D = q^2/f^2`` where
         ``e > 0`` and ``(1-q)^2/f^2`` elsewhere.
@@ -257,16 +257,16 @@ class FreqQuantReg(QuantReg):
 
 
 class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
-    """:class:`~statsmodels.regression.quantile_regression.QuantRegResults`
-    of a :class:`FreqQuantReg` fit, equal to those of QuantReg on the
+    """`QuantRegResults`
+    of a `FreqQuantReg` fit, equal to those of QuantReg on the
     expanded data set.  Carries ``privacy`` (a
-    :class:`~dpmodels.report.PrivacyReport`) when it comes from a release."""
+    `PrivacyReport`) when it comes from a release."""
 
     privacy: Any = None
     release: Any = None
     objective = np.nan
     #: Boolean mask over ``params`` of the coefficients the release's binning of
-    #: the response fixes rather than estimates (set by :meth:`DPQuantReg.fit`;
+    #: the response fixes rather than estimates (set by `DPQuantReg.fit()`;
     #: None when not checked), and the warning that names them.
     unresolved = None
     unresolved_message = None
@@ -306,7 +306,7 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
 
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
         """statsmodels' ``summary2`` layout with the notes and privacy block of
-        :meth:`summary` (no residual diagnostics, as ``summary()``: the cells'
+        `summary()` (no residual diagnostics, as ``summary()``: the cells'
         residuals are not a sample of rows)."""
         from statsmodels.iolib import summary2
 
@@ -317,14 +317,14 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
 
 
 class FreqQuantRegResultsWrapper(RegressionResultsWrapper):
-    """statsmodels' wrapper around :class:`FreqQuantRegResults` (its own ``conf_int``)."""
+    """statsmodels' wrapper around `FreqQuantRegResults` (its own ``conf_int``)."""
 
 
 wrap.populate_wrapper(FreqQuantRegResultsWrapper, FreqQuantRegResults)
 
 
 def _weighted_percentile(a: np.ndarray, w: np.ndarray, per: float) -> float:
-    """:func:`scipy.stats.scoreatpercentile` (linear interpolation) of the
+    """`scipy.stats.scoreatpercentile()` (linear interpolation) of the
     sample in which ``a[i]`` appears ``w[i]`` times."""
     order = np.argsort(a, kind="stable")
     a_sorted = a[order]
@@ -342,7 +342,7 @@ def _weighted_percentile(a: np.ndarray, w: np.ndarray, per: float) -> float:
 
 def _exact_resid(endog, exog, params) -> np.ndarray:
     """``endog - exog @ params`` with the residuals of interpolated rows (within
-    :data:`_ZERO_RTOL` of zero, relative to the terms) set to exactly 0."""
+    `_ZERO_RTOL` of zero, relative to the terms) set to exactly 0."""
     resid = endog - exog @ params
     tol = _ZERO_RTOL * (np.abs(endog) + np.abs(exog) @ np.abs(params))
     return np.where(np.abs(resid) <= tol, 0.0, resid)
@@ -369,7 +369,7 @@ def _unresolved_coefficients(exog, w, resid, groups, share: float = _UNRESOLVED_
     w : ndarray (n,)
         Non-negative weights.
     resid : ndarray (n,)
-        Residuals, exactly 0 on the plane (:func:`_exact_resid`).
+        Residuals, exactly 0 on the plane (`_exact_resid()`).
     groups : ndarray (n,)
         Group label of each row (the response bin).
     share : float
@@ -435,7 +435,7 @@ _NO_INFORMATION_NOTE = "WARNING: the release carries no information about "
 
 @dataclass(frozen=True, eq=False)
 class _QuantRegDPInference(DPInference):
-    """:class:`~dpmodels.intervals.DPInference` in which the coefficients the
+    """`DPInference` in which the coefficients the
     response's binning fixes (``unresolved``) have, like those the release
     carries no information about, an infinite standard error, z = 0, p = 1
     and an unbounded interval: every bootstrap replicate is held on the same
@@ -443,7 +443,7 @@ class _QuantRegDPInference(DPInference):
     summary explains them apart from the no-information ones."""
 
     unresolved: np.ndarray | None = None
-    #: the release's own no-information mask (:meth:`DPModel._uninformative`)
+    #: the release's own no-information mask (`DPModel._uninformative()`)
     no_information: np.ndarray | None = None
 
     @classmethod
@@ -478,7 +478,7 @@ class DPQuantReg(DPModel):
     cells, each cell's representative weighted by its noisy count.
 
     Any number of quantiles can be fitted from the one release at no extra
-    privacy cost.  See :func:`dp_quantreg` for the parameters.
+    privacy cost.  See `dp_quantreg()` for the parameters.
     """
 
     _name = "DP QuantReg"
@@ -516,17 +516,17 @@ class DPQuantReg(DPModel):
         kernel : {"epa", "biw", "cos", "gau", "par"}
         bandwidth : {"hsheather", "bofinger", "chamberlain"}
             The naive covariance, as in ``QuantReg.fit``; see
-            :meth:`FreqQuantReg.fit`.
+            `FreqQuantReg.fit()`.
         cov_type : {"dp", "naive"}
             "dp" (default): standard errors, z statistics, p-values and
             intervals from a parametric bootstrap of the release, each
-            replicate solved exactly (see :mod:`dpmodels.inference`); the
+            replicate solved exactly (see `dpmodels.inference`); the
             interval is the plain normal one (estimate -/+ z SE), not
             bias-corrected;
             "naive": QuantReg's ``vcov`` covariance of the expanded data,
             which treats the noisy counts as real rows.
         n_boot, random_state, cov_kwds
-            Bootstrap options of cov_type "dp"; see :meth:`dpmodels.models.ols.DPOLS.fit`.
+            Bootstrap options of cov_type "dp"; see `dpmodels.models.ols.DPOLS.fit()`.
 
         Returns
         -------
@@ -546,7 +546,7 @@ class DPQuantReg(DPModel):
         fixes: when the cells on the fitted plane that lie in one bin of the
         response hold at least 5% of the noisy total and determine some
         coefficients, those are named in a
-        :class:`~dpmodels.errors.ReleaseWarning` and in the summary, and
+        `ReleaseWarning` and in the summary, and
         under cov_type "dp" their standard errors are infinite (every
         bootstrap replicate is held on the same bin, so the replicates'
         spread does not measure them).
@@ -599,7 +599,7 @@ class DPQuantReg(DPModel):
 
     def _unresolved(self, res, q: float) -> tuple[np.ndarray | None, str | None]:
         """The coefficients the response's binning fixes (see
-        :func:`_unresolved_coefficients`) and the warning naming them."""
+        `_unresolved_coefficients()`) and the warning naming them."""
         model = res.model
         found = self._response_bins(model)
         if found is None:
@@ -639,7 +639,7 @@ class DPQuantReg(DPModel):
         qs : iterable of float
             Quantiles, each strictly between 0 and 1.
         **kwargs
-            Passed to :meth:`fit`.
+            Passed to `fit()`.
 
         Returns
         -------

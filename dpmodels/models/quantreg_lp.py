@@ -1,6 +1,6 @@
 """Hot-started batch solver for many weighted quantile regressions on one design.
 
-The bootstrap of :func:`~dpmodels.api.dp_quantreg` refits the
+The bootstrap of `dp_quantreg()` refits the
 quantile regression once per replicate: for every column ``w`` of a weight
 matrix ``W`` (one replicate's non-negative counts of the released cells) it
 needs
@@ -14,7 +14,7 @@ release, so no raw data is read here and nothing here costs privacy.
 
 The linear program
 ------------------
-As :func:`solve_check_loss`, every fit solves the
+As `solve_check_loss()`, every fit solves the
 dual of the check-loss problem,
 
     minimize  -y'a   subject to   X'a = 0,   -(1 - q) w_i <= a_i <= q w_i,
@@ -44,7 +44,7 @@ bounds by a positive factor (``w / max w``, as the reference does) scales
 ``x`` and leaves ``B``, ``pi`` and ``d`` unchanged, so that rescaling costs
 the hot start nothing.
 
-:func:`refit_quantreg_batch` keeps one HiGHS model (:mod:`highspy`) for all
+`refit_quantreg_batch()` keeps one HiGHS model (`highspy`) for all
 replicates: the response is scaled by ``max |y|`` and each design column by
 its largest ``|x|`` once for the whole batch (so the costs and the matrix never
 change) and each replicate's weights by their maximum, as the reference
@@ -55,11 +55,11 @@ depends on its own weights and that basis only: not on the order of the
 replicates, on how they are batched, or on a failed solve before it.
 (Starting from the previous replicate's basis instead is as fast, within
 the measurement's noise, but makes the last bits of every estimate depend on
-the order; see :func:`refit_quantreg_batch`, Notes.)
+the order; see `refit_quantreg_batch()`, Notes.)
 
 A fit with a good start (the bootstrap's replicates start from the point
 estimate; its refitted-representatives replicates from the same replicate's
-fixed-points estimate) is solved on a band first (:func:`_solve_near`, Portnoy and Koenker's 1997
+fixed-points estimate) is solved on a band first (`_solve_near()`, Portnoy and Koenker's 1997
 "globbing"): the rows whose residual at the start is far from zero keep its
 sign at the optimum, so their ``a_i`` sit at their bounds and leave the
 program as a constant right-hand side; only the band's ``a_i`` remain.  The
@@ -71,7 +71,7 @@ Every solution is checked as the reference checks it: the model status must
 be optimal and the check loss of the returned ``beta`` must equal the dual
 objective within the reference's relative tolerance.  A replicate failing
 either is solved again, from scratch, by
-:func:`solve_check_loss`.
+`solve_check_loss()`.
 """
 
 from __future__ import annotations
@@ -87,13 +87,13 @@ from ..formula import user_stacklevel
 
 __all__ = ["refit_quantreg_batch", "solve_check_loss", "check_loss"]
 
-#: The duality-gap tolerance of :func:`solve_check_loss`:
+#: The duality-gap tolerance of `solve_check_loss()`:
 #: ``|primal - dual| <= GAP_RTOL * max(|primal|, |dual|, GAP_FLOOR * y_scale * sum w)``.
 GAP_RTOL = 1e-8
 GAP_FLOOR = 1e-6
 
-#: Safety factor on :func:`numpy.linalg.matrix_rank`'s tolerance in the cheap
-#: full-rank certificate (:func:`_full_rank`).
+#: Safety factor on `numpy.linalg.matrix_rank()`'s tolerance in the cheap
+#: full-rank certificate (`_full_rank()`).
 _RANK_SAFETY = 10.0
 
 #: Rows per chunk when accumulating the replicates' Gram matrices (bounds the
@@ -104,7 +104,7 @@ _EPS = float(np.finfo(float).eps)
 
 
 
-#: Rows kept in the band of :func:`_solve_near`: ``max(_BAND_MIN_PER_PARAM p,
+#: Rows kept in the band of `_solve_near()`: ``max(_BAND_MIN_PER_PARAM p,
 #: _BAND_SQRT sqrt(p C))`` (Portnoy and Koenker's order ``sqrt(p n)``).
 _BAND_MIN_PER_PARAM = 30
 _BAND_SQRT = 3.0
@@ -145,7 +145,7 @@ def solve_check_loss(endog, exog, w, q) -> tuple[np.ndarray, int]:
 
 
 def _gap_ok(primal: float, dual: float, floor: float) -> bool:
-    """The reference's duality-gap test (see :data:`GAP_RTOL`)."""
+    """The reference's duality-gap test (see `GAP_RTOL`)."""
     return (np.isfinite(primal) and np.isfinite(dual)
             and abs(primal - dual) <= GAP_RTOL * max(abs(primal), abs(dual), floor))
 
@@ -225,7 +225,7 @@ def _full_rank(X: np.ndarray, pos: np.ndarray, x_scale: np.ndarray) -> np.ndarra
     ``Z = X D^-1`` (``D = diag(x_scale)``), ``G = Z_p'Z_p`` is computed for
     every column at once as ``pos' [z_k z_l]`` (one matrix product over the
     rows' pairwise products) and its eigenvalues by one batched
-    :func:`numpy.linalg.eigvalsh`.  Since ``X_p = Z_p D``,
+    `numpy.linalg.eigvalsh()`.  Since ``X_p = Z_p D``,
     ``s_min(X_p) / s_max(X_p) >= sqrt(l_min / l_max) min(D) / max(D)``; the
     computed Gram and eigenvalues are within ``e = 2 (C + p) p eps trace(G)``
     (in spectral norm) of the exact ones, so ``sqrt((l_min - e) / (l_max + e))
@@ -314,7 +314,7 @@ def refit_quantreg_batch(
     """Exact weighted quantile regression of every column of ``W``, hot-started.
 
     The same contract and results as one cold scipy ``linprog`` per column
-    (:func:`solve_check_loss`), from one HiGHS model whose
+    (`solve_check_loss()`), from one HiGHS model whose
     dual simplex starts each column
     from the first solved column's optimal basis (see the module docstring).
 
@@ -331,7 +331,7 @@ def refit_quantreg_batch(
         A close start (the point estimate for replicates of the same
         release, or a replicate's own estimate on slightly moved points):
         every column is first solved on the band of rows nearest to it
-        (:func:`_solve_near`, verified optimal for all rows); the columns it
+        (`_solve_near()`, verified optimal for all rows); the columns it
         does not settle are solved in full, hot-started from the first of
         them's optimal basis.  None: all in full.
     q : float
@@ -361,9 +361,9 @@ def refit_quantreg_batch(
 
     Notes
     -----
-    The rank test is :func:`numpy.linalg.matrix_rank` on the positive-weight
+    The rank test is `numpy.linalg.matrix_rank()` on the positive-weight
     rows, as in the reference, but certified for most columns at once by a
-    batched eigenvalue computation (:func:`_full_rank`).
+    batched eigenvalue computation (`_full_rank()`).
 
     Every column after the first one the model solves starts from that
     column's optimal basis (``clearSolver`` then ``setBasis``), not from

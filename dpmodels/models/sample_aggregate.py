@@ -1,9 +1,9 @@
 """The models and results of ``method="sample-aggregate"`` (all four ``dp_*``
-functions): a :class:`~dpmodels.sample_aggregate.PrivateSampleAggregate`
+functions): a `PrivateSampleAggregate`
 release presented as statsmodels presents a fit.
 
 The estimate, its standard errors and intervals are post-processing of the
-release (:mod:`dpmodels.sample_aggregate`, "Standard errors"): ``params``,
+release (`dpmodels.sample_aggregate`, "Standard errors"): ``params``,
 ``bse``, ``tvalues``, ``pvalues``, ``conf_int``, ``cov_params``,
 ``summary()`` and ``summary2()`` (with the privacy block), ``predict`` and
 ``get_prediction`` on new rows through the public design, ``t_test``,
@@ -36,7 +36,7 @@ class DPSampleAggregate:
 
     Built by ``dp_ols``, ``dp_logit``, ``dp_quantreg`` and ``dp_mnlogit``
     with ``method="sample-aggregate"``; the release is made from raw rows
-    (spending epsilon) or taken as given (a :class:`PrivateSampleAggregate`
+    (spending epsilon) or taken as given (a `PrivateSampleAggregate`
     of the same family and formula: no budget spent).
     """
 
@@ -45,7 +45,7 @@ class DPSampleAggregate:
     def __init__(self, family: str, formula: str, data: PrivateSampleAggregate):
         """The model of a released sample-and-aggregate fit: nothing is read or
         spent.  To release from raw rows, call the ``dp_*`` function with
-        ``method="sample-aggregate"`` (or :meth:`from_formula`)."""
+        ``method="sample-aggregate"`` (or `from_formula()`)."""
         if not isinstance(data, PrivateSampleAggregate):
             raise DPModelsTypeError(
                 f"DPSampleAggregate(family, formula, data) fits on a release (a "
@@ -138,7 +138,7 @@ class SampleAggregateResults:
     one column per non-base level, as statsmodels' MNLogit), ``bse``,
     ``tvalues`` (estimate over standard error), ``pvalues`` and
     ``conf_int`` use the law of the sampling error plus the Laplace noise
-    (see :mod:`dpmodels.sample_aggregate`); ``privacy`` is the release's
+    (see `dpmodels.sample_aggregate`); ``privacy`` is the release's
     report.
     """
 
@@ -180,7 +180,7 @@ class SampleAggregateResults:
 
     def cov_params(self) -> pd.DataFrame:
         """Diagonal covariance (the working coordinates' errors are bounded
-        one by one; see the module notes of :mod:`dpmodels.sample_aggregate`)."""
+        one by one; see the module notes of `dpmodels.sample_aggregate`)."""
         names = list(self.release.names)
         return pd.DataFrame(np.diag(self.release.bse**2), index=names, columns=names)
 
@@ -252,11 +252,11 @@ class SampleAggregateResults:
     def t_test(self, r_matrix, q_matrix=None):
         """z tests of each row of a linear hypothesis ``R params = q``.
 
-        The variance of ``R params`` comes from :meth:`cov_params` (the
+        The variance of ``R params`` comes from `cov_params()` (the
         sampling error plus the noise's variance, each coordinate bounded on
         its own); the z statistic is referred to the normal law, an
         approximation of the normal-plus-Laplace law that
-        :meth:`conf_int` and ``pvalues`` use exactly for one coefficient.
+        `conf_int()` and ``pvalues`` use exactly for one coefficient.
 
         Examples
         --------
@@ -282,7 +282,7 @@ class SampleAggregateResults:
 
     def wald_test(self, r_matrix, q_matrix=None, scalar: bool = True):
         """The chi-squared Wald test of a joint linear hypothesis ``R params =
-        q`` with :meth:`cov_params` (see :meth:`t_test` for the law)."""
+        q`` with `cov_params()` (see `t_test()` for the law)."""
         from statsmodels.stats.contrast import ContrastResults
 
         R, effect, cov = self._wald(r_matrix, q_matrix)
@@ -312,7 +312,7 @@ class SampleAggregateResults:
         mean (``.summary_frame(alpha)``: mean, mean_se, mean_ci_lower,
         mean_ci_upper): ``x' params`` with variance ``x' cov x`` (OLS,
         quantreg), and its logistic transform, interval ends included (logit).
-        A multinomial logit's class probabilities: :meth:`predict`."""
+        A multinomial logit's class probabilities: `predict()`."""
         from statsmodels.regression._prediction import PredictionResults
 
         rel = self.release
@@ -409,7 +409,7 @@ class SampleAggregateResults:
 
     def summary2(self, alpha: float = 0.05):
         """statsmodels' ``summary2`` layout: the model, the coefficient table
-        (intervals from the exact law, as :meth:`conf_int`), the privacy block
+        (intervals from the exact law, as `conf_int()`), the privacy block
         and the notes."""
         from statsmodels.iolib.summary2 import Summary as Summary2
 
@@ -466,7 +466,7 @@ class _SAPrediction:
 
 
 def build_sample_aggregate(call):
-    """The model of a routed ``dp_*`` call (see :mod:`dpmodels.routing`)."""
+    """The model of a routed ``dp_*`` call (see `dpmodels.routing`)."""
     options = dict(call.options)
     blocks = options.pop("blocks", None)
     param_bounds = options.pop("param_bounds", None)

@@ -8,7 +8,7 @@ estimate cannot see how much was lost: its worlds are already pulled.  The
 in the true value of c, measured by finite differences between bootstrap
 worlds that differ only in c, under common random numbers (each world replays
 the same draws).  A keep of 1 is an unbiased estimator; a keep below
-:data:`SHRINK_MIN` means the release says (almost) nothing about c: any change
+`SHRINK_MIN` means the release says (almost) nothing about c: any change
 in c barely moves the estimate, and c is reported without information
 (infinite interval, a warning naming it).  Between the two, what was lost,
 ``b (1 / keep - 1)``, is carried as a shift of unknown sign.

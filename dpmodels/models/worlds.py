@@ -1,5 +1,5 @@
 """The bootstrap populations ("worlds") of the Newton-type releases
-(:mod:`dpmodels.models.newton_logit`, :mod:`dpmodels.models.newton_quantreg`):
+(`dpmodels.models.newton_logit`, `dpmodels.models.newton_quantreg`):
 design rows drawn from a release's noisy mean and covariance, clipped as the
 release clipped its own, and the representative rows their statsmodels results
 are built on.  Post-processing only: every input is a released statistic or
@@ -13,9 +13,9 @@ bmi:C(sex)`` at n = 4,420, epsilon 3: the smallest eigenvalue of the scaled
 design's covariance is 0.0047, the noise SD of each entry 0.07, and the
 released covariance put the interaction's correlation with the dummy at 0.03
 against 0.98), but the formula does: an interaction's column is the product
-of its parts' columns.  :func:`structured_design` draws the columns of the
+of its parts' columns.  `structured_design()` draws the columns of the
 main effects and computes each interaction from them
-(:func:`product_columns`), so the world has the collinearity the formula
+(`product_columns()`), so the world has the collinearity the formula
 builds into the data.
 
 Nor may a world know the design better than the release does.  The Newton
@@ -29,13 +29,13 @@ against a true largest of 1.08; the worlds kept 78-90% of ``age`` and
 30 finite intervals missed).  Its worlds therefore take the design from the
 first step's ``sum x x'`` pooled with the last step's information
 (``PrivateNewton.world_moments()``, entry noise SD 0.09 there), and only the
-information that reading can vouch for (:func:`deflated_moments`): each
+information that reading can vouch for (`deflated_moments()`): each
 eigenvalue of the covariance inverted through the noise's known effect on a
 spike (Wigner noise of entry SD s in q dimensions moves a spike theta to
 ``theta + q s^2 / theta`` and hides one below ``edge = 2 s sqrt(q)``), and
 each 0/1 column's share lowered by SHARE_SDS noise SDs (a share at 0: a level
 without rows in the world, whose coefficient
-:func:`~dpmodels.models.shrinkage.calibrate` then flags).  On the first
+`calibrate()` then flags).  On the first
 reading alone this flagged every coefficient of validity.py's logit4 at
 n = 2,000, epsilon 3 (entry SD 0.20, edge 0.78 against true eigenvalues
 0.25-0.45) where the intervals were valid and 70% finite; the pooled reading
@@ -211,11 +211,11 @@ def deflated_moments(moments: tuple, dummy: np.ndarray, entry_sd: float) -> tupl
 
 def structured_design(rel, rows: int, rng, moments: tuple | None = None) -> np.ndarray:
     """A Newton-type release's bootstrap population ``(1, v)``: the columns
-    drawn by :func:`gaussian_design` from ``moments`` (default: the
+    drawn by `gaussian_design()` from ``moments`` (default: the
     release's ``moments``), then each
     interaction's column replaced by the product of its parts' (in the design's
     units, mapped back to the release's scaled coordinates) where the design
-    has its parts as columns (:func:`product_columns`)."""
+    has its parts as columns (`product_columns()`)."""
     space = rel.space
     moments = rel.moments if moments is None else moments
     X = gaussian_design(moments, space.dummy, rows, rng, space.exclusive)
