@@ -1,14 +1,35 @@
-"""The documentation site: every page's Python examples run as written, and the
-site builds with MkDocs in strict mode (a broken link, a missing page or an
-API reference to a name that does not exist fails the build).
+"""The documentation site: every page's Python examples run as written, the
+numbers and outputs its prose quotes are the ones the examples produce, and the
+site builds with MkDocs in strict mode (a broken link, a missing page, a missing
+benchmark table or an API reference to a name that does not exist fails the build).
 
-Convention: a fenced block opened with ```python is an example that must run
-(the blocks of one page share a namespace, in order); an illustrative snippet
-that cannot run here (a cluster address, ``bounds=...``) is opened with ```py.
+Conventions (CONTRIBUTING.md, "Documentation"):
+
+* A fenced block opened with ```python is an example that must run (the blocks
+  of one page share a namespace, in order); an illustrative snippet that cannot
+  run here (a cluster address, ``bounds=...``) is opened with ```py.
+* A number in the prose that an example produces is written after a check
+  marker, ``<!-- check: EXPR -->-5.03``: EXPR is evaluated in the page's
+  namespace after all its blocks have run and must agree with the written
+  number to the written precision (half a unit of its last digit).  A marker
+  whose expression cannot be evaluated, or that is not followed by a number,
+  fails.
+* A ```text block right after a ``<!-- output -->`` marker is the real output
+  of the python block before it: it must equal what that block prints (the
+  date and time statsmodels' summary stamps are not compared).
+* Code blocks of the user pages (everything but ``docs/api/``) have lines of
+  at most 88 characters, so they are not cut off on a 1280 px screen, and no
+  user page dumps a module's docstring (``::: module``): the API reference does.
+* Measured tables come from ``benchmarks/results/`` through pymdownx.snippets
+  (``--8<-- "benchmarks/results/x.md"`` or ``"x.md:FIRST:LAST"``), never retyped;
+  a line range must start at a heading or a table and end at a table's last row.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import math
 import re
 import shutil
 import subprocess
@@ -22,27 +43,151 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md"))
-RUNNABLE = [p for p in PAGES if "```python\n" in p.read_text()]
+USER_PAGES = [p for p in PAGES if p.relative_to(DOCS).parts[0] != "api"]
+MAX_CODE_LINE = 88
+
+CHECK = re.compile(r"<!--\s*check:\s*(.*?)\s*-->(\s*)(\S*)", flags=re.S)
+NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+OUTPUT = re.compile(r"<!--\s*output\s*-->\s*\n```text\n(.*?)```", flags=re.S)
+SNIPPET = re.compile(r'^-{2}8<-{2}\s+"([^"]+)"\s*$', flags=re.M)
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", flags=re.S | re.M)
+STAMP = re.compile(r"(Date:\s+)\w{3}, \d{2} \w{3} \d{4}|(Time:\s+)\d\d:\d\d:\d\d")
 
 
 def python_blocks(page: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
 
 
+def check_markers(text: str) -> list[tuple[str, str]]:
+    """``(expression, written number)`` of every check marker of a page."""
+    return [(m.group(1), m.group(3)) for m in CHECK.finditer(text)]
+
+
+RUNNABLE = [p for p in PAGES if "```python\n" in p.read_text() or check_markers(p.read_text())]
+
+
+def written_value(written: str) -> tuple[float, float]:
+    """The number a marker is followed by, and half a unit of its last digit."""
+    m = NUMBER.match(written)
+    if m is None:
+        raise ValueError(f"a check marker must be followed by a number, not {written!r}")
+    text = m.group(0).replace(",", "")
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return float(text), 0.5 * 10.0 ** -decimals
+
+
+def check_errors(text: str, namespace: dict) -> list[str]:
+    """Every check marker of ``text`` whose expression does not give its number."""
+    errors = []
+    for expr, written in check_markers(text):
+        try:
+            value, tol = written_value(written)
+            got = float(eval(expr, namespace))  # noqa: S307 - our own docs
+        except Exception as err:  # a marker that cannot be evaluated fails
+            errors.append(f"check {expr!r}: cannot be evaluated ({type(err).__name__}: {err})")
+            continue
+        if not (math.isfinite(got) and abs(got - value) <= tol * (1 + 1e-9)):
+            errors.append(f"check {expr!r}: the page says {written}, the code gives {got!r}")
+    return errors
+
+
+def normalized(output: str) -> list[str]:
+    return [STAMP.sub(lambda m: (m.group(1) or m.group(2)) + "#", line).rstrip()
+            for line in output.strip("\n").splitlines()]
+
+
+def run_page(text: str, name: str) -> tuple[dict, list[str]]:
+    """Run a page's python blocks in one namespace; their printed outputs."""
+    namespace: dict = {"__name__": "__docs__"}
+    outputs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i, block in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S)):
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                exec(compile(block, f"{name}[block {i}]", "exec"), namespace)  # noqa: S102
+            outputs.append(buf.getvalue())
+    return namespace, outputs
+
+
+def output_errors(text: str, outputs: list[str]) -> list[str]:
+    """Every ``<!-- output -->`` block that is not what the block before it printed."""
+    errors = []
+    for m in OUTPUT.finditer(text):
+        k = text[:m.start()].count("```python\n") - 1
+        if k < 0:
+            errors.append("an output block before any python block")
+            continue
+        shown, printed = normalized(m.group(1)), normalized(outputs[k])
+        if shown != printed:
+            diff = next((i for i, (a, b) in enumerate(zip(shown, printed)) if a != b),
+                        min(len(shown), len(printed)))
+            errors.append(f"output of block {k} differs from line {diff}:\n"
+                          f"page: {shown[diff:diff + 3]}\ncode: {printed[diff:diff + 3]}")
+    return errors
+
+
 def test_the_site_has_runnable_examples():
     names = {p.relative_to(DOCS).as_posix() for p in RUNNABLE}
-    assert {"index.md", "tutorial.md"} <= names
+    assert {"index.md", "tutorial.md", "choosing.md"} <= names
+    mechanisms = {"mechanisms/histogram.md", "mechanisms/moments.md", "mechanisms/newton.md",
+                  "mechanisms/quantile-steps.md", "mechanisms/sample-aggregate.md",
+                  "mechanisms/projected.md", "synthetic.md", "local.md", "unbounded.md"}
+    assert mechanisms <= names
 
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: p.relative_to(DOCS).as_posix())
-def test_page_examples_run(page, monkeypatch, tmp_path):
+def test_page_examples_run_and_numbers_hold(page, monkeypatch, tmp_path):
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
-    namespace: dict = {"__name__": "__docs__"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for i, block in enumerate(python_blocks(page)):
-            exec(compile(block, f"{page.name}[block {i}]", "exec"), namespace)  # noqa: S102
+    text = page.read_text()
+    namespace, outputs = run_page(text, page.name)
+    errors = check_errors(text, namespace) + output_errors(text, outputs)
+    assert not errors, "\n".join(errors)
+
+
+def test_the_number_checker_can_fail():
+    page = ("```python\nx = 1.234\nprint('a')\n```\n<!-- output -->\n```text\nb\n```\n"
+            "about <!-- check: x -->1.23, <!-- check: x -->1.2, <!-- check: 2 * x -->2.4, "
+            "<!-- check: y -->1 and <!-- check: x --> many\n")
+    namespace, outputs = run_page(page, "fake.md")
+    errors = check_errors(page, namespace)
+    assert len(errors) == 3
+    assert "says 2.4" in errors[0] and "NameError" in errors[1] and "number" in errors[2]
+    assert len(output_errors(page, outputs)) == 1
+    assert written_value("-5,030.10") == (-5030.1, 0.005)
+
+
+def test_outputs_ignore_only_the_date_and_time_stamps():
+    a = "Date:       Sat, 28 Nov 2026   Prob: 0.1\nTime:         08:40:14   Log: -3"
+    b = "Date:       Mon, 01 Dec 2025   Prob: 0.1\nTime:         23:01:59   Log: -3"
+    assert normalized(a) == normalized(b)
+    assert normalized(a) != normalized(a.replace("0.1", "0.2"))
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_user_page_code_fits_and_no_docstring_dump(page):
+    text = page.read_text()
+    long = [line for _, body in FENCE.findall(text) for line in body.splitlines()
+            if len(line) > MAX_CODE_LINE]
+    assert not long, f"code lines over {MAX_CODE_LINE} characters: {long[:3]}"
+    dumps = re.findall(r"^::: \S+", text, flags=re.M)
+    assert not dumps, f"{dumps}: link the API reference (docs/api/) instead"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if SNIPPET.search(p.read_text())],
+                         ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_included_benchmark_tables_are_whole(page):
+    for ref in SNIPPET.findall(page.read_text()):
+        path, *span = ref.split(":")
+        lines = (ROOT / path).read_text().splitlines()
+        assert path.startswith("benchmarks/results/"), ref
+        if not span:
+            continue
+        first, last = int(span[0]), int(span[1])
+        assert lines[first - 1].startswith(("#", "|")), f"{ref} starts mid-section"
+        assert lines[last - 1].startswith("|"), f"{ref} does not end on a table row"
+        assert last == len(lines) or not lines[last].startswith("|"), f"{ref} cuts a table"
 
 
 def test_mkdocs_builds_strict(tmp_path):
@@ -55,3 +200,37 @@ def test_mkdocs_builds_strict(tmp_path):
     assert (tmp_path / "site" / "api" / "index.html").exists()
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "dp_ols" in api and "Parameters" in api  # the docstrings were rendered
+    moments = (tmp_path / "site" / "mechanisms" / "moments" / "index.html").read_text()
+    assert "--8&lt;--" not in moments and "<table>" in moments  # the benchmark was included
+
+
+def fill_outputs(page: Path) -> None:
+    """Rewrite the ``<!-- output -->`` blocks and the checked numbers of ``page`` with
+    what its examples give, each number at its written precision
+    (``python tests/test_docs.py docs/x.md``; then read the diff before committing)."""
+    text = page.read_text()
+    namespace, outputs = run_page(text, page.name)
+
+    def number(m: re.Match) -> str:
+        written = NUMBER.match(m.group(3))
+        if written is None:
+            return m.group(0)
+        w = written.group(0)
+        decimals = len(w.split(".")[1]) if "." in w else 0
+        value = f"{float(eval(m.group(1), namespace)):,.{decimals}f}"  # noqa: S307
+        value = value if "," in w else value.replace(",", "")
+        return m.group(0)[:m.start(3) - m.start(0)] + value + m.group(3)[len(w):]
+
+    text = CHECK.sub(number, text)
+    pieces, last = [], 0
+    for m in OUTPUT.finditer(text):
+        k = text[:m.start()].count("```python\n") - 1
+        pieces += [text[last:m.start(1)], "\n".join(line.rstrip() for line in
+                                                 outputs[k].strip("\n").splitlines()) + "\n"]
+        last = m.end(1)
+    page.write_text("".join(pieces) + text[last:])
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        fill_outputs(Path(arg))
