@@ -43,17 +43,17 @@ import sys
 import tomllib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import __version__, datasets, dp_logit, dp_mnlogit, dp_ols, dp_quantreg
-from .accountant import Accountant, Spend
-from .errors import DPModelsError
-from .formula import formula_variables
-from .moments import ScaledRows, release_moments
-from .newton import release_newton
-from .quantile_steps import release_quantile_steps
-from .release import PrivateHistogram, release
-from .unbounded import Unbounded
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .moments import ScaledRows
+    from .release import PrivateHistogram
+
+# The command starts without numpy's dependants: pandas, scipy, statsmodels, patsy
+# and matplotlib are imported inside the commands that use them (``dpmodels --help``,
+# ``dpmodels fit --help`` and a usage error import none of them; tests/test_startup.py).
 
 __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS", "ENGINES"]
 
@@ -61,6 +61,16 @@ __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS", 
 MODELS = ("ols", "logit", "quantreg", "mnlogit")
 #: Output formats of ``dpmodels fit``.
 FORMATS = ("text", "html", "latex", "markdown", "json")
+#: The releases ``dpmodels fit --method`` fits on, with the models each serves (the
+#: union of `dpmodels.methods.FAMILY_METHODS` and `dpmodels.methods.ROUTED_METHODS`;
+#: tests/test_startup.py keeps them equal without importing them here).
+FIT_METHODS = {
+    "auto": "the default: chosen from the model and the public domain",
+    "histogram": "every model",
+    "moments": "ols",
+    "newton": "logit, quantreg",
+    "sample-aggregate": "every model",
+}
 #: Releases ``dpmodels release --method`` makes.
 RELEASE_METHODS = ("histogram", "moments", "newton", "quantile-newton")
 #: The type ``column_types`` gives a column of a file that declares none (a CSV).
@@ -112,6 +122,8 @@ def demo(epsilon: float = 1.0, seed: int | None = None, n: int = 250_070, *, fil
     """
     import statsmodels.formula.api as smf
 
+    from . import datasets
+    from .api import dp_ols
 
     out = sys.stdout if file is None else file
     df = datasets.housing(n=n, seed=0)
@@ -501,6 +513,9 @@ def read_schema(path: pathlib.Path) -> dict[str, dict]:
 def _unbounded_of(text: str, where: str):
     """``bounds = "unbounded:CENTER:SCALE"`` -> `dpmodels.Unbounded`
     (a variable without public bounds, binned on the logistic scale)."""
+    from .errors import DPModelsError
+    from .unbounded import Unbounded
+
     parts = text.split(":")
     try:
         if len(parts) != 3 or parts[0] != "unbounded":
@@ -614,6 +629,8 @@ class Ledger:
 
     def accountant(self, doc: dict):
         """A `dpmodels.Accountant` holding the ledger's total and past spends."""
+        from .accountant import Accountant
+
         acct = Accountant(float(doc["total_epsilon"]))
         for s in doc["spends"]:
             acct._ledger.append(_spend(float(s["epsilon"]), str(s.get("command", ""))))
@@ -635,6 +652,8 @@ class Ledger:
 
 
 def _spend(epsilon: float, label: str):
+    from .accountant import Spend
+
     return Spend(epsilon, label)
 
 
@@ -849,6 +868,8 @@ def _variables_of(spec: str, columns: Sequence[str], namespace: Mapping) -> tupl
     """The raw variables of a formula (``"~"`` in it) or of a column list
     (names separated by commas or spaces); checked against the data's columns."""
     if "~" in spec:
+        from .formula import formula_variables
+
         return list(formula_variables(spec, columns, namespace).names), True
     names = [c for c in re.split(r"[,\s]+", spec.strip()) if c]
     if not names:
@@ -964,6 +985,8 @@ def cmd_fit(args) -> int:
     if args.model == "mnlogit" and args.method not in ("auto", "histogram", "sample-aggregate"):
         raise CLIError("mnlogit is fitted on the histogram or the sample-and-aggregate release: "
                        "use --method auto, histogram or sample-aggregate")
+    from .api import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
+
     functions: dict[str, Callable[..., Any]] = {
         "ols": dp_ols, "logit": dp_logit, "quantreg": dp_quantreg, "mnlogit": dp_mnlogit}
     fn = functions[args.model]
@@ -1014,6 +1037,11 @@ def cmd_fit(args) -> int:
 
 
 def cmd_release(args) -> int:
+    from .moments import release_moments
+    from .newton import release_newton
+    from .quantile_steps import release_quantile_steps
+    from .release import release
+
     raw = _Raw(args)
     if args.q is not None and args.method != "quantile-newton":
         raise CLIError("--q applies to --method quantile-newton only: leave it out")
@@ -1054,8 +1082,28 @@ def cmd_demo(args) -> int:
 # ---- the parser -----------------------------------------------------------------------------
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, without breaking a line inside a hyphenated word
+    ("sample-aggregate", "quantile-newton" stay whole)."""
+
+    def _split_lines(self, text, width):
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors on one line (problem and where to look), exit status 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
@@ -1138,10 +1186,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a release saved by 'dpmodels release' (no budget spent)")
     p_fit.add_argument("--q", type=_quantile, metavar="Q",
                        help="quantile of quantreg (default 0.5)")
-    p_fit.add_argument("--method", default="auto", metavar="METHOD",
-                       help="release the fit is made on: auto (default), histogram, moments "
-                            "(ols), newton (logit, quantreg) or sample-aggregate (every "
-                            "model)")
+    p_fit.add_argument("--method", default="auto", choices=tuple(FIT_METHODS),
+                       metavar="METHOD",
+                       help="the release the fit is made on, one of: " + "; ".join(
+                           f"{m} ({FIT_METHODS[m]})" for m in FIT_METHODS))
     p_fit.add_argument("--format", choices=FORMATS, default="text",
                        help="output format (default: text)")
     p_fit.add_argument("--out", metavar="FILE", help="write here (default: standard output)")
@@ -1244,9 +1292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        from .errors import DPModelsError
+        expected = isinstance(exc, CLIError | OSError | tomllib.TOMLDecodeError)
+        if not expected:  # (dpmodels.errors imports statsmodels: not for a usage error)
+            from .errors import DPModelsError
 
-        expected = isinstance(exc, CLIError | OSError | DPModelsError | tomllib.TOMLDecodeError)
+            expected = isinstance(exc, DPModelsError)
         kind = "" if expected else f"{type(exc).__name__}: "
         hint = "" if args.debug or expected else " (--debug shows the traceback)"
         print(f"dpmodels {name}: error: {kind}{_one_line(exc)}{hint}", file=sys.stderr)
