@@ -1,4 +1,4 @@
-"""Figures (dpmodels.plots) and planning (dpmodels.planning).
+"""Figures (dpmodels.plots); the plan's are in tests/test_planning.py.
 
 Every figure is rendered for real (Agg backend) to a PNG, and its content is
 read back from the matplotlib artists: axes, labels, tick labels, the bars'
@@ -328,104 +328,6 @@ def test_release_heat_map(rel, tmp_path):
         rel.plot("x", "x")
 
 
-# ---------------------------------------------------------------------------
-# plan
-# ---------------------------------------------------------------------------
-
-
-def guess_fn(rng, n):
-    x = rng.uniform(0, 10, n)
-    g = rng.choice(["a", "b", "c"], n)
-    return pd.DataFrame({"x": x, "g": g, "y": 1 + 0.5 * x + (g == "b") + rng.normal(size=n)})
-
-
-PLAN_ARGS = dict(n=2000, epsilon=[0.5, 2], bounds=BOUNDS, levels={"g": ["a", "b", "c"]},
-                 reps=3, n_boot=30, random_state=0)
-
-
-@pytest.fixture(scope="module")
-def ols_plan():
-    return dpm.plan("y ~ x + C(g)", guess=guess_fn, **PLAN_ARGS)
-
-
-def test_plan_table_and_error_against_epsilon(ols_plan, tmp_path):
-    p = ols_plan
-    t = p.table
-    assert t.shape == (8, 9)  # 2 epsilons x 4 coefficients
-    assert list(t.columns) == ["epsilon", "coef", "rmse", "bias", "median_width",
-                               "no_information", "sampling_sd", "method", "n_ok"]
-    assert sorted(t["epsilon"].unique()) == [0.5, 2.0]
-    assert p.coefficients == ["Intercept", "C(g)[T.b]", "C(g)[T.c]", "x"]
-    assert (t["n_ok"] == 3).all() and t[["rmse", "median_width"]].notna().all().all()
-    # The noise scales as 1/epsilon: 4x less noise at epsilon 2.  Binning bias and
-    # Monte Carlo error (3 reps) blur that; a total error at least 1.5x smaller is safe.
-    r = p.pivot("rmse")
-    assert r[0.5].sum() > 1.5 * r[2.0].sum()
-    w = p.pivot("median_width")
-    assert w[0.5].sum() > 1.5 * w[2.0].sum()
-    text = str(p)
-    assert "no private data read" in text and "Intercept" in text and "RMSE" in text
-
-    fig = p.plot()
-    saved_png(fig, tmp_path, "plan")
-    ax = fig.axes[0]
-    coef_lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("coef:")]
-    assert [ln.get_label() for ln in coef_lines] == p.coefficients  # one line per coefficient
-    assert all(list(ln.get_xdata()) == [0.5, 2.0] for ln in coef_lines)
-    assert list(coef_lines[-1].get_ydata()) == pytest.approx(list(r.loc["x"]))
-    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert ax.get_xlabel() == "epsilon" and "RMSE" in ax.get_ylabel()
-
-
-def test_plan_from_a_pilot_data_frame():
-    pilot = guess_fn(np.random.default_rng(5), 200)
-    p = dpm.plan("y ~ x + C(g)", guess=pilot, **PLAN_ARGS)
-    again = dpm.plan("y ~ x + C(g)", guess=pilot, **PLAN_ARGS)
-    pd.testing.assert_frame_equal(p.table, again.table)  # seeded: reproducible
-    assert p.table.shape == (8, 9) and (p.table["n_ok"] == 3).all()
-
-
-class CountingGuess:
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, rng, n):
-        self.calls += 1
-        return guess_fn(rng, n)
-
-
-@pytest.mark.parametrize("change, match", [
-    ({"n": 0}, "n must"),
-    ({"n": True}, "n must"),
-    ({"epsilon": []}, "epsilon"),
-    ({"epsilon": [0.5, -1]}, "epsilon"),
-    ({"epsilon": [float("inf")]}, "epsilon"),
-    ({"epsilon": "1"}, "epsilon"),
-    ({"model": "probit"}, "model"),
-    ({"reps": 1}, "reps"),
-    ({"n_boot": 0}, "n_boot"),
-    ({"bounds": [(0, 10)]}, "bounds"),
-    ({"levels": "g"}, "levels"),
-    ({"alpha": 2}, "alpha"),
-    ({"random_state": -1}, "random_state|seed|>= 0"),
-])
-def test_plan_refuses_bad_inputs_before_simulating(change, match):
-    guess = CountingGuess()
-    with pytest.raises((DPModelsError, TypeError, ValueError), match=match):
-        dpm.plan("y ~ x + C(g)", guess=guess, **{**PLAN_ARGS, **change})
-    assert guess.calls == 0
-
-
-def test_plan_refuses_a_missing_guess_or_domain():
-    with pytest.raises(DPModelsError, match="guess"):
-        dpm.plan("y ~ x", **{**PLAN_ARGS, "levels": None})
-    with pytest.raises(TypeError, match="guess"):
-        dpm.plan("y ~ x", guess=42, **{**PLAN_ARGS, "levels": None})
-    with pytest.raises(DPModelsError, match="'y'"):  # no bound for y: named, before any noise
-        dpm.plan("y ~ x", guess=guess_fn, **{**PLAN_ARGS, "bounds": {"x": (0, 10)},
-                                             "levels": None})
-
-
 def test_release_plot_without_a_threshold(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -491,34 +393,6 @@ def test_a_five_class_multinomial_figure_is_a_grid(tmp_path):
     w, h = fig.get_size_inches()
     assert w / h < 3  # not a strip
     assert all(a.get_title().startswith("equation: ") for a in fig.axes)
-
-
-def test_plan_plot_with_many_coefficients_and_a_long_formula(tmp_path):
-    """issue 29: with 18 coefficients the 10-colour cycle repeated (two lines alike)
-    and a long formula's title was cut at the figure's edge."""
-    levels = [f"l{i:02d}" for i in range(15)]
-
-    def guess(rng, n):
-        x = rng.uniform(1, 10, n)
-        g = rng.choice(levels, n)
-        return pd.DataFrame({"x": x, "g": g, "y": 1 + 0.5 * x + rng.normal(size=n)})
-
-    formula = "y ~ x + I(x ** 2) + np.log(x) + C(g)"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        p = dpm.plan(formula, guess=guess, n=3000, epsilon=[1, 4], bounds={"x": (1, 10),
-                     "y": (-5, 15)}, levels={"g": levels}, reps=2, n_boot=20, random_state=0)
-    assert len(p.coefficients) == 18
-    fig = p.plot()
-    saved_png(fig, tmp_path, "plan-many")
-    ax = fig.axes[0]
-    lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("coef:")]
-    looks = {(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in lines}
-    assert len(lines) == 18 and len(looks) == 18
-    fig.canvas.draw()
-    box = ax.title.get_window_extent(fig.canvas.get_renderer())
-    assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
-    assert formula.replace(" ", "") in ax.get_title().replace("\n", "").replace(" ", "")
 
 
 def test_coefficients_on_very_different_scales_get_their_own_rows(tmp_path):
