@@ -45,13 +45,28 @@ else:
 
 
 class DPInferenceResultsMixin(_Results):
-    """Mixin for the Freq* results: when a `DPInference` is attached
-    (``cov_type == "dp"``), ``bse``, ``tvalues``, ``pvalues`` and
-    ``conf_int`` come from it; otherwise statsmodels' own.
+    """The dp-aware members of every dpmodels results class (OLS, logit,
+    multinomial logit, quantile regression).
+
+    When a `DPInference` is attached (``cov_type == "dp"``, the default of
+    every ``fit()``), ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
+    ``conf_int()`` come from the parametric bootstrap of the release, and so
+    does every test built on them (``t_test``, ``f_test``, ``wald_test``,
+    ``wald_test_terms``, ``anova_lm(res, typ=2)``); otherwise statsmodels'
+    own.  statsmodels members that would ignore the privacy noise (likelihood
+    ratio and LM comparisons, influence and outlier statistics) are refused
+    with the dp-aware alternative.
 
     These are members of the results class itself, so the covariance is the
     results' own (as linearmodels' results take their covariance estimator's
-    output) and nothing depends on statsmodels' private result cache."""
+    output) and nothing depends on statsmodels' private result cache.
+
+    Attributes
+    ----------
+    dp_inference : DPInference or None
+        The bootstrap behind the standard errors under ``cov_type="dp"``;
+        None under ``cov_type="naive"``.
+    """
 
     dp_inference: DPInference | None = None
 
@@ -77,7 +92,28 @@ class DPInferenceResultsMixin(_Results):
 
     def cov_params(self, r_matrix=None, column=None, scale=None, cov_p=None, other=None):
         """Covariance of the estimates (statsmodels' signature); under cov_type
-        "dp", the bootstrap's covariance is the one every contrast uses."""
+        "dp", the bootstrap's covariance is the one every contrast uses.
+
+        Parameters
+        ----------
+        r_matrix : array_like, optional
+            Contrasts: the covariance of ``r_matrix @ params``.  Under cov_type
+            "dp", a contrast that involves a coefficient the release does not
+            measure (infinite variance) has an infinite variance.
+        column : int or sequence of int, optional
+            The covariance of these coefficients only.
+        scale : float, optional
+            statsmodels' scale (ignored under cov_type "dp").
+        cov_p : array_like, optional
+            A covariance to use instead of the results' own.
+        other : array_like, optional
+            statsmodels' cross-covariance with ``r_matrix``.
+
+        Returns
+        -------
+        pandas.DataFrame or numpy.ndarray
+            As statsmodels (labelled when the fit was on a DataFrame).
+        """
         if cov_p is None and (inference := self._active_inference()) is not None:
             cov_p = inference.cov
             if r_matrix is not None and column is None and other is None:
@@ -111,7 +147,27 @@ class DPInferenceResultsMixin(_Results):
         does not measure (infinite variance) adds no evidence: the test uses
         the restrictions' measured part, with statsmodels' degrees of freedom
         (conservative).  A restriction on unmeasured coefficients only has a
-        statistic of 0 and p = 1."""
+        statistic of 0 and p = 1.
+
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The restrictions, as statsmodels (e.g. ``"x1 = 0, x2 = 0"``).
+        cov_p : array_like, optional
+            A covariance to use instead of the results' own.
+        invcov : array_like, optional
+            The inverse of the restrictions' covariance, if known.
+        use_f : bool, optional
+            F rather than chi-squared distribution (statsmodels' default).
+        df_constraints : int, optional
+            Degrees of freedom of the restrictions.
+        scalar : bool
+            Return scalar statistics (statsmodels' option).
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+        """
         quiet = False
         if cov_p is None and invcov is None and self._dp_active():
             full = np.asarray(self.cov_params(), float)
@@ -212,9 +268,21 @@ class DPInferenceResultsMixin(_Results):
         squares of released cells do not carry the privacy noise, so the
         classical F is not used).  Both fits must come from one release.
 
+        Parameters
+        ----------
+        restricted : results
+            The smaller fit, made on the same release (its coefficients a
+            proper subset of this fit's).
+
         Returns
         -------
-        (F, p-value, df_diff), as statsmodels.
+        tuple of (float, float, int)
+            (F, p-value, df_diff), as statsmodels.
+
+        Raises
+        ------
+        DPModelsError
+            When the two fits come from different releases or are not nested.
         """
         self._same_release(restricted, "compare_f_test")
         if not self._dp_active():
@@ -238,7 +306,21 @@ class DPInferenceResultsMixin(_Results):
         weighted by noisy counts is not the likelihood of the rows, and a
         likelihood ratio from it ignores the privacy noise.  Use
         `compare_f_test()` (a Wald test with the dp covariance) or
-        ``wald_test``."""
+        ``wald_test``.
+
+        Parameters
+        ----------
+        restricted : results
+            The smaller fit, made on the same release.
+        large_sample : bool
+            statsmodels' option (under cov_type "naive" only).
+
+        Raises
+        ------
+        DPModelsError
+            Under cov_type "dp", always; otherwise when the fits come from
+            different releases.
+        """
         self._same_release(restricted, "compare_lr_test")
         if not self._dp_active():
             return super().compare_lr_test(getattr(restricted, "_results", restricted),
@@ -249,7 +331,23 @@ class DPInferenceResultsMixin(_Results):
             "res.wald_test(...), which use the dp covariance")
 
     def compare_lm_test(self, restricted, demean=True, use_lr=False):
-        """Refused under cov_type "dp" (see `compare_lr_test()`)."""
+        """Refused under cov_type "dp" (see `compare_lr_test()`).
+
+        Parameters
+        ----------
+        restricted : results
+            The smaller fit, made on the same release.
+        demean : bool
+            statsmodels' option (under cov_type "naive" only).
+        use_lr : bool
+            statsmodels' option (under cov_type "naive" only).
+
+        Raises
+        ------
+        DPModelsError
+            Under cov_type "dp", always; otherwise when the fits come from
+            different releases.
+        """
         self._same_release(restricted, "compare_lm_test")
         if not self._dp_active():
             return super().compare_lm_test(getattr(restricted, "_results", restricted),
@@ -261,14 +359,36 @@ class DPInferenceResultsMixin(_Results):
     def get_influence(self, *args, **kwargs):
         """Refused: influence, leverage and outlier statistics are properties
         of individual rows, and a dp fit has no rows (only released cells
-        weighted by noisy counts); computing them would need the raw data."""
+        weighted by noisy counts); computing them would need the raw data.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            statsmodels' arguments (ignored).
+
+        Raises
+        ------
+        DPModelsError
+            Always.
+        """
         raise DPModelsError(
             "get_influence measures each row's influence on the fit; a dp fit is made on released "
             "cells weighted by noisy counts, not on rows, so no row's influence can be "
             "computed from it (and publishing it would need the raw data)")
 
     def outlier_test(self, *args, **kwargs):
-        """Refused, as `get_influence()`."""
+        """Refused, as `get_influence()`: a dp fit has released cells, not rows.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            statsmodels' arguments (ignored).
+
+        Raises
+        ------
+        DPModelsError
+            Always.
+        """
         raise DPModelsError(
             "outlier_test tests each row's residual; a dp fit has released cells weighted by "
             "noisy counts, not rows, so there are no rows to test")
@@ -276,13 +396,52 @@ class DPInferenceResultsMixin(_Results):
     def plot_coefficients(self, ax=None, *, nonprivate=None, alpha=0.05, naive=True,
                           scale="auto"):
         """Forest plot of the estimates with their dp and naive intervals (a
-        matplotlib Figure); see `dpmodels.plots.plot_coefficients()`."""
+        matplotlib Figure); see `dpmodels.plots.plot_coefficients()`.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure).
+        nonprivate : pandas Series, dict, array or DataFrame, optional
+            The analyst's own non-private estimates, drawn as diamonds
+            (matched by coefficient name; see
+            `dpmodels.plots.plot_coefficients()`).
+        alpha : float
+            1 - the intervals' level (default 0.05).
+        naive : bool
+            Also draw the naive intervals (which ignore the privacy noise).
+        scale : {"auto", "shared", "each"}
+            One x axis for every coefficient ("shared"), one row per
+            coefficient on its own range ("each"), or chosen from the
+            coefficients' extents ("auto", default).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
         return plot_coefficients(self, ax, nonprivate=nonprivate, alpha=alpha, naive=naive,
                                  scale=scale)
 
     def conf_int(self, alpha=0.05, cols=None, **kwargs):
-        """Confidence intervals; under cov_type "dp", the bootstrap intervals
-        (``method=`` one of "bc-normal", "normal", "basic", "percentile")."""
+        """Confidence intervals; under cov_type "dp", the bootstrap intervals.
+
+        Parameters
+        ----------
+        alpha : float
+            1 - the intervals' level (default 0.05: 95% intervals).
+        cols : array_like, optional
+            The coefficients (positions) to return.
+        **kwargs
+            ``method=``: the bootstrap interval under cov_type "dp", one of
+            "normal", "bc-normal", "basic", "percentile" (default: the fit's
+            ``cov_kwds["interval"]``); otherwise passed to statsmodels.
+
+        Returns
+        -------
+        pandas.DataFrame or numpy.ndarray
+            Lower and upper bounds, one row per coefficient (multinomial
+            logit: one block per equation, as statsmodels).
+        """
         inference = self._active_inference()
         if inference is None:
             return super().conf_int(alpha=alpha, cols=cols, **kwargs) if cols is not None \

@@ -577,7 +577,9 @@ class LocalReport(ReleaseReport):
     epsilon : float
         Epsilon of the channel, for EACH row on its own (local DP; delta = 0).
     private : bool
+        False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     channel : str
         "krr", "oue" or "identity".
     p, q : float
@@ -585,16 +587,21 @@ class LocalReport(ReleaseReport):
     k : int
         Number of channel inputs (domain cells, plus the missing cell).
     domain_cells : int
+        Number of cells in the public domain.
     missing : str
         "drop" (a missing cell, randomized and then dropped) or "raise".
     n : int
         The number of rows, each of which made one report (public).
     n_source : str
+        "rows handed in" or "declared by the caller".
     variables : tuple of (name, description)
+        The public domain of each variable.
     noisy_total : int
         Total of the histogram the models fit on (missing cell dropped).
     seeded : bool
+        True when a ``random_state`` made the noise reproducible.
     budget : str
+        How the release was charged to an `Accountant` ("no accountant" when none).
     """
 
     title = "Privacy report (LOCAL)"

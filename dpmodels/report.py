@@ -158,6 +158,7 @@ class PrivacyReport(ReleaseReport):
     private : bool
         False only for ``epsilon=inf`` (no noise).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     noise_scale : float
         Scale ``2 / epsilon`` of the discrete Laplace noise per cell.
     sensitivity : int
@@ -238,13 +239,16 @@ class MomentsReport(ReleaseReport):
     epsilon : float
         Total privacy parameter (pure DP, delta = 0); ``inf`` when not private.
     private : bool
+        False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     split : tuple of (str, float)
         How epsilon was split between the mechanism's parts (they add up to
         ``epsilon``).
     n : int
         The public number of rows.
     n_source : str
+        "rows handed in" or "declared by the caller".
     variables : tuple of (name, description)
         The public domain of each variable.
     columns : tuple of str
@@ -256,7 +260,9 @@ class MomentsReport(ReleaseReport):
     noisy_rows : float
         Noisy number of rows with no missing value.
     seeded : bool
+        True when a ``random_state`` made the noise reproducible.
     budget : str
+        How the release was charged to an `Accountant` ("no accountant" when none).
     """
 
     epsilon: float

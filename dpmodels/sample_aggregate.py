@@ -271,12 +271,15 @@ class SampleAggregateReport(ReleaseReport):
     epsilon : float
         Total privacy parameter (pure DP, delta = 0); ``inf`` when not private.
     private : bool
+        False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     split : tuple of (str, float)
         The parts of epsilon (they add up to ``epsilon``).
     n : int
         The public number of rows.
     n_source : str
+        "rows handed in" or "declared by the caller".
     blocks : int
         The number k of blocks.
     block_rows : str
@@ -287,10 +290,13 @@ class SampleAggregateReport(ReleaseReport):
         or "none (exact)": a function of public inputs (k, p, epsilon).
     bias_correction : str
     variables : tuple of (name, description)
+        The public domain of each variable.
     columns : tuple of str
         The parameters released, in order.
     seeded : bool
+        True when a ``random_state`` made the noise reproducible.
     budget : str
+        How the release was charged to an `Accountant` ("no accountant" when none).
     """
 
     epsilon: float

@@ -139,8 +139,11 @@ class SelectionReport(ReleaseReport):
     epsilon : float
         Spent on the selection (pure DP, delta = 0); ``inf`` when not private.
     private : bool
+        False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     k : int
+        The number of variables selected.
     k_source : str
         "given" or how it was estimated (§2.3).
     epsilon_step : float
@@ -150,16 +153,21 @@ class SelectionReport(ReleaseReport):
     sensitivity : int
         ``2 (N - 1)``: replace-one sensitivity of the pair count U.
     target : str
+        The response whose predictors were selected.
     candidates : tuple of str
+        The candidate variables, in the caller's order.
     selected : tuple of str
         In the order chosen.
     n : int
         Public number of rows.
     n_source : str
+        "rows handed in" or "declared by the caller".
     variables : tuple of (name, description)
         Public domains of the target and the candidates.
     seeded : bool
+        True when a ``random_state`` made the noise reproducible.
     budget : str
+        How the release was charged to an `Accountant` ("no accountant" when none).
     """
 
     title = "Feature selection report"

@@ -372,7 +372,9 @@ class SmoothedSampleReport(ReleaseReport):
     epsilon : float
         Privacy parameter (pure DP); ``inf`` when not private.
     private : bool
+        False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     delta : float
         The smoothing weight (float value of ``delta_rational``).
     delta_rational : str
@@ -387,13 +389,17 @@ class SmoothedSampleReport(ReleaseReport):
     n : int
         Public number of rows (rows handed in).
     n_source : str
+        "rows handed in" or "declared by the caller".
     domain_cells : int
         Number ``m`` of cells of the public domain.
     variables : tuple of (name, description)
+        The public domain of each variable.
     missing : str
         What a row with a missing value contributes.
     seeded : bool
+        True when a ``random_state`` made the noise reproducible.
     budget : str
+        How the release was charged to an `Accountant` ("no accountant" when none).
     """
 
     epsilon: float

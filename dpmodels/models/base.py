@@ -308,6 +308,28 @@ class DPModel:
     that stand for the rows of each released cell in ``cells``: "density"
     (default), "midpoint" (Lei's Algorithm 1), "shift" or "sheppard"; see
     `dpmodels.representatives`.  Post-processing only.
+
+    Attributes
+    ----------
+    formula : str
+        The model's formula.
+    release : PrivateHistogram
+        The release the model is fitted on (a `LocalHistogram` for a local
+        release).
+    cells : pandas.DataFrame
+        The released cells marginalized to the formula's variables, at the
+        representatives' points, with their noisy counts in `count_column`:
+        the data statsmodels fits.
+    count_column : str
+        The name of the counts' column of `cells`.
+    variables : list of str
+        The formula's variables.
+    representatives : str
+        How each cell's rows are represented ("density", "midpoint", "shift"
+        or "sheppard").
+    budget_spent : float
+        The epsilon this model's construction spent: the release's when it
+        was made from raw rows, 0 on an existing release.
     """
 
     _name = "DP model"
@@ -387,7 +409,49 @@ class DPModel:
         ``data`` (spending ``epsilon``: `dpmodels.release()`), then build the
         model on it; on a release, the model on it (nothing spent).  Every check
         of the public inputs, the model's own included, runs before anything is
-        read or spent.  The ``dp_*`` functions call this."""
+        read or spent.  The ``dp_*`` functions call this.
+
+        Parameters
+        ----------
+        formula : str
+            A patsy formula.
+        data : pandas.DataFrame, mapping, engine frame or PrivateHistogram
+            Raw rows (one release, spending ``epsilon``) or a release (nothing
+            spent).
+        epsilon : float, optional
+            Privacy parameter of the release (required for raw rows).
+        bounds : dict of str to (low, high) or Unbounded, optional
+            Public bounds of each continuous variable.
+        levels : dict of str to list, optional
+            Public level sets of the discrete variables.
+        bins : int, dict or "auto"
+            Equal-width bins per continuous variable.
+        threshold : "enhanced", "zero", float or None
+            Cell threshold; see `dpmodels.release.release()`.
+        threshold_A : float
+            Lei's constant of the enhanced threshold.
+        n : int, optional
+            The public number of rows (default: the rows handed in).
+        random_state : None, int or Generator
+            The release's noise (None: OS secure entropy).
+        accountant : Accountant, optional
+            Charged with ``epsilon`` before anything is read.
+        missing : {"drop", "raise"}
+            What to do with rows with a missing value.
+        max_spurious_cells : float
+            Refuse a domain whose expected number of spurious cells exceeds this.
+        eval_env : int or mapping
+            Where the formula's names are looked up (frames above the caller, or
+            a namespace), as statsmodels.
+        representatives : str
+            The points that stand for each cell's rows ("density", "midpoint",
+            "shift", "sheppard").
+
+        Returns
+        -------
+        DPModel
+            The model of the class it is called on.
+        """
         model = cls.__new__(cls)
         check_random_state(random_state)  # before anything else (dpmodels.validation)
         namespace = model._prepare(formula, data, epsilon, threshold, eval_env, representatives)
@@ -503,6 +567,7 @@ class DPModel:
 
     @property
     def weights(self) -> np.ndarray:
+        """The noisy count of each row of `cells` (the fit's frequency weights)."""
         return self.cells[self.count_column].to_numpy()
 
     # ---- noise-aware inference (post-processing of the release) ------------------------

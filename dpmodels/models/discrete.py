@@ -379,8 +379,37 @@ class FreqLogit(_FreqWeights, Logit):
 
 
 class FreqLogitResults(_FreqResults, LogitResults):
-    """`LogitResults` of a `FreqLogit` fit, equal to those of
-    ``Logit`` on the expanded data set."""
+    """statsmodels `LogitResults` of a dp logit fit, equal to those of
+    ``Logit`` on the expanded data set (each released cell repeated
+    ``count`` times).
+
+    Every statsmodels attribute and method works; those that would ignore
+    the privacy noise are dp-aware or refused (`DPInferenceResultsMixin`).
+    ``llnull`` (and so ``llr``, ``prsquared``) is that of the constant-only
+    model with the same frequency weights; ``pred_table()`` counts the
+    expanded data.
+
+    Attributes
+    ----------
+    privacy : ReleaseReport or None
+        The privacy report of the release the fit was made on (a `PrivacyReport`, or a `MomentsReport` for noisy Newton steps);
+        None for a fit made without a release.
+    release
+        The release the fit was made on (`PrivateHistogram`, `PrivateNewton` or a local release).
+    dp_inference : DPInference or None
+        Under ``cov_type="dp"`` (the default), the parametric bootstrap that
+        gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
+        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        intervals, the binning check); None under ``cov_type="naive"``.
+    cov_type : str
+        "dp" or "nonrobust" (the naive covariance).
+    separation : tuple of str or None
+        Names of the parameters along a separating direction of the released
+        cells (empty: none found), or None when the fit did not look
+        (``separation="ignore"``).
+    response_coding : str or None
+        How the response was coded as 0/1, when it was (e.g. "y = 1 for 'yes'").
+    """
 
     _model_label = "Logit"
 
@@ -404,7 +433,17 @@ class FreqLogitResults(_FreqResults, LogitResults):
 
     def pred_table(self, threshold=0.5):
         """Prediction table of the expanded data: ``[i, j]`` counts
-        observations with response ``i`` predicted as ``j``."""
+        observations with response ``i`` predicted as ``j``.
+
+        Parameters
+        ----------
+        threshold : float
+            Predicted probability above which a row is predicted 1 (default 0.5).
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         pred = np.asarray(self.predict() > threshold, dtype=float)
         return self._weighted_pred_table(self.model.endog, pred, np.array([0, 0.5, 1]))
 
@@ -500,8 +539,34 @@ class FreqMNLogit(_FreqWeights, MNLogit):
 
 
 class FreqMNLogitResults(_FreqResults, MultinomialResults):
-    """`MultinomialResults` of a `FreqMNLogit` fit, equal to
-    those of ``MNLogit`` on the expanded data set."""
+    """statsmodels `MultinomialResults` of a dp multinomial logit fit,
+    equal to those of ``MNLogit`` on the expanded data set (each released
+    cell repeated ``count`` times).  ``params`` has one column per non-base
+    level of the response, as statsmodels'.
+
+    Every statsmodels attribute and method works; those that would ignore
+    the privacy noise are dp-aware or refused (`DPInferenceResultsMixin`).
+
+    Attributes
+    ----------
+    privacy : ReleaseReport or None
+        The privacy report of the release the fit was made on (a `PrivacyReport`);
+        None for a fit made without a release.
+    release
+        The release the fit was made on (a `PrivateHistogram` or a local release).
+    dp_inference : DPInference or None
+        Under ``cov_type="dp"`` (the default), the parametric bootstrap that
+        gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
+        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        intervals, the binning check); None under ``cov_type="naive"``.
+    cov_type : str
+        "dp" or "nonrobust" (the naive covariance).
+    separation : tuple of str or None
+        Names of the parameters along a separating direction (empty: none
+        found), or None when the fit did not look.
+    response_coding : str or None
+        How the response's levels were coded, when they were.
+    """
 
     _model_label = "MNLogit"
 

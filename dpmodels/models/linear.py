@@ -155,9 +155,30 @@ def _read_by_anova_of_models() -> bool:
 
 
 class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
-    """`RegressionResults` of a `FreqWLS` fit, equal to those of
-    OLS on the expanded data set.  Carries ``privacy`` (a
-    `PrivacyReport`) when it comes from a release."""
+    """statsmodels `RegressionResults` of a dp OLS fit, equal to those of
+    OLS on the expanded data set (each released cell's representative
+    repeated ``count`` times), or computed from released moments.
+
+    Every statsmodels attribute and method works; those that would ignore
+    the privacy noise are dp-aware or refused (`DPInferenceResultsMixin`).
+
+    Attributes
+    ----------
+    privacy : ReleaseReport or None
+        The privacy report of the release the fit was made on (a `PrivacyReport` for a histogram, a `MomentsReport` for noisy moments);
+        None for a fit made without a release.
+    release
+        The release the fit was made on (`PrivateHistogram` or `PrivateMoments`).
+    dp_inference : DPInference or None
+        Under ``cov_type="dp"`` (the default), the parametric bootstrap that
+        gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
+        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        intervals, the binning check); None under ``cov_type="naive"``.
+    cov_type : str
+        "dp" or "nonrobust" (the naive covariance).
+    source : str
+        What the fit was made on: "cells" (a histogram) or "moments".
+    """
 
     privacy: Any = None
     release: Any = None
@@ -258,6 +279,23 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
 
         Residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are those
         of the expanded data; Durbin-Watson is left out (cells have no order).
+
+        Parameters
+        ----------
+        yname : str, optional
+            Name of the response (default: the model's).
+        xname : list of str, optional
+            Names of the coefficients (default: the model's).
+        title : str, optional
+            Title of the table (default: one naming the dp mechanism).
+        alpha : float
+            1 - the level of the intervals shown (default 0.05).
+        slim : bool
+            statsmodels' short layout.
+
+        Returns
+        -------
+        statsmodels.iolib.summary.Summary
         """
         self._diagnostic_cache()
         smry = super().summary(yname=yname, xname=xname, title=self._summary_title(title),
@@ -267,6 +305,23 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
         """statsmodels' ``summary2`` layout with the same residual diagnostics,
         notes and privacy block as `summary()`.
+
+        Parameters
+        ----------
+        yname : str, optional
+            Name of the response (default: the model's).
+        xname : list of str, optional
+            Names of the coefficients (default: the model's).
+        title : str, optional
+            Title of the table (default: one naming the dp mechanism).
+        alpha : float
+            1 - the level of the intervals shown (default 0.05).
+        float_format : str
+            Format of the numbers (default "%.4f").
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
 
         Examples
         --------

@@ -298,7 +298,20 @@ class FormulaReleaseModel:
     """Base of the models fitted on a release that answers one formula (the
     moments and the Newton steps): the release is made from raw rows, or
     taken as given (no budget spent) when it was made for the same formula.
-    Subclasses set ``_release_type`` and ``_release_fn`` and implement ``fit``."""
+    Subclasses set ``_release_type`` and ``_release_fn`` and implement ``fit``.
+
+    Attributes
+    ----------
+    formula : str
+        The model's formula.
+    release : PrivateMoments, PrivateNewton or PrivateQuantileSteps
+        The release the model is fitted on.
+    method : str
+        The ``method=`` that names the mechanism ("moments", "newton").
+    budget_spent : float
+        The epsilon this model's construction spent (0 on an existing
+        release).
+    """
 
     _name = "DP model"
     method = ""
@@ -328,7 +341,42 @@ class FormulaReleaseModel:
                      domain_check=None, **release_options):
         """Make the release of ``formula`` from the raw rows ``data`` (spending
         ``epsilon``), then build the model on it; on a release, the model on it
-        (nothing spent).  The ``dp_*`` functions call this."""
+        (nothing spent).  The ``dp_*`` functions call this.
+
+        Parameters
+        ----------
+        formula : str
+            A patsy formula.
+        data : pandas.DataFrame, mapping, engine frame or release
+            Raw rows (one release, spending ``epsilon``) or a release of this
+            formula (nothing spent).
+        epsilon : float, optional
+            Privacy parameter of the release (required for raw rows).
+        bounds : dict of str to (low, high), optional
+            Public bounds of each continuous variable.
+        levels : dict of str to list, optional
+            Public level sets of the discrete variables.
+        n : int, optional
+            The public number of rows (default: the rows handed in).
+        random_state : None, int or Generator
+            The release's noise (None: OS secure entropy).
+        accountant : Accountant, optional
+            Charged with ``epsilon`` before anything is read.
+        missing : {"drop", "raise"}
+            What to do with rows with a missing value.
+        namespace : mapping, optional
+            Where the formula's names are looked up.
+        domain_check : callable, optional
+            The model's own check of the public domain, run before any row is
+            read.
+        **release_options
+            Passed to the release function (e.g. ``q`` of the quantile steps).
+
+        Returns
+        -------
+        FormulaReleaseModel
+            The model of the class it is called on.
+        """
         if isinstance(data, cls._release_type):
             return cls(formula, data)
         rel = cls._release_fn(

@@ -78,7 +78,16 @@ __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
 
 
 class NewtonLogitResults(FreqLogitResults):
-    """Logit results of a noisy-Newton release: the likelihood is not released."""
+    """Logit results of a noisy-Newton release (`DPNewtonLogit`): as
+    `FreqLogitResults`, but the likelihood is not released, so ``llf``,
+    ``llnull``, ``llr``, ``llr_pvalue``, ``prsquared``, ``aic`` and ``bic``
+    are NaN.
+
+    Attributes
+    ----------
+    source : str
+        "newton".
+    """
 
     source = "newton"
 
@@ -139,8 +148,14 @@ class DPNewtonLogit(FormulaReleaseModel):
         n_boot : int, optional
             Bootstrap replicates (default 1000).
         random_state : None, int or Generator
+            Makes the bootstrap reproducible (None: OS secure entropy).
         cov_kwds : dict, optional
             ``n_boot``, ``random_state``, ``interval``.
+
+        Returns
+        -------
+        BinaryResultsWrapper
+            `NewtonLogitResults`.
 
         Examples
         --------

@@ -87,7 +87,15 @@ __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
 
 
 class NewtonQuantRegResults(FreqQuantRegResults):
-    """QuantReg results of a quantile-steps release: the check loss is not released."""
+    """Quantile-regression results of a quantile-steps release
+    (`DPNewtonQuantReg`): as `FreqQuantRegResults`, but the check loss is
+    not released, so ``prsquared`` is NaN.
+
+    Attributes
+    ----------
+    source : str
+        "newton".
+    """
 
     source = "newton"
 
@@ -159,8 +167,17 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         n_boot : int, optional
             Bootstrap replicates (default 1000).
         random_state : None, int or Generator
+            Makes the bootstrap reproducible (None: OS secure entropy).
         cov_kwds : dict, optional
             ``n_boot``, ``random_state``, ``interval``.
+        **kwargs
+            statsmodels' ``QuantReg.fit`` options (``max_iter``, ``p_tol``,
+            ...): accepted and ignored, the estimate is the release's.
+
+        Returns
+        -------
+        RegressionResultsWrapper
+            `NewtonQuantRegResults`.
 
         Examples
         --------
@@ -230,7 +247,20 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         return wrapped
 
     def fit_many(self, qs=None, **kwargs) -> dict:
-        """Results for several released quantiles (default: all of them), keyed by q."""
+        """Results for several released quantiles (default: all of them), keyed by q.
+
+        Parameters
+        ----------
+        qs : iterable of float, optional
+            Released quantiles (default: every one released).  A quantile that
+            was not released is refused: releasing it would spend more budget.
+        **kwargs
+            Passed to `fit()`.
+
+        Returns
+        -------
+        dict of float to results
+        """
         qs = self.release.quantiles if qs is None else [float(q) for q in qs]
         return {q: self.fit(q=q, **kwargs) for q in qs}
 

@@ -97,17 +97,22 @@ class ProjectedReport(ReleaseReport):
     epsilon : float
         Spent by this model (selection + histogram); ``inf`` when not private.
     private : bool
+        False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
+        The mechanism's name, as the summary's privacy block prints it.
     split : tuple of (str, float)
         The parts of epsilon (they add up to at most ``epsilon``).
     gamma : float or None
         The histogram's share (None when nothing was selected privately here).
     selection_source : str
+        "private" (selected here, on part of epsilon) or where the selection came from (given by the caller).
     selected, dropped : tuple of str
     formula : str
         The formula fitted: the caller's, restricted to the selected variables.
     selection : SelectionReport or None
+        The selection's own report (None when the selection was not made here).
     histogram : PrivacyReport
+        The report of the histogram of the selected variables.
     """
 
     title = "Privacy report (projected histogram)"

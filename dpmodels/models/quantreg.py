@@ -257,10 +257,35 @@ class FreqQuantReg(QuantReg):
 
 
 class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
-    """`QuantRegResults`
-    of a `FreqQuantReg` fit, equal to those of QuantReg on the
-    expanded data set.  Carries ``privacy`` (a
-    `PrivacyReport`) when it comes from a release."""
+    """statsmodels `QuantRegResults` of a dp quantile regression, equal to
+    those of ``QuantReg`` on the expanded data set (each released cell
+    repeated ``count`` times), or computed from noisy quantile steps.
+
+    Every statsmodels attribute and method works; those that would ignore
+    the privacy noise are dp-aware or refused (`DPInferenceResultsMixin`).
+
+    Attributes
+    ----------
+    privacy : ReleaseReport or None
+        The privacy report of the release the fit was made on (a `PrivacyReport`, or a `MomentsReport` for quantile steps);
+        None for a fit made without a release.
+    release
+        The release the fit was made on (`PrivateHistogram`, `PrivateQuantileSteps` or a local release).
+    dp_inference : DPInference or None
+        Under ``cov_type="dp"`` (the default), the parametric bootstrap that
+        gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
+        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        intervals, the binning check); None under ``cov_type="naive"``.
+    cov_type : str
+        "dp" or "nonrobust" (the naive covariance).
+    q : float
+        The quantile fitted.
+    unresolved : numpy.ndarray of bool or None
+        Mask over ``params`` of the coefficients that the release's binning
+        of the response fixes rather than estimates (None when not checked).
+    unresolved_message : str or None
+        The warning that names them.
+    """
 
     privacy: Any = None
     release: Any = None
@@ -299,7 +324,23 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
         return notes + inference_notes(self)
 
     def summary(self, yname=None, xname=None, title=None, alpha=0.05):
-        """QuantReg-layout summary of the expanded data, plus the privacy block."""
+        """QuantReg-layout summary of the expanded data, plus the privacy block.
+
+        Parameters
+        ----------
+        yname : str, optional
+            Name of the response (default: the model's).
+        xname : list of str, optional
+            Names of the coefficients (default: the model's).
+        title : str, optional
+            Title of the table (default: one naming the dp mechanism).
+        alpha : float
+            1 - the level of the intervals shown (default 0.05).
+
+        Returns
+        -------
+        statsmodels.iolib.summary.Summary
+        """
         smry = QuantRegResults.summary(self, yname=yname, xname=xname,
                                        title=self._summary_title(title), alpha=alpha)
         return add_privacy_block(smry, self.privacy, self._summary_notes(), results=self)
@@ -307,7 +348,25 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
         """statsmodels' ``summary2`` layout with the notes and privacy block of
         `summary()` (no residual diagnostics, as ``summary()``: the cells'
-        residuals are not a sample of rows)."""
+        residuals are not a sample of rows).
+
+        Parameters
+        ----------
+        yname : str, optional
+            Name of the response (default: the model's).
+        xname : list of str, optional
+            Names of the coefficients (default: the model's).
+        title : str, optional
+            Title of the table (default: one naming the dp mechanism).
+        alpha : float
+            1 - the level of the intervals shown (default 0.05).
+        float_format : str
+            Format of the numbers (default "%.4f").
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+        """
         from statsmodels.iolib import summary2
 
         smry = summary2.Summary()
@@ -513,10 +572,12 @@ class DPQuantReg(DPModel):
             Quantile, strictly between 0 and 1 (default: dp_quantreg's ``q``,
             else 0.5).
         vcov : {"robust", "iid"}
+            The naive covariance's form, as in ``QuantReg.fit`` (cov_type
+            "naive" only).
         kernel : {"epa", "biw", "cos", "gau", "par"}
+            The naive covariance's kernel, as in ``QuantReg.fit``.
         bandwidth : {"hsheather", "bofinger", "chamberlain"}
-            The naive covariance, as in ``QuantReg.fit``; see
-            `FreqQuantReg.fit()`.
+            The naive covariance's bandwidth rule, as in ``QuantReg.fit``.
         cov_type : {"dp", "naive"}
             "dp" (default): standard errors, z statistics, p-values and
             intervals from a parametric bootstrap of the release, each
@@ -525,8 +586,16 @@ class DPQuantReg(DPModel):
             bias-corrected;
             "naive": QuantReg's ``vcov`` covariance of the expanded data,
             which treats the noisy counts as real rows.
-        n_boot, random_state, cov_kwds
-            Bootstrap options of cov_type "dp"; see `dpmodels.models.ols.DPOLS.fit()`.
+        n_boot : int, optional
+            Bootstrap replicates B (default 200).
+        random_state : None, int or Generator
+            Makes the bootstrap reproducible (None: OS secure entropy).
+        cov_kwds : dict, optional
+            ``n_boot``, ``random_state``, ``interval``, ``binning_check``;
+            see `DPOLS.fit()`.
+        **kwargs
+            Passed to statsmodels' ``QuantReg.fit`` (``max_iter``,
+            ``p_tol``).
 
         Returns
         -------

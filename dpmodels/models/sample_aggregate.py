@@ -38,6 +38,20 @@ class DPSampleAggregate:
     with ``method="sample-aggregate"``; the release is made from raw rows
     (spending epsilon) or taken as given (a `PrivateSampleAggregate`
     of the same family and formula: no budget spent).
+
+    Attributes
+    ----------
+    family : str
+        "ols", "logit", "quantreg" or "mnlogit".
+    formula : str
+        The model's formula.
+    release : PrivateSampleAggregate
+        The release the model is fitted on.
+    method : str
+        "sample-aggregate".
+    budget_spent : float
+        The epsilon this model's construction spent (0 on an existing
+        release).
     """
 
     method = "sample-aggregate"
@@ -66,7 +80,49 @@ class DPSampleAggregate:
                      missing="drop", namespace=None) -> DPSampleAggregate:
         """Release the sample-and-aggregate fit of ``formula`` from the raw rows
         ``data`` (spending ``epsilon``), then build the model on it; on a
-        release, the model on it (nothing spent)."""
+        release, the model on it (nothing spent).
+
+        Parameters
+        ----------
+        family : {"ols", "logit", "quantreg", "mnlogit"}
+            The statsmodels model fitted on each block.
+        formula : str
+            A patsy formula.
+        data : pandas.DataFrame, mapping, engine frame or PrivateSampleAggregate
+            Raw rows (one release, spending ``epsilon``) or a release of this
+            family and formula (nothing spent).
+        epsilon : float, optional
+            Privacy parameter of the release (required for raw rows).
+        bounds : dict of str to (low, high), optional
+            Public bounds of each continuous variable.
+        levels : dict of str to list, optional
+            Public level sets of the discrete variables.
+        n : int, optional
+            The public number of rows (default: the rows handed in).
+        q : float, optional
+            The quantile (quantreg only).
+        blocks : int, optional
+            The number of blocks k (default: `dpmodels.sample_aggregate.default_blocks()`).
+        param_bounds : (low, high) or dict, optional
+            Public range of the coefficients, for all or per coefficient (without
+            it a private range is released on part of epsilon).
+        bias_correction : {"auto", "firth", "split-half", None}
+            The blocks' bias correction: "auto" (default) is "firth" for the
+            logit, none for the others; "split-half", the delete-half
+            jackknife (any family).
+        random_state : None, int or Generator
+            The release's randomness (None: OS secure entropy).
+        accountant : Accountant, optional
+            Charged with ``epsilon`` before anything is read.
+        missing : {"drop", "raise"}
+            What to do with rows with a missing value.
+        namespace : mapping, optional
+            Where the formula's names are looked up.
+
+        Returns
+        -------
+        DPSampleAggregate
+        """
         if isinstance(data, PrivateSampleAggregate):
             return cls(family, formula, data)
         rel = release_sample_aggregate(
@@ -85,10 +141,12 @@ class DPSampleAggregate:
 
     @property
     def exog_names(self) -> list[str]:
+        """The design's column names, as statsmodels' ``model.exog_names``."""
         return list(self.release.exog_names)
 
     @property
     def endog_names(self) -> str:
+        """The response's name, as statsmodels' ``model.endog_names``."""
         return self.release.endog_name
 
     def fit(self, q=None, cov_type: str = "dp", **kwargs) -> SampleAggregateResults:
@@ -101,6 +159,15 @@ class DPSampleAggregate:
         cov_type : {"dp", "naive"}
             Both give the release's standard errors (sampling and noise); the
             argument is accepted for symmetry with the other dp_* models.
+        **kwargs
+            statsmodels' ``fit`` options ``disp``, ``cov_kwds``,
+            ``random_state``, ``n_boot``, ``max_iter``, ``p_tol``: accepted
+            and ignored (the blocks were fitted when the release was made);
+            any other is refused.
+
+        Returns
+        -------
+        SampleAggregateResults
 
         Examples
         --------
@@ -134,12 +201,33 @@ class DPSampleAggregate:
 class SampleAggregateResults:
     """statsmodels-like results of a sample-and-aggregate release.
 
-    ``params`` is a Series named by the public design (mnlogit: a DataFrame,
-    one column per non-base level, as statsmodels' MNLogit), ``bse``,
-    ``tvalues`` (estimate over standard error), ``pvalues`` and
-    ``conf_int`` use the law of the sampling error plus the Laplace noise
-    (see `dpmodels.sample_aggregate`); ``privacy`` is the release's
-    report.
+    ``bse``, ``tvalues``, ``pvalues`` and ``conf_int()`` use the law of the
+    sampling error plus the Laplace noise (see `dpmodels.sample_aggregate`).
+
+    Attributes
+    ----------
+    params : pandas.Series or pandas.DataFrame
+        The released estimates, named by the public design (mnlogit: a
+        DataFrame, one column per non-base level, as statsmodels' MNLogit).
+    bse : pandas.Series or pandas.DataFrame
+        Standard errors: the sampling error of the block average and the
+        Laplace noise together.
+    tvalues : pandas.Series or pandas.DataFrame
+        Estimate over standard error.
+    pvalues : pandas.Series or pandas.DataFrame
+        Two-sided p-values under the same law.
+    privacy : SampleAggregateReport
+        The release's privacy report.
+    release : PrivateSampleAggregate
+        The release the results were made from.
+    model : DPSampleAggregate
+        The model that was fitted.
+    nobs : int
+        The public number of rows.
+    cov_type : str
+        "dp" (the only one).
+    q : float or None
+        The quantile (quantile regression), else None.
     """
 
     def __init__(self, model: DPSampleAggregate, release: PrivateSampleAggregate):
@@ -186,7 +274,18 @@ class SampleAggregateResults:
 
     def conf_int(self, alpha: float = 0.05):
         """``1 - alpha`` intervals: the estimate plus or minus the quantile of
-        the normal-plus-Laplace law of its error."""
+        the normal-plus-Laplace law of its error.
+
+        Parameters
+        ----------
+        alpha : float
+            1 - the level of the intervals (default 0.05).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Lower and upper bounds, one row per coefficient.
+        """
         rel = self.release
         hw = rel.half_width(alpha)
         lo, hi = rel.params - hw, rel.params + hw
@@ -202,7 +301,18 @@ class SampleAggregateResults:
     def predict(self, exog=None):
         """Predictions on new rows (a DataFrame with the formula's variables):
         the linear predictor (OLS, quantreg), the probability of the response's
-        last level (logit) or of each level (mnlogit)."""
+        last level (logit) or of each level (mnlogit).
+
+        Parameters
+        ----------
+        exog : pandas.DataFrame
+            New rows with the formula's variables (required: the results hold no
+            raw rows).
+
+        Returns
+        -------
+        pandas.Series or pandas.DataFrame
+        """
         if exog is None:
             raise DPModelsError("predict needs new rows (exog=DataFrame): the results hold "
                                 "no raw rows")
@@ -258,6 +368,18 @@ class SampleAggregateResults:
         approximation of the normal-plus-Laplace law that
         `conf_int()` and ``pvalues`` use exactly for one coefficient.
 
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The hypothesis: a string such as ``"x = 0, z = 1"`` (names as in
+            ``release.names``), a matrix R, or a pair (R, q).
+        q_matrix : array_like, optional
+            The values q (default 0).
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+
         Examples
         --------
         >>> import numpy as np, pandas as pd, dpmodels as dpm
@@ -282,7 +404,22 @@ class SampleAggregateResults:
 
     def wald_test(self, r_matrix, q_matrix=None, scalar: bool = True):
         """The chi-squared Wald test of a joint linear hypothesis ``R params =
-        q`` with `cov_params()` (see `t_test()` for the law)."""
+        q`` with `cov_params()` (see `t_test()` for the law).
+
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The hypothesis: a string such as ``"x = 0, z = 1"`` (names as in
+            ``release.names``), a matrix R, or a pair (R, q).
+        q_matrix : array_like, optional
+            The values q (default 0).
+        scalar : bool
+            statsmodels' option (the statistic is always a scalar here).
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+        """
         from statsmodels.stats.contrast import ContrastResults
 
         R, effect, cov = self._wald(r_matrix, q_matrix)
@@ -295,7 +432,20 @@ class SampleAggregateResults:
         """The Wald statistic over its degrees of freedom, referred to F with
         the blocks' degrees of freedom (k blocks minus the parameters) in the
         denominator: the spread behind the standard errors is estimated from
-        the k blocks."""
+        the k blocks.
+
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The hypothesis: a string such as ``"x = 0, z = 1"`` (names as in
+            ``release.names``), a matrix R, or a pair (R, q).
+        q_matrix : array_like, optional
+            The values q (default 0).
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+        """
         from scipy import stats
         from statsmodels.stats.contrast import ContrastResults
 
@@ -312,7 +462,19 @@ class SampleAggregateResults:
         mean (``.summary_frame(alpha)``: mean, mean_se, mean_ci_lower,
         mean_ci_upper): ``x' params`` with variance ``x' cov x`` (OLS,
         quantreg), and its logistic transform, interval ends included (logit).
-        A multinomial logit's class probabilities: `predict()`."""
+        A multinomial logit's class probabilities: `predict()`.
+
+        Parameters
+        ----------
+        exog : pandas.DataFrame
+            New rows with the formula's variables (required: the results hold no
+            raw rows).
+
+        Returns
+        -------
+        PredictionResults
+            With ``summary_frame(alpha)`` and ``conf_int(alpha)``.
+        """
         from statsmodels.regression._prediction import PredictionResults
 
         rel = self.release
@@ -337,7 +499,15 @@ class SampleAggregateResults:
     # ---- saving -------------------------------------------------------------------------
     def save(self, fname, remove_data: bool = False) -> None:
         """Pickle the results to ``fname`` (they hold the release and public
-        inputs only); ``load`` or statsmodels' ``load_pickle`` reads them back."""
+        inputs only); ``load`` or statsmodels' ``load_pickle`` reads them back.
+
+        Parameters
+        ----------
+        fname : str or path
+            Where to write the pickle.
+        remove_data : bool
+            statsmodels' option; nothing to remove here (no raw rows are held).
+        """
         import pickle
 
         with open(fname, "wb") as fh:
@@ -372,6 +542,15 @@ class SampleAggregateResults:
 
     def summary(self, alpha: float = 0.05):
         """Summary tables (text, HTML, LaTeX) with the privacy block.
+
+        Parameters
+        ----------
+        alpha : float
+            1 - the level of the intervals (default 0.05).
+
+        Returns
+        -------
+        statsmodels.iolib.summary.Summary
 
         Examples
         --------
@@ -410,7 +589,17 @@ class SampleAggregateResults:
     def summary2(self, alpha: float = 0.05):
         """statsmodels' ``summary2`` layout: the model, the coefficient table
         (intervals from the exact law, as `conf_int()`), the privacy block
-        and the notes."""
+        and the notes.
+
+        Parameters
+        ----------
+        alpha : float
+            1 - the level of the intervals (default 0.05).
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+        """
         from statsmodels.iolib.summary2 import Summary as Summary2
 
 
