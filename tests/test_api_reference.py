@@ -199,7 +199,7 @@ def test_every_fit_lists_its_parameters(path, api_html, headings):
     wanted = [name for name in inspect.signature(fit).parameters if name != "self"]
     assert wanted and not set(wanted) - listed, (
         f"{owner}: parameters {sorted(set(wanted) - listed)} are not in its Parameters table")
-    assert {"cov_type", "random_state"} <= listed
+    assert "cov_type" in listed
     assert all(table[name] for name in wanted), f"{owner}: a parameter without a description"
     if path.endswith(("DPOLS", "DPLogit", "DPQuantReg", "DPMNLogit")):
         assert "n_boot" in listed  # the bootstrap's size, on every histogram model
@@ -253,7 +253,9 @@ def test_the_results_document_their_dp_members(api_html):
                   "dpmodels.models.quantreg.FreqQuantRegResults",
                   "dpmodels.models.sample_aggregate.SampleAggregateResults"):
         attributes = _table(_section(results, ident), "Attributes")
-        assert {"privacy", "release", "dp_inference"} <= set(attributes), ident
+        assert {"privacy", "release"} <= set(attributes), ident
+        if "SampleAggregate" not in ident:  # its errors have a closed form: no bootstrap
+            assert "dp_inference" in attributes, ident
         assert all(attributes.values()), f"{ident}: an attribute without a description"
 
 
