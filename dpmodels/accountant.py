@@ -13,7 +13,15 @@ __all__ = ["Accountant", "Spend", "charge"]
 
 @dataclass(frozen=True)
 class Spend:
-    """One release charged to an accountant."""
+    """One release charged to an accountant.
+
+    Attributes
+    ----------
+    epsilon : float
+        The epsilon charged.
+    label : str
+        What was released (the release's description).
+    """
 
     epsilon: float
     label: str
@@ -31,6 +39,17 @@ class Accountant:
     ----------
     total_epsilon : float
         The whole budget, > 0.
+
+    Attributes
+    ----------
+    total_epsilon : float
+        The whole budget.
+    spent : float
+        The epsilon charged so far.
+    remaining : float
+        ``total_epsilon - spent`` (never below 0).
+    ledger : tuple of Spend
+        Every charge, in order.
 
     Examples
     --------
@@ -58,18 +77,34 @@ class Accountant:
 
     @property
     def spent(self) -> float:
+        """The epsilon charged so far (the sum of the ledger)."""
         return math.fsum(s.epsilon for s in self._ledger)
 
     @property
     def remaining(self) -> float:
+        """The epsilon left: ``total_epsilon - spent``, never below 0."""
         return max(self.total_epsilon - self.spent, 0.0)
 
     @property
     def ledger(self) -> tuple[Spend, ...]:
+        """Every charge, in order (a `Spend` each)."""
         return tuple(self._ledger)
 
     def check(self, epsilon: float, label: str = "release") -> None:
-        """Raise `BudgetExceededError` if ``epsilon`` does not fit."""
+        """Raise `BudgetExceededError` if ``epsilon`` does not fit.
+
+        Parameters
+        ----------
+        epsilon : float
+            The epsilon a release needs.
+        label : str
+            What is released, for the ledger and the error message.
+
+        Raises
+        ------
+        BudgetExceededError
+            When ``epsilon`` does not fit in what remains.
+        """
         if self.spent + epsilon > self.total_epsilon * (1 + self._TOL):
             raise BudgetExceededError(
                 f"{label} needs epsilon={epsilon:g} but the accountant has only "
@@ -78,7 +113,20 @@ class Accountant:
             )
 
     def spend(self, epsilon: float, label: str = "release") -> None:
-        """Charge ``epsilon``; refuse (and charge nothing) if it does not fit."""
+        """Charge ``epsilon``; refuse (and charge nothing) if it does not fit.
+
+        Parameters
+        ----------
+        epsilon : float
+            The epsilon a release needs.
+        label : str
+            What is released, for the ledger and the error message.
+
+        Raises
+        ------
+        BudgetExceededError
+            When ``epsilon`` does not fit in what remains.
+        """
         with self._lock:
             self.check(epsilon, label)
             self._ledger.append(Spend(float(epsilon), label))

@@ -108,6 +108,7 @@ class Axis:
     name : str
         The raw variable (a column of the data).
     kind : {"continuous", "discrete"}
+        Binned (continuous) or a declared level set (discrete).
     bounds : tuple of float or None
         ``(low, high)`` for a continuous variable.
     bins : int or None
@@ -208,6 +209,7 @@ class Axis:
 
     @property
     def size(self) -> int:
+        """The number of bins (continuous) or levels (discrete)."""
         return int(self.bin_count) if self.kind == "continuous" else len(self.level_set)
 
     def _maps(self):
@@ -383,6 +385,7 @@ class Axis:
             [self.level_set[i] for i in order]))
 
     def describe(self) -> str:
+        """The public domain in words (as the privacy report lists it)."""
         if self.kind == "continuous":
             if self.unbounded is not None:
                 u = self.unbounded
@@ -504,7 +507,22 @@ def _object_index(values: list) -> pd.Index:
 @dataclass(frozen=True)
 class Domain:
     """The product of the axes: ``m = prod(axis sizes)`` cells, each with a
-    mixed-radix id (first axis most significant)."""
+    mixed-radix id (first axis most significant).
+
+    A release's public domain (``release.domain``): built from the declared
+    bounds, levels and bins, never from the data.
+
+    Attributes
+    ----------
+    axes : tuple of Axis
+        One per released variable, in order.
+    names : tuple of str
+        The variables' names.
+    sizes : tuple of int
+        Each axis's number of bins or levels.
+    size : int
+        The number of cells m.
+    """
 
     axes: tuple[Axis, ...]
     _index: dict = field(init=False, repr=False, compare=False)
@@ -519,10 +537,12 @@ class Domain:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The variables' names, in axis order."""
         return tuple(a.name for a in self.axes)
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Each axis's number of bins or levels."""
         return tuple(a.size for a in self.axes)
 
     @property
@@ -531,6 +551,7 @@ class Domain:
         return math.prod(self.sizes)
 
     def axis(self, name: str) -> Axis:
+        """The `Axis` of the variable ``name``."""
         return self.axes[self._index[name]]
 
     @property
@@ -541,14 +562,35 @@ class Domain:
         return strides
 
     def encode(self, codes: Sequence[np.ndarray]) -> np.ndarray:
-        """Mixed-radix cell id (uint64) from per-axis codes."""
+        """Mixed-radix cell id (uint64) from per-axis codes.
+
+        Parameters
+        ----------
+        codes : sequence of numpy.ndarray
+            One array of bin or level codes per axis, in axis order.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         ids = np.zeros(len(codes[0]), dtype=np.uint64)
         for c, s in zip(codes, self.strides):
             ids += c.astype(np.uint64) * s
         return ids
 
     def decode(self, ids: np.ndarray) -> list[np.ndarray]:
-        """Per-axis codes (int64) of cell ids."""
+        """Per-axis codes (int64) of cell ids.
+
+        Parameters
+        ----------
+        ids : numpy.ndarray
+            Cell ids (uint64).
+
+        Returns
+        -------
+        list of numpy.ndarray
+            One array of codes per axis.
+        """
         rest = np.asarray(ids, dtype=np.uint64)
         out = []
         for _axis, s in zip(self.axes, self.strides):
@@ -557,12 +599,25 @@ class Domain:
         return out
 
     def frame(self, ids: np.ndarray, names: Sequence[str] | None = None) -> pd.DataFrame:
-        """One row per cell id, one column per variable holding its representative."""
+        """One row per cell id, one column per variable holding its representative.
+
+        Parameters
+        ----------
+        ids : numpy.ndarray
+            Cell ids (uint64).
+        names : sequence of str, optional
+            The variables to include (default: all).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         codes = self.decode(ids)
         names = self.names if names is None else tuple(names)
         return pd.DataFrame({nm: self.axis(nm).column(codes[self._index[nm]]) for nm in names})
 
     def describe(self) -> dict[str, str]:
+        """Each variable's public domain in words (as the privacy report lists it)."""
         return {a.name: a.describe() for a in self.axes}
 
 

@@ -156,6 +156,16 @@ class Channel:
     ``q``).  Either way the report count ``C_c`` of cell c (reports equal to
     c, or 1-bits at c) has mean ``n_c p + (n - n_c) q``.
 
+    Attributes
+    ----------
+    name : {"krr", "oue", "identity"}
+        k-ary randomized response, optimized unary encoding, or no noise
+        (``epsilon=inf``).
+    k : int
+        The number of inputs (cells, plus the missing cell).
+    epsilon : float
+        Each row's epsilon.
+
     Examples
     --------
     >>> ch = Channel.choose(4, 1.0)
@@ -171,7 +181,21 @@ class Channel:
 
     @classmethod
     def choose(cls, k: int, epsilon: float, channel: str = "auto") -> Channel:
-        """The channel of smaller debiased variance (public inputs only)."""
+        """The channel of smaller debiased variance (public inputs only).
+
+        Parameters
+        ----------
+        k : int
+            The number of inputs.
+        epsilon : float
+            Each row's epsilon.
+        channel : {"auto", "krr", "oue"}
+            "auto" (default): k-RR when ``k - 2 < 3 e^epsilon``, else OUE.
+
+        Returns
+        -------
+        Channel
+        """
         if math.isinf(epsilon):
             return cls("identity", int(k), math.inf)
         if channel == "auto":
@@ -205,7 +229,19 @@ class Channel:
         return self.q * (1.0 - self.q) / (self.p - self.q) ** 2
 
     def cell_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
-        """Exact variance of the debiased counts of cells with true counts ``counts``."""
+        """Exact variance of the debiased counts of cells with true counts ``counts``.
+
+        Parameters
+        ----------
+        n : int
+            The number of rows.
+        counts : numpy.ndarray
+            True cell counts.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         p, q = self.p, self.q
         if self.name == "identity":
             return np.zeros(np.shape(counts))
@@ -298,7 +334,19 @@ class Channel:
     # -- post-processing --------------------------------------------------------------
     def debias(self, C: np.ndarray, n: int) -> np.ndarray:
         """Unbiased estimate ``(C - n q) / (p - q)`` of the true counts
-        (along the last axis of ``C``)."""
+        (along the last axis of ``C``).
+
+        Parameters
+        ----------
+        C : numpy.ndarray
+            Report counts.
+        n : int
+            The number of rows.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         C = np.asarray(C, float)
         if self.name == "identity":
             return C.copy()
@@ -630,6 +678,8 @@ class LocalReport(ReleaseReport):
 
     @property
     def variance_factor(self) -> float:
+        """The channel's variance of a debiased cell count per row (see
+        `Channel.variance_factor()`)."""
         return Channel(self.channel, self.k, self.epsilon).variance_factor()
 
     def rows(self) -> list[tuple[str, str]]:
@@ -681,7 +731,18 @@ class LocalHistogram(PrivateHistogram):
         """Write the local release this histogram is a view of
         (`LocalRelease.save()`): `dpmodels.load_release()` reads back
         that `LocalRelease`, on which every ``dp_*`` model fits as on
-        this histogram."""
+        this histogram.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (``.json`` or ``.json.gz``).
+
+        Returns
+        -------
+        pathlib.Path
+            The path written.
+        """
         if self.local is None:
             raise DPModelsError("this LocalHistogram has no local release to save: make it "
                                 "with LocalRelease.histogram")
@@ -736,10 +797,12 @@ class LocalRelease(Release):
 
     @property
     def n(self) -> int:
+        """The number of rows (each made one report)."""
         return int(self.report.n)
 
     @property
     def variables(self) -> tuple[str, ...]:
+        """The randomized variables, in domain order."""
         return self.domain.names
 
     @cached_property
@@ -782,6 +845,16 @@ class LocalRelease(Release):
         k report counts and the privacy report; nothing else (no raw row, no
         row's report).  Read it back with `dpmodels.load_release()`; see
         `dpmodels.saved`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (``.json`` or ``.json.gz``).
+
+        Returns
+        -------
+        pathlib.Path
+            The path written.
 
         Examples
         --------

@@ -359,9 +359,36 @@ def release_newton(
     """Release an epsilon-DP logistic regression by noisy Newton steps (see
     the module notes).
 
-    Parameters are those of `dpmodels.moments.release_moments()`; the
-    formula's left-hand side is one variable with two declared levels (or
-    0/1, or bool); 1 is its last declared level.
+    The formula's left-hand side is one variable with two declared levels
+    (or 0/1, or bool); 1 is its last declared level.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, mapping of str to array-like, or an engine's frame
+        Raw rows, read once per step, never modified.
+    formula : str
+        A patsy formula with a binary response.
+    epsilon : float
+        Privacy parameter (> 0), split between the steps; ``inf`` releases
+        the exact steps (NOT private).
+    bounds : dict of str to (low, high), optional
+        Public bounds of each continuous variable.
+    levels : dict of str to list, optional
+        Public level sets of the discrete variables (the response's two).
+    n : int, optional
+        The public number of rows (default: rows handed in).
+    random_state : None, int or Generator
+        None draws from the OS's secure entropy.
+    accountant : Accountant, optional
+        Charged with ``epsilon`` before any row is read.
+    missing : {"drop", "raise"}
+        What to do with rows with a missing value.
+    namespace : mapping, optional
+        Names the formula may use besides columns.
+    domain_check : callable, optional
+        Called with the public domain before anything is read.
+    chunk_rows : int
+        Rows per chunk of each pass (memory only).
 
     Returns
     -------

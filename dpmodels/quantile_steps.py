@@ -458,6 +458,12 @@ def release_quantile_steps(
         quantile steps' part of epsilon is split equally between them.
     epsilon, bounds, levels, n, random_state, accountant, missing
         As `dpmodels.moments.release_moments()`.
+    namespace : mapping, optional
+        Names the formula may use besides columns.
+    domain_check : callable, optional
+        Called with the public domain before anything is read.
+    chunk_rows : int
+        Rows per chunk of each pass (memory only).
 
     Returns
     -------

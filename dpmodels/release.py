@@ -79,9 +79,19 @@ class PrivateHistogram(Release):
     Attributes
     ----------
     domain : Domain
+        The public domain: each variable's bounds and bins or levels.
     cell_ids : numpy.ndarray
+        The released cells' ids (sorted uint64; `Domain.decode()` turns
+        them into per-variable codes).
     counts : numpy.ndarray
+        The released noisy counts, one per cell (read-only).
     report : PrivacyReport
+        The privacy report (also ``privacy``).
+    variables : tuple of str
+        The released variables, in domain order.
+    count_column : str
+        The name of the counts' column in `cells()` and `marginal()`
+        frames ("count", or "count_" when a variable is called "count").
     """
 
     #: The release's kind in a saved file (`dpmodels.saved`).
@@ -98,10 +108,13 @@ class PrivateHistogram(Release):
 
     @property
     def variables(self) -> tuple[str, ...]:
+        """The released variables, in domain order."""
         return self.domain.names
 
     @property
     def count_column(self) -> str:
+        """The name of the counts' column in cell frames ("count", underscored
+        away from a variable of that name)."""
         name = "count"
         while name in self.domain.names:
             name += "_"
@@ -118,6 +131,17 @@ class PrivateHistogram(Release):
     def marginal(self, variables: Sequence[str]) -> pd.DataFrame:
         """Cell frame over a subset of the variables, released counts summed
         over the others (post-processing: free).
+
+        Parameters
+        ----------
+        variables : sequence of str
+            The released variables to keep.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per released cell of the marginal: the variables and the
+            summed noisy count (`count_column`).
 
         Examples
         --------
@@ -206,6 +230,16 @@ class PrivateHistogram(Release):
         nothing else (no raw row).  Read it back with
         `dpmodels.load_release()`; see `dpmodels.saved`.
 
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (``.json`` or ``.json.gz``).
+
+        Returns
+        -------
+        pathlib.Path
+            The path written.
+
         Examples
         --------
         >>> import tempfile, numpy as np, pandas as pd, dpmodels as dpm
@@ -221,7 +255,21 @@ class PrivateHistogram(Release):
     def plot(self, x: str, y: str | None = None, ax=None):
         """Bars (``x``) or a heat map (``x`` by ``y``) of the released marginal
         counts, the threshold marked (post-processing: free); returns the
-        matplotlib Figure.  See `dpmodels.plots.plot_release()`."""
+        matplotlib Figure.  See `dpmodels.plots.plot_release()`.
+
+        Parameters
+        ----------
+        x : str
+            The variable on the horizontal axis.
+        y : str, optional
+            A second variable: a heat map of ``x`` by ``y``.
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
         return plot_release(self, x, y, ax=ax)
 
     def __repr__(self) -> str:

@@ -17,7 +17,7 @@ __all__ = ["Release", "ReleaseReport", "PrivacyReport", "MomentsReport", "openin
 class Release:
     """The base of every release: a frozen value made once from raw rows that
     carries its privacy report (``report``, also ``privacy``).  Everything
-    computed from a release is post-processing (PRIVACY.md rule 6).
+    computed from a release is post-processing: it costs no budget.
 
     `PrivateHistogram` answers any formula over its
     variables; `PrivateMoments`,
@@ -26,10 +26,14 @@ class Release:
     they were made for (``release.space.formula``); a
     `PrivateSampleAggregate` holds the
     estimate itself; a `LocalRelease` holds every row
-    randomized.  The report derives from `ReleaseReport`
-    (tests/test_report_contract.py checks both for every mechanism of the
-    registry).  Deriving from this class is also how a check of the caller's
-    arguments tells a release from raw data without importing a mechanism.
+    randomized.  The report derives from `ReleaseReport`.  Deriving from
+    this class is also how a check of the caller's arguments tells a release
+    from raw data without importing a mechanism.
+
+    Attributes
+    ----------
+    report : ReleaseReport
+        The release's privacy report.
     """
 
     __slots__ = ()
@@ -106,6 +110,24 @@ class ReleaseReport:
     value) pairs in display order; the base turns them into text
     (``str(report)``, titled `title`) and an HTML table (its
     ``_repr_html_``).  Results print it under their summary.
+
+    Attributes
+    ----------
+    epsilon : float
+        The release's privacy parameter (pure DP, delta = 0); ``inf`` when
+        not private.
+    private : bool
+        False only for ``epsilon=inf``.
+    mechanism : str
+        The mechanism's name.
+    n : int
+        The public number of rows.
+    seeded : bool
+        True when a ``random_state`` made the noise reproducible.
+    budget : str
+        How the release was charged to an `Accountant`.
+    title : str
+        The text report's title.
 
     Examples
     --------

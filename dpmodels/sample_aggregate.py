@@ -243,6 +243,21 @@ def default_blocks(n: int, p: int, epsilon: float, family: str = "ols") -> int:
     ``MIN_ROWS_PER_PARAMETER[family] * p`` (a logit needs enough rows per
     block to have an MLE), and ``k = n // m``, at least 2.
 
+    Parameters
+    ----------
+    n : int
+        The public number of rows.
+    p : int
+        The number of parameters.
+    epsilon : float
+        The release's epsilon.
+    family : {"ols", "logit", "quantreg", "mnlogit"}
+        The model fitted on each block.
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> default_blocks(10_000, 9, 1.0, "ols"), default_blocks(1_000_000, 9, 1.0, "ols")
@@ -362,6 +377,12 @@ class PrivateSampleAggregate(Release):
     space : DesignSpace
         The public design.
     report : SampleAggregateReport
+        The privacy report (also ``privacy``).
+    failed_share : float
+        The (noisy, when private) share of blocks whose fit failed.
+    no_information : bool
+        True when too many blocks failed: no coefficient is supported
+        (infinite standard errors and intervals, p = 1).
     """
 
     family: str
@@ -411,7 +432,17 @@ class PrivateSampleAggregate(Release):
         return self._combination() @ sd
 
     def half_width(self, alpha: float = 0.05) -> np.ndarray:
-        """Half-width of the ``1 - alpha`` interval of each parameter."""
+        """Half-width of the ``1 - alpha`` interval of each parameter.
+
+        Parameters
+        ----------
+        alpha : float
+            1 - the intervals' level (default 0.05).
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         if self.no_information:
             return np.full(self.params.size, np.inf)
         w = np.array([normal_laplace_quantile(s, b, 1.0 - alpha / 2.0)

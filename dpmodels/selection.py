@@ -191,6 +191,7 @@ class SelectionReport(ReleaseReport):
 
     @property
     def dropped(self) -> tuple:
+        """The candidates not selected, in the caller's order."""
         return tuple(c for c in self.candidates if c not in self.selected)
 
     def rows(self) -> list[tuple[str, str]]:
@@ -216,7 +217,19 @@ class FeatureSelection:
     """The output of `select_features()`: the chosen candidates (in the
     order chosen), the others, and the privacy report.  Pass it as
     ``select=`` to `dp_logit()` / `dp_mnlogit()`
-    to fit on the projection without spending on a new selection."""
+    to fit on the projection without spending on a new selection.
+
+    Attributes
+    ----------
+    selected : tuple of str
+        The candidates chosen, in the order chosen.
+    dropped : tuple of str
+        The other candidates.
+    target : str
+        The response the candidates were scored against.
+    report : SelectionReport
+        The privacy report (also ``privacy``).
+    """
 
     selected: tuple
     dropped: tuple
@@ -225,6 +238,7 @@ class FeatureSelection:
 
     @property
     def privacy(self) -> SelectionReport:
+        """The privacy report (alias of ``report``)."""
         return self.report
 
     def __repr__(self) -> str:

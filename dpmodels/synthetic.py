@@ -314,6 +314,21 @@ def smoothed_delta(epsilon: float, size: int, m: int, n: int) -> Fraction:
     arithmetic to satisfy ``size * log(1 + (1 - delta) m / (n delta)) <= epsilon``.
     A function of public inputs only.
 
+    Parameters
+    ----------
+    epsilon : float
+        The sample's epsilon.
+    size : int
+        The number of rows drawn.
+    m : int
+        The number of cells of the public domain.
+    n : int
+        The public number of rows.
+
+    Returns
+    -------
+    fractions.Fraction
+
     Examples
     --------
     >>> d = smoothed_delta(1.0, 1, 10, 1000)

@@ -123,14 +123,36 @@ class Unbounded:
     def forward(self, x) -> np.ndarray:
         """``T(x) = 1 / (1 + exp(-(x - center) / scale))`` (float64; +-inf map
         to 1 and 0, NaN stays NaN).  The same formula is used by every
-        engine, so a row gets the same bin everywhere."""
+        engine, so a row gets the same bin everywhere.
+
+        Parameters
+        ----------
+        x : array_like
+            Values on the variable's scale.
+
+        Returns
+        -------
+        numpy.ndarray
+            Values in [0, 1].
+        """
         z = (np.asarray(x, dtype=np.float64) - self.center) / self.scale
         with np.errstate(over="ignore", invalid="ignore"):
             return 1.0 / (1.0 + np.exp(-z))
 
     def inverse(self, u) -> np.ndarray:
         """``T**-1(u) = center + scale * log(u / (1 - u))``: 0 and 1 map to
-        -inf and +inf (the outer edges of the edge bins)."""
+        -inf and +inf (the outer edges of the edge bins).
+
+        Parameters
+        ----------
+        u : array_like
+            Values in [0, 1].
+
+        Returns
+        -------
+        numpy.ndarray
+            Values on the variable's scale.
+        """
         u = np.asarray(u, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.center + self.scale * (np.log(u) - np.log1p(-u))

@@ -185,7 +185,7 @@ def test_included_benchmark_tables_are_whole(page):
         if not span:
             continue
         first, last = int(span[0]), int(span[1])
-        assert lines[first - 1].startswith(("#", "|")), f"{ref} starts mid-section"
+        assert lines[first - 1].startswith(("#", "|", "**")), f"{ref} starts mid-section"
         assert lines[last - 1].startswith("|"), f"{ref} does not end on a table row"
         assert last == len(lines) or not lines[last].startswith("|"), f"{ref} cuts a table"
 

@@ -392,7 +392,8 @@ class FreqLogitResults(_FreqResults, LogitResults):
     Attributes
     ----------
     privacy : ReleaseReport or None
-        The privacy report of the release the fit was made on (a `PrivacyReport`, or a `MomentsReport` for noisy Newton steps);
+        The privacy report of the release the fit was made on (a `PrivacyReport`, or a
+        `MomentsReport` for noisy Newton steps);
         None for a fit made without a release.
     release
         The release the fit was made on (`PrivateHistogram`, `PrivateNewton` or a local release).

@@ -165,7 +165,8 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     Attributes
     ----------
     privacy : ReleaseReport or None
-        The privacy report of the release the fit was made on (a `PrivacyReport` for a histogram, a `MomentsReport` for noisy moments);
+        The privacy report of the release the fit was made on (a `PrivacyReport` for a
+        histogram, a `MomentsReport` for noisy moments);
         None for a fit made without a release.
     release
         The release the fit was made on (`PrivateHistogram` or `PrivateMoments`).

@@ -105,10 +105,19 @@ class ProjectedReport(ReleaseReport):
     gamma : float or None
         The histogram's share (None when nothing was selected privately here).
     selection_source : str
-        "private" (selected here, on part of epsilon) or where the selection came from (given by the caller).
+        How the variables were chosen: a private selection made here, an
+        earlier selection passed as ``select=``, or all predictors (no
+        selection, no budget).
     selected, dropped : tuple of str
+        The candidates kept in the formula, and the others.
     formula : str
         The formula fitted: the caller's, restricted to the selected variables.
+    seeded : bool
+        True when a ``random_state`` made the histogram's noise reproducible.
+    n : int
+        The public number of rows.
+    noisy_total : int
+        The histogram's noisy total.
     selection : SelectionReport or None
         The selection's own report (None when the selection was not made here).
     histogram : PrivacyReport

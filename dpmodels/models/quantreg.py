@@ -267,7 +267,8 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     Attributes
     ----------
     privacy : ReleaseReport or None
-        The privacy report of the release the fit was made on (a `PrivacyReport`, or a `MomentsReport` for quantile steps);
+        The privacy report of the release the fit was made on (a `PrivacyReport`, or a
+        `MomentsReport` for quantile steps);
         None for a fit made without a release.
     release
         The release the fit was made on (`PrivateHistogram`, `PrivateQuantileSteps` or a local release).
