@@ -111,7 +111,8 @@ class BinningDiagnostic:
                             placement=placement, placement_method=other,
                             spurious=self._spurious_fit(), alone=alone, phase=phase,
                             rounding=rounding, constant=constant, means=means,
-                            position=position)
+                            position=position,
+                            bins=tuple(self.release.domain.axis(v).bins for v in done))
 
     def _rounding(self):
         """The `rounding` bound, the design's constant columns and the

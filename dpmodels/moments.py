@@ -94,6 +94,7 @@ from .formula import (
 )
 from .formula import build_design as _design
 from .histogram import missing_error, undeclared_error
+from .keywords import checked_keywords
 from .randomness import random_source
 from .report import MomentsReport, Release
 from .saving import save_release
@@ -964,6 +965,7 @@ def public_inputs(data, *, formula: str, epsilon, bounds, levels, n, random_stat
     return PublicInputs(data, epsilon, fv, domain, n_public, n_source)
 
 
+@checked_keywords
 def release_moments(
     data,
     *,

@@ -54,6 +54,7 @@ from .errors import DomainError, DPModelsError
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .formula import caller_namespace
 from .histogram import undeclared_error
+from .keywords import checked_keywords
 from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
@@ -341,6 +342,7 @@ def binary_response(axis, values) -> tuple[np.ndarray, np.ndarray]:
     return (codes == one).astype(float), missing
 
 
+@checked_keywords
 def release_newton(
     data,
     *,

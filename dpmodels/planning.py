@@ -40,6 +40,7 @@ import pandas as pd
 from . import api
 from .errors import DPModelsError, DPModelsTypeError, SeparationError, SingularDesignError
 from .formula import caller_namespace, formula_variables
+from .keywords import checked_keywords
 from .plots import _equations, _inner, require_pyplot
 from .validation import check_random_state
 
@@ -317,6 +318,7 @@ def _nonprivate(model: str, formula: str, data: pd.DataFrame, namespace: dict,
                      index=[f"{x} (eq. {e})" for e in eq for x in names])
 
 
+@checked_keywords
 def plan(
     formula: str,
     *,

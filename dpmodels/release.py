@@ -35,6 +35,7 @@ from .errors import (
 )
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import count_cells
+from .keywords import checked_keywords
 from .mechanisms import (
     NoisyCells,
     discrete_laplace_sf,
@@ -373,6 +374,7 @@ def resolve_threshold(threshold, epsilon: float, n: int, A: float, m: int | None
     return ThresholdSpec("fixed", float(threshold), int(math.ceil(threshold)), None)
 
 
+@checked_keywords
 def release(
     data,
     *,

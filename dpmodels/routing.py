@@ -11,13 +11,13 @@ the family's method choice names the release.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import registry as _registry
 from .errors import DPModelsError
+from .keywords import suggestion
 from .methods import CHOOSERS, HISTOGRAM_OPTIONS
 from .quantile_steps import _quantiles
 
@@ -127,9 +127,9 @@ def check_options(family: str, options: dict) -> None:
 
     hints = [f"{k} applies to {_OPTION_HOMES[k]}" for k in unknown if k in _OPTION_HOMES]
     names = sorted(set(COMMON_ARGUMENTS) | set(DEFAULT_OPTIONS) | set(_OPTION_HOMES))
-    close = [f"did you mean {m[0]!r}" + ("" if len(unknown) == 1 else f" for {k!r}") + "?"
+    close = [f"did you mean {m!r}" + ("" if len(unknown) == 1 else f" for {k!r}") + "?"
              for k in unknown if k not in _OPTION_HOMES
-             for m in [difflib.get_close_matches(k, names, n=1)] if m]
+             for m in [suggestion(k, names)] if m is not None]
     known = ", ".join(DEFAULT_OPTIONS)
     raise DPModelsError(
         f"dp_{family} takes no option {', '.join(unknown)} here ("

@@ -168,6 +168,7 @@ from .engines import source_for
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .formula import build_design, caller_namespace, equation_names, user_stacklevel
+from .keywords import checked_keywords
 from .moments import (
     _to_pandas,
     _unit_epsilon,
@@ -1216,6 +1217,7 @@ def _private_range(W, ok, eps_r, bits):
     return lo, hi, cells
 
 
+@checked_keywords
 def release_sample_aggregate(
     data,
     *,

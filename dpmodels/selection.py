@@ -90,6 +90,7 @@ from .errors import (
 from .exact import LogRate, geometric, uniform_below
 from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
+from .keywords import checked_keywords
 from .randomness import RandomBits, random_source
 from .report import ReleaseReport, closing_rows
 from .validation import (
@@ -586,6 +587,7 @@ def coded_rows(data, domain: Domain, missing: str) -> tuple[list[np.ndarray], in
     return codes, int(nrows or 0)
 
 
+@checked_keywords
 def select_features(
     data,
     target: str,

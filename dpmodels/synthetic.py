@@ -92,6 +92,7 @@ from .errors import (
 from .exact import uniform_below
 from .formula import user_stacklevel
 from .histogram import count_cells
+from .keywords import checked_keywords
 from .randomness import RandomBits, make_rng, random_source
 from .report import ReleaseReport, closing_rows
 from .representatives import Representer, _basis, _layout
@@ -501,6 +502,7 @@ def _check_delta(delta, epsilon: float) -> Fraction | None:
     return Fraction(a, _DELTA_DEN)
 
 
+@checked_keywords
 def smoothed_sample(
     data,
     *,

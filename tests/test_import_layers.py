@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1] / "dpmodels"
 
 #: The layers, bottom up.  A module imports from its own layer or below.
 LAYERS = {
-    "base": "errors version",
+    "base": "errors version keywords",
     # randomness, exact samplers and noise, the budget, the report every release carries
     "core": "randomness exact mechanisms budget accountant report thresholds weighted_stats "
             "batched unbounded streams",

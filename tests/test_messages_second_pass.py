@@ -71,3 +71,113 @@ def test_a_transform_undefined_on_the_domain_is_refused_before_the_release():
     res = dpm.dp_ols("y ~ np.log(popul + 0.1) + x", df, epsilon=1.0, random_state=0,
                      bounds={"popul": (0, 500), "y": (-5, 15), "x": (0, 10)}).fit(n_boot=50)
     assert np.all(np.isfinite(np.asarray(res.params)))
+
+
+# ---- "did you mean" for a misspelt keyword at every public entry point -------------------
+
+_LEVELS = {"g": [1.0, 2.0, 3.0, 4.0, 5.0], "yb": [0, 1]}
+
+
+@pytest.fixture(scope="module")
+def choice_frame(frame):
+    out = frame.copy()
+    out["yb"] = (out.y > out.y.median()).astype(int)
+    return out
+
+
+#: (entry point, call with one misspelt keyword, the keyword, its correction): the
+#: spend is charged to ``acct``, which must stay at 0.
+ENTRY_POINTS = [
+    ("release", lambda df, acct: dpm.release(
+        df, formula="y ~ x", epsilion=1.0, bounds=BOUNDS, accountant=acct),
+     "epsilion", "epsilon"),
+    ("release_moments", lambda df, acct: dpm.release_moments(
+        df, formula="y ~ x", epsilon=1.0, bound=BOUNDS, accountant=acct), "bound", "bounds"),
+    ("release_newton", lambda df, acct: dpm.release_newton(
+        df, formula="yb ~ x", epsilon=1.0, bounds=BOUNDS, levles=_LEVELS, accountant=acct),
+     "levles", "levels"),
+    ("release_sample_aggregate", lambda df, acct: dpm.release_sample_aggregate(
+        df, family="ols", formula="y ~ x", epsilon=1.0, bounds=BOUNDS, accountant=acct,
+        blokcs=5), "blokcs", "blocks"),
+    ("select_features", lambda df, acct: dpm.select_features(
+        df, "yb", ["x", "g"], epsilon=1.0, bounds=BOUNDS, levels=_LEVELS, accountant=acct,
+        randomstate=0), "randomstate", "random_state"),
+    ("smoothed_sample", lambda df, acct: dpm.smoothed_sample(
+        df, columns=["x", "y"], epsilon=1.0, size=100, bounds=BOUNDS, accountant=acct,
+        bnis=5), "bnis", "bins"),
+    ("plan", lambda df, acct: dpm.plan("y ~ x", n=500, epsilon=1.0, bounds=BOUNDS, rep=2),
+     "rep", "reps"),
+    ("dp_mnlogit", lambda df, acct: dpm.dp_mnlogit(
+        "yb ~ x", df, epsilon=1.0, bounds=BOUNDS, levels=_LEVELS, accountant=acct,
+        treshold=3), "treshold", "threshold"),
+    ("dp_quantreg", lambda df, acct: dpm.dp_quantreg(
+        "y ~ x", df, epsilon=1.0, bounds=BOUNDS, accountant=acct, random_stat=0),
+     "random_stat", "random_state"),
+]
+
+
+@pytest.mark.parametrize("call, bad, good", [e[1:] for e in ENTRY_POINTS],
+                         ids=[e[0] for e in ENTRY_POINTS])
+def test_every_entry_point_names_a_misspelt_keyword_and_its_correction(
+        choice_frame, call, bad, good):
+    # before (all but the dp_* functions): "release() got an unexpected keyword
+    # argument 'epsilion'", without the correction
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(DPModelsError) as err:
+        call(choice_frame, acct)
+    assert bad in str(err.value) and f"did you mean {good!r}?" in str(err.value)
+    assert acct.spent == 0  # refused before anything was spent
+
+
+#: (model, fit keyword misspelt, its correction): the results' fit of every route.
+FITS = [
+    (lambda df: dpm.dp_ols("y ~ x", df, epsilon=1.0, bounds=BOUNDS, method="histogram",
+                           random_state=0), "n_boots", "n_boot"),
+    (lambda df: dpm.dp_ols("y ~ x", df, epsilon=1.0, bounds=BOUNDS, method="moments",
+                           random_state=0), "randomstate", "random_state"),
+    (lambda df: dpm.dp_logit("yb ~ x", df, epsilon=1.0, bounds=BOUNDS, levels=_LEVELS,
+                             method="histogram", random_state=0), "n_boots", "n_boot"),
+    (lambda df: dpm.dp_logit("yb ~ x", df, epsilon=1.0, bounds=BOUNDS, levels=_LEVELS,
+                             method="newton", random_state=0), "covtype", "cov_type"),
+    (lambda df: dpm.dp_quantreg("y ~ x", df, epsilon=1.0, bounds=BOUNDS, method="histogram",
+                                random_state=0), "randomstate", "random_state"),
+    (lambda df: dpm.dp_quantreg("y ~ x", df, epsilon=1.0, bounds=BOUNDS, method="newton",
+                                random_state=0), "n_boots", "n_boot"),
+    (lambda df: dpm.dp_mnlogit("yb ~ x", df, epsilon=1.0, bounds=BOUNDS, levels=_LEVELS,
+                               random_state=0), "randomstate", "random_state"),
+    (lambda df: dpm.dp_ols("y ~ x", df, epsilon=1.0, bounds=BOUNDS,
+                           method="sample-aggregate", random_state=0), "covtype", "cov_type"),
+]
+
+
+@pytest.mark.parametrize("make, bad, good", FITS, ids=[
+    "ols-histogram", "ols-moments", "logit-histogram", "logit-newton", "quantreg-histogram",
+    "quantreg-newton", "mnlogit", "ols-sample-aggregate"])
+def test_fit_names_a_misspelt_keyword_instead_of_dropping_it(choice_frame, make, bad, good):
+    # before: DPLogit.fit(n_boots=500) passed n_boots on to statsmodels, which ignored it
+    # (200 replicates drawn, no message); DPMomentsOLS.fit gave a bare TypeError
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make(choice_frame)
+    with pytest.raises(TypeError, match=rf"'{bad}': did you mean '{good}'\?"):
+        model.fit(**{bad: 1})
+
+
+def test_fit_still_passes_statsmodels_options_on(choice_frame):
+    # a keyword close to none of fit's own parameters goes to statsmodels as before
+    model = dpm.dp_logit("yb ~ x", choice_frame, epsilon=1.0, bounds=BOUNDS, levels=_LEVELS,
+                         method="histogram", random_state=0)
+    res = model.fit(cov_type="naive", disp=0, gtol=1e-8)
+    assert np.all(np.isfinite(np.asarray(res.params)))
+
+
+def test_the_suggestion_is_the_closest_name_or_the_list():
+    from dpmodels.keywords import refuse_keywords, suggestion
+
+    assert suggestion("n_boots", ["n_boot", "cov_type", "random_state"]) == "n_boot"
+    assert suggestion("colour", ["n_boot", "cov_type"]) is None
+    with pytest.raises(TypeError, match=r"'colour' \(it takes cov_type, n_boot\)"):
+        refuse_keywords("fit", ["colour"], ["n_boot", "cov_type"])
+    refuse_keywords("fit", [], ["n_boot"])  # nothing unknown: no error

@@ -35,6 +35,7 @@ from ..errors import (
     SingularDesignError,
 )
 from ..formula import FormulaVariables, user_stacklevel
+from ..keywords import checked_keywords
 from ..newton import check_binary_levels
 from .base import DPModel, dp_options
 from .discrete import FreqLogit, separation_direction
@@ -346,6 +347,7 @@ class DPLogit(_DPChoiceModel):
             )
         check_binary_levels(axis)
 
+    @checked_keywords
     def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
             separation: str = "warn", n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None, **kwargs):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..batched import batched_newton, outer_rows
 from ..errors import ReleaseWarning, SeparationError
+from ..keywords import checked_keywords
 from .base import dp_options, flat_param_names
 from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from .logit import _DPChoiceModel
@@ -152,6 +153,7 @@ class DPMNLogit(_DPChoiceModel):
         """The batched refit of the multinomial logit with ``n_classes`` classes."""
         return partial(refit_mnlogit, n_classes=n_classes)
 
+    @checked_keywords
     def fit(self, cov_type: str = "dp", *, method: str = "newton", maxiter: int = 35,
             separation: str = "warn", n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None, **kwargs):

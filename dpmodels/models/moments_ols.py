@@ -59,6 +59,7 @@ from ..dp_results import attach_dp_inference
 from ..errors import DPModelsError, DPModelsTypeError, ReleaseWarning
 from ..formula import user_stacklevel
 from ..intervals import DPInference
+from ..keywords import checked_keywords
 from ..moments import DesignSpace, PrivateMoments, release_moments
 from ..randomness import make_rng
 from .base import dp_options
@@ -411,6 +412,7 @@ class DPMomentsOLS(FormulaReleaseModel):
     _release_fn = staticmethod(release_moments)
     release: PrivateMoments
 
+    @checked_keywords
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None):
         """Least squares on the released moments; statsmodels regression

@@ -50,6 +50,7 @@ import pandas as pd
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
 from ..dp_results import attach_dp_inference
+from ..keywords import checked_keywords
 from ..newton import PrivateNewton, _floored, newton_update, release_newton
 from ..randomness import make_rng
 from .base import dp_options
@@ -133,6 +134,7 @@ class DPNewtonLogit(FormulaReleaseModel):
     _release_fn = staticmethod(release_newton)
     release: PrivateNewton
 
+    @checked_keywords
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None):
         """The released estimate as statsmodels ``Logit`` results (with

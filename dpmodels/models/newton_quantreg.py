@@ -52,6 +52,7 @@ import pandas as pd
 from statsmodels.tools._decorators import cache_readonly
 
 from ..dp_results import attach_dp_inference
+from ..keywords import checked_keywords
 from ..newton import newton_update
 from ..quantile_steps import (
     BandCount,
@@ -147,6 +148,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         """The quantiles the release answers."""
         return self.release.quantiles
 
+    @checked_keywords
     def fit(self, q: float | None = None, vcov: str = "robust", kernel: str = "epa",
             bandwidth: str = "hsheather", *, cov_type: str = "dp", n_boot: int | None = None,
             random_state=None, cov_kwds: dict | None = None, **kwargs):

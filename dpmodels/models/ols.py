@@ -8,6 +8,7 @@ import numpy as np
 
 from ..batched import full_rank, outer_rows, solve_ok
 from ..errors import ReleaseWarning
+from ..keywords import checked_keywords
 from .base import DPModel, dp_options
 from .linear import FreqWLS
 
@@ -32,6 +33,7 @@ class DPOLS(DPModel):
 
     _name = "DP OLS"
 
+    @checked_keywords
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,
             cov_kwds: dict | None = None, **kwargs):
         """Fit the weighted least squares; returns statsmodels regression results

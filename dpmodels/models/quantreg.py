@@ -53,6 +53,7 @@ from ..dp_results import DPInferenceResultsMixin, attach_dp_inference
 from ..errors import ReleaseWarning
 from ..formula import formula_variables, user_stacklevel
 from ..intervals import DPInference
+from ..keywords import checked_keywords
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from .base import DPModel, dp_options
 from .quantreg_lp import check_loss, refit_quantreg_batch, solve_check_loss
@@ -559,6 +560,7 @@ class DPQuantReg(DPModel):
     #: fit()'s default quantile (dp_quantreg's ``q``).
     default_q = 0.5
 
+    @checked_keywords
     def fit(self, q: float | None = None, vcov: str = "robust", kernel: str = "epa",
             bandwidth: str = "hsheather", *, cov_type: str = "dp", n_boot: int | None = None,
             random_state=None, cov_kwds: dict | None = None,

@@ -22,6 +22,7 @@ from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 
 from ..errors import DPModelsError, DPModelsTypeError
+from ..keywords import checked_keywords
 from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
 from ..summary import add_privacy_block, add_privacy_block2
 
@@ -149,6 +150,7 @@ class DPSampleAggregate:
         """The response's name, as statsmodels' ``model.endog_names``."""
         return self.release.endog_name
 
+    @checked_keywords
     def fit(self, q=None, cov_type: str = "dp", **kwargs) -> SampleAggregateResults:
         """The results of the release (post-processing: no budget, no noise).
 
