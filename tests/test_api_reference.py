@@ -301,3 +301,43 @@ def test_an_unresolved_cross_reference_fails_the_strict_build(tmp_path, target, 
     assert (done.returncode == 0) is ok, done.stderr[-2000:]
     if not ok:
         assert "Could not find cross-reference target 'dpmodels.nope'" in done.stderr
+
+
+def test_the_errors_page_tree_is_the_class_hierarchy():
+    """The hierarchy drawn on the errors page is the classes' own: every child
+    derives from the parent it is drawn under and from what "(also ...)" names."""
+    import builtins
+
+    page = (ROOT / "docs" / "api" / "errors.md").read_text()
+    tree = re.search(r"```text\n(.*?)```", page, re.S).group(1).splitlines()
+
+    def cls(name: str):
+        name = name.split("'")[-1].strip().split(".")[-1]
+        found = getattr(dpmodels, name, None) or getattr(builtins, name, None)
+        if found is None and name in ("PerfectSeparationError", "PerfectSeparationWarning"):
+            from statsmodels.tools import sm_exceptions
+            found = getattr(sm_exceptions, name)
+        if found is None and name == "LinAlgError":
+            import numpy
+            found = numpy.linalg.LinAlgError
+        assert isinstance(found, type), name
+        return found
+
+    stack: list[tuple[int, type]] = []
+    drawn = set()
+    for line in tree:
+        match = re.match(r"^([\s│├└─]*)(\w+)(?: \(also (.+)\))?$", line)
+        assert match, line
+        depth, child = len(match.group(1)), cls(match.group(2))
+        drawn.add(child)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            assert issubclass(child, stack[-1][1]), f"{child.__name__} under {stack[-1][1]}"
+        for other in (match.group(3) or "").split(","):
+            if other.strip():
+                assert issubclass(child, cls(other)), f"{child.__name__} also {other}"
+        stack.append((depth, child))
+    exported = {getattr(dpmodels, n) for n in dpmodels.__all__}
+    raised = {c for c in exported if isinstance(c, type) and issubclass(c, Exception | Warning)}
+    assert raised <= drawn, sorted(c.__name__ for c in raised - drawn)
