@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -63,6 +64,10 @@ def caller_namespace(depth: int) -> dict:
     """The globals and locals of the frame ``depth`` levels above the caller,
     used to evaluate formula functions such as ``np.log`` on the cell frame."""
     frame = sys._getframe(depth + 1)
+    # a decorator's wrapper (keywords.checked_keywords) is not the caller: skip it
+    while frame.f_back is not None and frame.f_code.co_filename.endswith(
+            os.path.join("dpmodels", "keywords.py")):
+        frame = frame.f_back
     ns = dict(frame.f_globals)
     ns.update(frame.f_locals)
     return ns
