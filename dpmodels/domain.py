@@ -139,7 +139,7 @@ class Axis:
     Notes
     -----
     **What is published about a discrete variable depends on its declared
-    levels only** (PRIVACY.md rule 5), never on the dtype of the column they
+    levels only** (never on the data), never on the dtype of the column they
     were counted from: pandas turns an int column with one missing value
     into float64, a neighbouring data set must not change a parameter name.
     The rule, applied by `column()` to every cell frame

@@ -104,8 +104,8 @@ class ReleaseReport:
     """The base of every release's privacy report.
 
     A report is a frozen value made with its release, public like it: every
-    field is a public input or a function of the noisy release (PRIVACY.md
-    rule 5).  Each mechanism's report carries at least `FIELDS` (as
+    field is a public input or a function of the noisy release, so it can be
+    published with the estimates.  Each mechanism's report carries at least `FIELDS` (as
     fields or properties) and says what it released in `rows()`, (label,
     value) pairs in display order; the base turns them into text
     (``str(report)``, titled `title`) and an HTML table (its
