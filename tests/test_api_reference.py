@@ -341,3 +341,16 @@ def test_the_errors_page_tree_is_the_class_hierarchy():
     exported = {getattr(dpmodels, n) for n in dpmodels.__all__}
     raised = {c for c in exported if isinstance(c, type) and issubclass(c, Exception | Warning)}
     assert raised <= drawn, sorted(c.__name__ for c in raised - drawn)
+
+
+def test_the_overview_lists_every_public_name():
+    """The overview's table of public names is complete: each name of
+    ``dpmodels.__all__`` is linked there (the subclasses of `DPModelsError` as
+    "DPModelsError and its subclasses"), so a new export must be placed."""
+    page = (ROOT / "docs" / "api" / "index.md").read_text()
+    table = page.split("## Every public name", 1)[1].split("\n## ", 1)[0]
+    linked = set(re.findall(r"\[`(\w+)`\]\[", table))
+    unlisted = [name for name in dpmodels.__all__ if name not in linked
+                and not (isinstance(getattr(dpmodels, name), type)
+                         and issubclass(getattr(dpmodels, name), dpmodels.DPModelsError))]
+    assert not unlisted, f"not in the overview's table: {unlisted}"
