@@ -165,6 +165,16 @@ def test_outputs_ignore_only_the_date_and_time_stamps():
     assert normalized(a) != normalized(a.replace("0.1", "0.2"))
 
 
+@pytest.mark.parametrize("page", [p for p in PAGES if check_markers(p.read_text())],
+                         ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_check_markers_stay_inside_their_sentence(page):
+    """A line that starts with ``<!--`` opens an HTML block in Markdown, which would cut
+    the paragraph at the checked number: a marker must follow text on its line."""
+    starts = [line for line in page.read_text().splitlines()
+              if line.lstrip().startswith("<!-- check:")]
+    assert not starts, f"check markers at the start of a line: {starts[:2]}"
+
+
 @pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
 def test_user_page_code_fits_and_no_docstring_dump(page):
     text = page.read_text()
