@@ -210,6 +210,9 @@ def test_mkdocs_builds_strict(tmp_path):
     assert (tmp_path / "site" / "api" / "index.html").exists()
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "dp_ols" in api and "Parameters" in api  # the docstrings were rendered
+    notes = (tmp_path / "site" / "api" / "mechanisms" / "index.html").read_text()
+    anchors = {a for p in PAGES for a in re.findall(r"api/mechanisms\.md#([\w.]+)", p.read_text())}
+    assert anchors and all(f'id="{a}"' in notes for a in anchors), anchors
     moments = (tmp_path / "site" / "mechanisms" / "moments" / "index.html").read_text()
     assert "--8&lt;--" not in moments and "<table>" in moments  # the benchmark was included
 
