@@ -45,7 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
     from .release import PrivateHistogram
 
-__all__ = ["plot_coefficients", "plot_release", "require_pyplot", "INSTALL_HINT"]
+__all__ = ["plot_coefficients", "plot_release", "require_pyplot", "INSTALL_HINT", "wrap_title",
+           "overlapping_tick_labels", "readable_tick_labels", "MAX_PANELS_PER_ROW",
+           "OWN_SCALE_RATIO"]
 
 INSTALL_HINT = "pip install 'dpmodels[plot]'"
 
@@ -65,6 +67,151 @@ def require_pyplot():
             f"dpmodels' plots need matplotlib, which is not installed: {INSTALL_HINT}"
         ) from exc
     return plt
+
+
+# ---------------------------------------------------------------------------
+# layout helpers (also used by dpmodels.planning)
+# ---------------------------------------------------------------------------
+
+#: Average width of a character of matplotlib's default font (DejaVu Sans), in
+#: units of the font size: a line of ``width / (0.6 * fontsize / 72)`` characters
+#: fits ``width`` inches (0.6 errs on the wide side: capitals, digits).
+_CHAR_WIDTH = 0.6
+
+
+def wrap_title(text: str, width: float, fontsize: float = 10.0) -> str:
+    """``text`` broken into lines that fit ``width`` inches at ``fontsize``
+    points (a long formula in a title is wrapped, never clipped).
+
+    Existing line breaks are kept; a word longer than a line (a long
+    coefficient name) is broken inside.
+
+    Parameters
+    ----------
+    text : str
+        The title.
+    width : float
+        The width available, in inches (e.g. the figure's or a panel's).
+    fontsize : float
+        The title's font size in points (default 10).
+
+    Returns
+    -------
+    str
+        The title with newlines.
+
+    Examples
+    --------
+    >>> print(wrap_title("RMSE of wage ~ experience * C(sex) + tenure + C(region)", 2.5))
+    RMSE of wage ~ experience *
+    C(sex) + tenure + C(region)
+    """
+    import textwrap
+
+    per_line = max(8, int(width * 72 / (_CHAR_WIDTH * fontsize)))
+    return "\n".join(line for part in str(text).split("\n")
+                     for line in (textwrap.wrap(part, per_line) or [""]))
+
+
+def _label_boxes(axis):
+    """(text, window extent) of the drawn tick labels of an x or y axis
+    (major and minor, inside the view), in order along the axis; call after a
+    draw."""
+    fig = axis.figure
+    renderer = fig.canvas.get_renderer()
+    lo, hi = sorted(axis.get_view_interval())
+    tol = 1e-9 * (hi - lo)
+    found = []
+    for tick in list(axis.get_major_ticks()) + list(axis.get_minor_ticks()):
+        if not (lo - tol <= tick.get_loc() <= hi + tol):
+            continue
+        for t in (tick.label1, tick.label2):
+            if t.get_visible() and t.get_text():
+                found.append((tick.get_loc(), t.get_text(), t.get_window_extent(renderer)))
+    found.sort(key=lambda f: f[0])
+    return [(text, box) for _, text, box in found]
+
+
+def _crowded(axis) -> list[tuple[str, str]]:
+    boxes = _label_boxes(axis)
+    return [(ta, tb) for (ta, a), (tb, b) in zip(boxes, boxes[1:]) if a.overlaps(b)]
+
+
+def overlapping_tick_labels(fig) -> list[tuple[str, str]]:
+    """Pairs of tick labels of the same axis that overlap on the rendered
+    figure (empty when every label can be read).
+
+    The figure is drawn first (so its layout and tick labels are final);
+    each x and y axis of each Axes is checked, neighbour by neighbour.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure
+
+    Returns
+    -------
+    list of (str, str)
+        The texts of the overlapping pairs.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(2, 2))
+    >>> _ = ax.set_xticks([0, 1, 2], ["-150000", "-100000", "-50000"])
+    >>> _ = ax.set_xlim(-0.5, 2.5)
+    >>> overlapping_tick_labels(fig)[0]
+    ('-150000', '-100000')
+    """
+    fig.canvas.draw()
+    return [pair for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for pair in _crowded(axis)]
+
+
+def readable_tick_labels(ax, which: str = "x") -> None:
+    """Make the fixed tick labels (levels, bin ranges) of one axis readable:
+    x labels that overlap are turned upright, then, as on any axis, thinned
+    to every k-th label until none overlaps.
+
+    Call it after the figure's layout (``fig.tight_layout()``), and lay out
+    again afterwards: turned labels need more room below the axes.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    which : {"x", "y"}
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(3, 2))
+    >>> _ = ax.bar(range(10), range(10), tick_label=[f"Region{i:02d}" for i in range(10)])
+    >>> readable_tick_labels(ax)
+    >>> ax.get_xticklabels()[0].get_rotation()
+    90.0
+    """
+    if which not in ("x", "y"):
+        raise ValueError(f'which must be "x" or "y", got {which!r}')
+    axis = ax.xaxis if which == "x" else ax.yaxis
+
+    def crowded() -> bool:
+        ax.figure.canvas.draw()
+        return bool(_crowded(axis))
+
+    if not crowded():
+        return
+    if which == "x":
+        ax.tick_params(axis="x", labelrotation=90)
+        if not crowded():
+            return
+    ticks = list(axis.get_ticklocs())
+    texts = [t.get_text() for t in axis.get_ticklabels()]
+    for step in range(2, len(texts) + 1):
+        axis.set_ticks(ticks, [t if i % step == 0 else "" for i, t in enumerate(texts)])
+        if not crowded():
+            return
 
 
 # ---------------------------------------------------------------------------
@@ -285,8 +432,10 @@ def plot_coefficients(results, ax: Axes | None = None, *, nonprivate=None,
         coefficient, each on its own x range (a slope of 0.001 beside an
         intercept of 500 is then visible); "auto" (default): "each" when the
         widest coefficient's extent is more than OWN_SCALE_RATIO (20) times
-        the narrowest's, else "shared".  Ignored with ``ax`` or for a
-        multinomial model (one panel per equation).
+        the narrowest's, else "shared".  A multinomial logit's figure has one
+        panel per equation ("shared") or one panel per coefficient, each on
+        its own x range with a row per equation ("each"), in a grid of at
+        most MAX_PANELS_PER_ROW (3) columns.  Ignored with ``ax``.
 
     Returns
     -------
@@ -331,23 +480,16 @@ def plot_coefficients(results, ax: Axes | None = None, *, nonprivate=None,
     title = _coef_title(inner, alpha, dp_active)
     K = len(names)
     if equations and ax is None:
-        cols = min(len(equations), MAX_PANELS_PER_ROW)
-        rows = -(-len(equations) // cols)
-        fig, axes = plt.subplots(rows, cols, sharey=True,
-                                 figsize=(4.2 * cols, (0.55 * K + 2.2) * rows),
-                                 squeeze=False)
-        for a in axes.ravel()[len(equations):]:
-            a.remove()  # the grid's empty places
-        for j, (eq, a) in enumerate(zip(equations, axes.ravel())):
-            part = slice(j * K, (j + 1) * K)
-            _forest(a, names, est[part], None if dp is None else dp[part],
-                    None if nv is None else nv[part], None if npv is None else npv[part])
-            a.set_title(f"equation: {eq}", fontsize=10)
-            if j:
-                a.get_legend().remove()
-        fig.suptitle(title, fontsize=10)
-        fig.tight_layout()
-        return fig
+        J = len(equations)
+        if _own_scales(scale, est, dp, nv, npv):
+            # a panel per coefficient, on its own x range, a row per equation
+            panels = [(x, [j * K + i for j in range(J)]) for i, x in enumerate(names)]
+            return _forest_grid(plt, panels, equations, est, dp, nv, npv, title,
+                                ylabel="equation (response level)")
+        # a panel per equation, every coefficient on its x axis
+        panels = [(f"equation: {e}", list(range(j * K, (j + 1) * K)))
+                  for j, e in enumerate(equations)]
+        return _forest_grid(plt, panels, names, est, dp, nv, npv, title)
     labels = ([f"{x} (eq. {e})" for e in equations for x in names] if equations else names)
     if ax is None and _own_scales(scale, est, dp, nv, npv):
         return _forest_rows(plt, labels, est, dp, nv, npv, title)
@@ -356,8 +498,71 @@ def plot_coefficients(results, ax: Axes | None = None, *, nonprivate=None,
     else:
         fig = ax.figure
     _forest(ax, labels, est, dp, nv, npv)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(title, _width(ax)), fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def _width(ax) -> float:
+    """An Axes' width in inches."""
+    return float(ax.get_position().width * ax.figure.get_size_inches()[0])
+
+
+def _title_room(ax) -> float:
+    """The widest title (inches) that, centred on ``ax``, stays inside its
+    figure."""
+    box = ax.get_position()
+    centre = (box.x0 + box.x1) / 2
+    return float(2 * min(centre, 1 - centre) * ax.figure.get_size_inches()[0] - 0.2)
+
+
+#: The legend entries of a forest plot, in order (their labels).
+_LEGEND_ORDER = ("dp interval (noise-aware)", "naive interval (noise ignored)",
+                 "unbounded: no information", "non-private estimate")
+
+
+def _take_legends(axes) -> list:
+    """Remove the panels' legends; their entries, each once, in a fixed order
+    (a panel without an unbounded interval has no entry for it)."""
+    found = {}
+    for a in axes:
+        legend = a.get_legend()
+        if legend is None:
+            continue
+        for h, t in zip(legend.legend_handles, legend.get_texts()):
+            found.setdefault(t.get_text(), h)
+        legend.remove()
+    return [found[k] for k in _LEGEND_ORDER if k in found]
+
+
+def _figure_legend(fig, handles) -> None:
+    """The legend once, centred below the panels; lay the figure out above it."""
+    ncol = 2 if fig.get_size_inches()[0] < 8 else 4
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    lines = -(-len(handles) // ncol)
+    fig.tight_layout(rect=(0, (0.1 + 0.22 * lines) / fig.get_size_inches()[1], 1, 1))
+
+
+def _forest_grid(plt, panels, rows, est, dp, nv, npv, title, ylabel=""):
+    """Forest panels in a grid of at most MAX_PANELS_PER_ROW columns sharing
+    their row labels; ``panels`` is a list of (panel title, flat indices)."""
+    n, r = len(panels), len(rows)
+    cols = min(n, MAX_PANELS_PER_ROW)
+    grid_rows = -(-n // cols)
+    fig, axes = plt.subplots(grid_rows, cols, sharey=True, squeeze=False,
+                             figsize=(4.2 * cols, (0.45 * r + 1.5) * grid_rows + 1.0))
+    for a in axes.ravel()[n:]:
+        a.remove()  # the grid's empty places
+    used = axes.ravel()[:n]
+    for (name, idx), a in zip(panels, used):
+        pick = np.asarray(idx)
+        _forest(a, rows, est[pick], None if dp is None else dp[pick],
+                None if nv is None else nv[pick], None if npv is None else npv[pick])
+        a.set_title(wrap_title(name, _width(a)), fontsize=10)
+    for a in axes[:, 0]:
+        a.set_ylabel(ylabel)
+    fig.suptitle(wrap_title(title, fig.get_size_inches()[0]), fontsize=10)
+    _figure_legend(fig, _take_legends(used))
     return fig
 
 
@@ -404,13 +609,9 @@ def _forest_rows(plt, labels, est, dp, nv, npv, title):
         _forest(a, labels[pick], est[pick], None if dp is None else dp[pick],
                 None if nv is None else nv[pick], None if npv is None else npv[pick])
         a.set_xlabel("")
-        legend = a.get_legend()
-        handles = legend.legend_handles
-        legend.remove()
     axes[-1, 0].set_xlabel("estimate (each row on its own scale)")
-    fig.suptitle(title, fontsize=10)
-    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.6 / fig.get_size_inches()[1], 1, 1))  # room for the legend
+    fig.suptitle(wrap_title(title, fig.get_size_inches()[0]), fontsize=10)
+    _figure_legend(fig, _take_legends(axes[:, 0]))
     return fig
 
 
@@ -455,27 +656,43 @@ def _positions(axis) -> tuple[np.ndarray, np.ndarray, list[str], str]:
         # edge bins reach to -inf and +inf: one bar per bin, labelled by its range
         e = axis.to_values(axis.edges)
         return (np.arange(axis.bins) - 0.4, np.full(axis.bins, 0.8),
-                [f"[{a:.3g}, {b:.3g})" for a, b in zip(e[:-1], e[1:])],
-                f"{axis.name} (bins equal on the logistic scale)")
+                [f"[{a:.3g}, {b:.3g})" for a, b in zip(e[:-1], e[1:])], _axis_label(axis))
     if axis.kind == "continuous":
         e = axis.to_values(axis.edges)
-        scale = "" if axis.scale == "linear" else f" (bins equal on {axis.scale} scale)"
-        return e[:-1], np.diff(e), [], f"{axis.name}{scale}"
+        return e[:-1], np.diff(e), [], _axis_label(axis)
     k = len(axis.levels)
     return (np.arange(k) - 0.4, np.full(k, 0.8), [str(v) for v in axis.levels], axis.name)
 
 
-def _binning_scale(ax, axis) -> None:
-    """Draw the x axis on the scale the variable was binned on (equal bins look
-    equal): log for "log", the scale's own function for "log1p" and "sqrt"
-    (on a linear axis a log-binned variable's bins crowd at the left)."""
+def _binning_scale(ax, axis, which: str = "x") -> None:
+    """Draw the x (or y) axis on the scale the variable was binned on (equal
+    bins look equal): log for "log", the scale's own function for "log1p" and
+    "sqrt" (on a linear axis a log-binned variable's bins crowd at the left)."""
     edges = axis.to_values(axis.edges)
+    set_scale = ax.set_xscale if which == "x" else ax.set_yscale
     if axis.scale == "log":
-        ax.set_xscale("log")
+        set_scale("log")
     else:
         forward, inverse = SCALES[axis.scale][:2]
-        ax.set_xscale("function", functions=(forward, inverse))
-    ax.set_xlim(edges[0], edges[-1])  # the margins would leave the scale's domain
+        set_scale("function", functions=(forward, inverse))
+    # the margins would leave the scale's domain
+    (ax.set_xlim if which == "x" else ax.set_ylim)(edges[0], edges[-1])
+
+
+def _mesh_edges(axis) -> np.ndarray:
+    """Cell edges of a heat map along one variable: the bin edges in the
+    variable's values (continuous, drawn on its binning scale), else
+    positions 0, 1, ... (levels; the bins of an Unbounded variable, whose
+    edge bins reach to infinity) at +-0.5."""
+    if axis.kind == "continuous" and axis.unbounded is None:
+        return axis.to_values(axis.edges)
+    return np.arange(axis.size + 1) - 0.5
+
+
+def _axis_label(axis) -> str:
+    if axis.kind == "continuous" and axis.scale != "linear":
+        return f"{axis.name} (bins equal on the {axis.scale} scale)"
+    return axis.name
 
 
 def _threshold_text(report) -> tuple[float | None, str]:
@@ -546,7 +763,7 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
     >>> rel = dpm.release(df, columns=["x", "g"], epsilon=1.0, bounds={"x": (0, 10)},
     ...                   levels={"g": ["a", "b"]}, bins=8, random_state=0)
     >>> fig = rel.plot("x", "g")
-    >>> fig.axes[0].images[0].get_array().shape
+    >>> fig.axes[0].collections[0].get_array().shape
     (2, 8)
     """
     plt = require_pyplot()
@@ -560,8 +777,9 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
     counts = _dense_marginal(release, names)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        own = True
     else:
-        fig = ax.figure
+        fig, own = ax.figure, False
     k, what = _threshold_text(release.report)
     eps = release.report.epsilon
     if y is None:
@@ -582,31 +800,40 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
             _binning_scale(ax, ax_x)
         ax.set_xlabel(label)
         ax.set_ylabel("released count")
-        ax.set_title(f"Released marginal of {x} (epsilon = {eps:g})\n{what}", fontsize=10)
+        ax.set_title(wrap_title(f"Released marginal of {x} (epsilon = {eps:g})\n{what}",
+                                _title_room(ax)), fontsize=10)
+        fig.tight_layout()
+        if ticks:
+            readable_tick_labels(ax, "x")
+        if own:  # below everything, the (maybe upright) tick labels included
+            handles, _ = ax.get_legend_handles_labels()
+            _figure_legend(fig, handles)
+            return fig
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
                   frameon=False)
     else:
         ax_y = release.domain.axis(y)
-        img = ax.imshow(counts.T, origin="lower", aspect="auto", cmap="viridis",
-                        interpolation="nearest", extent=(-0.5, counts.shape[0] - 0.5,
-                                                         -0.5, counts.shape[1] - 0.5))
-        img.set_gid("heatmap")
-        for axis, setter_t, setter_l, setter_lab in (
-                (ax_x, ax.set_xticks, ax.set_xticklabels, ax.set_xlabel),
-                (ax_y, ax.set_yticks, ax.set_yticklabels, ax.set_ylabel)):
-            setter_lab(axis.name)
+        ex, ey = _mesh_edges(ax_x), _mesh_edges(ax_y)
+        mesh = ax.pcolormesh(ex, ey, counts.T, cmap="viridis", shading="flat")
+        mesh.set_gid("heatmap")
+        for axis, which in ((ax_x, "x"), (ax_y, "y")):
+            (ax.set_xlabel if which == "x" else ax.set_ylabel)(_axis_label(axis))
+            set_ticks = ax.set_xticks if which == "x" else ax.set_yticks
             if axis.kind == "discrete":
-                setter_t(np.arange(len(axis.level_set)))
-                setter_l([str(v) for v in axis.level_set])
-            else:  # edges between positions, labelled by value
+                set_ticks(np.arange(len(axis.level_set)), [str(v) for v in axis.level_set])
+            elif axis.unbounded is not None:
                 e = axis.to_values(axis.edges)
-                step = max(1, axis.bin_count // 8)
-                pos = np.arange(0, axis.bin_count + 1, step)
-                setter_t(pos - 0.5)
-                setter_l([f"{v:.3g}" for v in e[pos]])
-        bar = fig.colorbar(img, ax=ax)
+                set_ticks(np.arange(axis.bin_count),
+                          [f"[{a:.3g}, {b:.3g})" for a, b in zip(e[:-1], e[1:])])
+            elif axis.scale != "linear":
+                _binning_scale(ax, axis, which)
+        bar = fig.colorbar(mesh, ax=ax)
         cut = "" if k is None else f" (cells released at >= {k:g})"
         bar.set_label("released count" + cut)
-        ax.set_title(f"Released marginal of {x} x {y} (epsilon = {eps:g})\n{what}", fontsize=10)
+        ax.set_title(wrap_title(f"Released marginal of {x} x {y} (epsilon = {eps:g})\n{what}",
+                                _title_room(ax)), fontsize=10)
+        fig.tight_layout()
+        for which in ("x", "y"):
+            readable_tick_labels(ax, which)
     fig.tight_layout()
     return fig

@@ -261,6 +261,12 @@ def rel():
                            levels={"g": ["a", "b", "ghost"]}, bins=10, random_state=0)
 
 
+def heat_map(ax):
+    """The heat map (QuadMesh) of a 2-D release plot."""
+    (mesh,) = [c for c in ax.collections if c.get_gid() == "heatmap"]
+    return mesh
+
+
 def marginal_counts(release, name: str) -> dict:
     m = release.marginal([name])
     return dict(zip(m[name], m[release.count_column]))
@@ -288,7 +294,7 @@ def test_release_bars_of_a_continuous_variable(rel, tmp_path):
     k = math.ceil(rel.report.threshold)
     assert list(lines[0].get_ydata()) == [k, k]
     assert f">= {k}" in ax.get_title()
-    assert any("threshold" in t.get_text() for t in ax.get_legend().get_texts())
+    assert any("threshold" in t.get_text() for t in fig.legends[0].get_texts())
 
 
 def test_release_bars_of_a_discrete_variable(rel, tmp_path):
@@ -308,8 +314,7 @@ def test_release_heat_map(rel, tmp_path):
     saved_png(fig, tmp_path, "rel_xg")
     ax = fig.axes[0]
     assert len(fig.axes) == 2  # the heat map and its colour bar
-    img = ax.images[0]
-    arr = np.asarray(img.get_array())
+    arr = np.asarray(heat_map(ax).get_array())
     assert arr.shape == (3, 10)  # g up, x across
     assert arr.sum() == rel.report.noisy_total
     assert arr[:, 0].sum() == marginal_counts(rel, "x")[0.5]
@@ -320,7 +325,12 @@ def test_release_heat_map(rel, tmp_path):
     assert f">= {k}" in fig.axes[1].get_ylabel()  # the colour bar's label
 
     fig = rel.plot("x", "y")
-    assert np.asarray(fig.axes[0].images[0].get_array()).shape == (10, 10)
+    mesh = heat_map(fig.axes[0])
+    assert np.asarray(mesh.get_array()).shape == (10, 10)
+    # continuous variables: cells on their bin edges, in values
+    corners = np.asarray(mesh.get_coordinates())
+    assert corners[0, :, 0] == pytest.approx(np.linspace(0, 10, 11))
+    assert corners[:, 0, 1] == pytest.approx(np.linspace(-5, 15, 11))
 
     with pytest.raises(UnknownVariableError, match="zz"):
         rel.plot("zz")
