@@ -173,6 +173,8 @@ def test_check_markers_stay_inside_their_sentence(page):
     starts = [line for line in page.read_text().splitlines()
               if line.lstrip().startswith("<!-- check:")]
     assert not starts, f"check markers at the start of a line: {starts[:2]}"
+    refs = [expr for expr, _ in check_markers(page.read_text()) if "][" in expr]
+    assert not refs, f"'][' reads as a cross-reference to mkdocs-autorefs: {refs}"
 
 
 @pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
