@@ -1118,7 +1118,38 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
+    def _known_words(self) -> set[str]:
+        """Every option string and choice of this parser and its subcommands."""
+        words: set[str] = set()
+        for action in self._actions:
+            words.update(s for s in action.option_strings if s.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                words.update(action.choices)  # the command names
+                for sub in action.choices.values():
+                    words |= sub._known_words() if isinstance(sub, _Parser) else set()
+            elif action.choices is not None:
+                words.update(str(c) for c in action.choices)
+        return words
+
+    def _did_you_mean(self, message: str) -> str:
+        """" (did you mean '--epsilon'?)" for a misspelt option or choice, else ""."""
+        from .keywords import suggestion
+
+        bad = re.findall(r"invalid choice: '([^']*)'", message)
+        if not bad and message.startswith("unrecognized arguments:"):
+            bad = [w.split("=")[0] for w in message.split(":", 1)[1].split()
+                   if w.startswith("--")]
+        known = {w.lstrip("-"): w for w in self._known_words()}  # "--" matches nothing
+        close = [(b, known.get(suggestion(b.lstrip("-"), known) or "")) for b in bad]
+        found = [(b, m) for b, m in close if m]
+        if not found:
+            return ""
+        if len(bad) == 1:
+            return f" (did you mean {found[0][1]!r}?)"
+        return " (did you mean " + ", ".join(f"{m!r} for {b!r}" for b, m in found) + "?)"
+
     def error(self, message):
+        message += self._did_you_mean(message)
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 

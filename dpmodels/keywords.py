@@ -20,8 +20,6 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
-from .errors import DPModelsTypeError
-
 __all__ = ["suggestion", "refuse_keywords", "checked_keywords"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -64,6 +62,10 @@ def refuse_keywords(where: str, unknown: Iterable[str], names: Iterable[str]) ->
     unknown, names = list(unknown), sorted(set(names))
     if not unknown:
         return
+    # (imported here: the command line's usage errors use `suggestion` without
+    # loading dpmodels.errors, which imports statsmodels)
+    from .errors import DPModelsTypeError
+
     parts = []
     for k in unknown:
         close = suggestion(k, names)

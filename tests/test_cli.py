@@ -546,3 +546,23 @@ def test_demo_prints_no_warning_and_its_intervals_cover(capsys):
         ci = res.conf_int().reindex(truth.index)
         covered += int(((ci[0] <= truth) & (truth <= ci[1])).sum())
     assert covered >= 34, covered
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["fit", "ols", "y ~ x", "--method", "sample_aggregate"], "did you mean 'sample-aggregate'?"),
+    (["fit", "ols", "y ~ x", "--epsilion", "1"], "did you mean '--epsilon'?"),
+    (["fitt"], "did you mean 'fit'?"),
+    (["fit", "ols", "y ~ x", "--sed=3", "--epslon", "2"],
+     "did you mean '--seed' for '--sed', '--epsilon' for '--epslon'?"),
+])
+def test_a_misspelt_option_or_choice_gets_did_you_mean(argv, hint, capsys):
+    # before: "unrecognized arguments: --epsilion 1" / "invalid choice: ..." alone
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert hint in err and err.count("\n") == 1, err
+
+
+def test_an_unknown_option_close_to_nothing_gets_no_guess(capsys):
+    assert main(["fit", "ols", "y ~ x", "--bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --bogus" in err and "did you mean" not in err
