@@ -535,12 +535,30 @@ def _take_legends(axes) -> list:
     return [found[k] for k in _LEGEND_ORDER if k in found]
 
 
-def _figure_legend(fig, handles) -> None:
-    """The legend once, centred below the panels; lay the figure out above it."""
+def _figure_legend(fig, handles) -> tuple[float, float, float, float]:
+    """The legend once, centred below the panels; lay the figure out above it
+    (the rectangle left for the panels is returned)."""
     ncol = 2 if fig.get_size_inches()[0] < 8 else 4
     fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     lines = -(-len(handles) // ncol)
-    fig.tight_layout(rect=(0, (0.1 + 0.22 * lines) / fig.get_size_inches()[1], 1, 1))
+    rect = (0.0, (0.1 + 0.22 * lines) / fig.get_size_inches()[1], 1.0, 1.0)
+    fig.tight_layout(rect=rect)
+    return rect
+
+
+def _settle(fig, ax, which: Sequence[str], rect=(0.0, 0.0, 1.0, 1.0)) -> None:
+    """Lay the figure out, make the fixed tick labels of ``ax`` readable
+    (`readable_tick_labels()`), lay out again (upright labels need room),
+    until no label overlaps."""
+    axes = {"x": ax.xaxis, "y": ax.yaxis}
+    for _ in range(4):
+        fig.tight_layout(rect=rect)
+        fig.canvas.draw()
+        crowded = [w for w in which if _crowded(axes[w])]
+        if not crowded:
+            return
+        for w in crowded:
+            readable_tick_labels(ax, w)
 
 
 def _forest_grid(plt, panels, rows, est, dp, nv, npv, title, ylabel=""):
@@ -802,15 +820,15 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
         ax.set_ylabel("released count")
         ax.set_title(wrap_title(f"Released marginal of {x} (epsilon = {eps:g})\n{what}",
                                 _title_room(ax)), fontsize=10)
-        fig.tight_layout()
-        if ticks:
-            readable_tick_labels(ax, "x")
-        if own:  # below everything, the (maybe upright) tick labels included
+        which = ["x"] if ticks else []
+        if own:  # the legend below everything, the (maybe upright) tick labels included
             handles, _ = ax.get_legend_handles_labels()
-            _figure_legend(fig, handles)
+            _settle(fig, ax, which, _figure_legend(fig, handles))
             return fig
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
-                  frameon=False)
+        # on the caller's axes: the legend inside them (below, it would meet upright labels)
+        ax.legend(fontsize=7, loc="best", framealpha=0.8)
+        _settle(fig, ax, which)
+        return fig
     else:
         ax_y = release.domain.axis(y)
         ex, ey = _mesh_edges(ax_x), _mesh_edges(ax_y)
@@ -832,8 +850,10 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
         bar.set_label("released count" + cut)
         ax.set_title(wrap_title(f"Released marginal of {x} x {y} (epsilon = {eps:g})\n{what}",
                                 _title_room(ax)), fontsize=10)
-        fig.tight_layout()
-        for which in ("x", "y"):
-            readable_tick_labels(ax, which)
-    fig.tight_layout()
+        _settle(fig, ax, [w for w, a in (("x", ax_x), ("y", ax_y)) if _fixed_ticks(a)])
     return fig
+
+
+def _fixed_ticks(axis) -> bool:
+    """Whether a heat map labels this variable's positions (levels, bin ranges)."""
+    return axis.kind == "discrete" or axis.unbounded is not None

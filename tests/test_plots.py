@@ -23,6 +23,12 @@ import statsmodels.formula.api as smf  # noqa: E402
 
 import dpmodels as dpm  # noqa: E402
 from dpmodels.errors import DPModelsError, UnknownVariableError  # noqa: E402
+from dpmodels.plots import (  # noqa: E402
+    MAX_PANELS_PER_ROW,
+    overlapping_tick_labels,
+    readable_tick_labels,
+    wrap_title,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BOUNDS = {"x": (0, 10), "y": (-5, 15)}
@@ -351,58 +357,237 @@ def test_release_plot_without_a_threshold(tmp_path):
     assert sum(p.get_height() for p in ax.patches) == signed.report.noisy_total
 
 
-def _tick_boxes_overlap(fig, ax) -> bool:
-    fig.canvas.draw()
+# ---------------------------------------------------------------------------
+# readable at a glance (issue 29): real fits on dpm.datasets, rendered, read back
+# ---------------------------------------------------------------------------
+
+HOUSING_BOUNDS = {"price": (1e5, 9e5), "size": (0, 3000), "year": (1, 4)}
+COUNTIES = {"county": [f"County{i}" for i in range(1, 7)]}
+
+
+@pytest.fixture(scope="module")
+def housing():
+    return dpm.datasets.housing(n=6000, seed=0)
+
+
+def assert_readable(fig, tmp_path, name: str) -> None:
+    """The rendered figure's tick labels do not overlap on any axis; every
+    title, panel title and legend lies inside the figure; the figure is not a
+    strip (aspect between 1:3 and 3:1)."""
+    saved_png(fig, tmp_path, name)
+    assert overlapping_tick_labels(fig) == []  # draws the figure
     renderer = fig.canvas.get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
-    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
-
-
-def test_large_coefficients_get_readable_x_ticks(tmp_path):
-    """issue 29: a median regression in dollars drew "-150000-100000-50000" (tick
-    labels running together); now at most five ticks, in scientific notation
-    with the power shown once, whose rendered labels do not overlap."""
-    df = data()
-    df["y"] = -1e5 * df["y"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = dpm.dp_quantreg("y ~ x + C(g)", df, epsilon=1.0, method="histogram",
-                              bounds={"x": BOUNDS["x"],
-                                      "y": tuple(sorted(-1e5 * v for v in BOUNDS["y"]))},
-                              levels={"g": ["a", "b"]}, random_state=0).fit(n_boot=30,
-                                                                           random_state=0)
-    _, ax = plt.subplots(figsize=(3.2, 3.0))  # a panel of a report's figure
-    fig = res.plot_coefficients(ax=ax)
-    saved_png(fig, tmp_path, "quantreg-dollars")
-    assert len([t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]) <= 6
-    assert not _tick_boxes_overlap(fig, ax)
-
-
-def test_a_five_class_multinomial_figure_is_a_grid(tmp_path):
-    """issue 29: five equations were five panels in one 2100 x 345 row; now at most
-    MAX_PANELS_PER_ROW per row, every panel titled, no empty panel left."""
-    from dpmodels.plots import MAX_PANELS_PER_ROW
-
-    rng = np.random.default_rng(3)
-    n = 6000
-    x = rng.uniform(0, 10, n)
-    eta = np.column_stack([np.zeros(n)] + [0.1 * j * (x - 5) for j in range(1, 6)])
-    prob = np.exp(eta) / np.exp(eta).sum(axis=1, keepdims=True)
-    y = np.array([rng.choice(6, p=p) for p in prob])
-    df = pd.DataFrame({"x": x, "y": y})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = dpm.dp_mnlogit("y ~ x", df, epsilon=2.0, bounds={"x": (0, 10)},
-                             levels={"y": list(range(6))}, random_state=0).fit(n_boot=20,
-                                                                                random_state=0)
-    fig = res.plot_coefficients()
-    saved_png(fig, tmp_path, "mnlogit-grid")
-    assert len(fig.axes) == 5
-    rows = {round(a.get_position().y0, 3) for a in fig.axes}
-    assert len(rows) == 2 and MAX_PANELS_PER_ROW == 3
+    page = fig.bbox
+    texts = [a.title for a in fig.axes] + ([fig._suptitle] if fig._suptitle else [])
+    boxes = [t.get_window_extent(renderer) for t in texts if t.get_text()]
+    boxes += [lg.get_window_extent(renderer) for lg in fig.legends]
+    boxes += [a.get_legend().get_window_extent(renderer) for a in fig.axes if a.get_legend()]
+    assert boxes
+    for b in boxes:
+        assert page.x0 - 0.5 <= b.x0 and b.x1 <= page.x1 + 0.5, (name, b, page)
+        assert page.y0 - 0.5 <= b.y0 and b.y1 <= page.y1 + 0.5, (name, b, page)
     w, h = fig.get_size_inches()
-    assert w / h < 3  # not a strip
-    assert all(a.get_title().startswith("equation: ") for a in fig.axes)
+    assert 1 / 3 <= w / h <= 3, (name, w, h)
+
+
+def interval_extent(ax) -> tuple[float, float]:
+    """(lowest, highest) end of the finite dp and naive bars drawn on ``ax``."""
+    ends_ = [e for kind in ("dp", "naive") for c in bars(ax, kind).values()
+             if (e := ends(c)) is not None]
+    return min(e[0] for e in ends_), max(e[1] for e in ends_)
+
+
+def test_the_overlap_check_can_fail():
+    """The check the figures pass: matplotlib's plain labels of large numbers on
+    a narrow panel ran together as "-150000-100000-50000" (issue 29)."""
+    fig, ax = plt.subplots(figsize=(1.6, 1.6))
+    ax.plot([-160000, -40000], [0, 1])
+    ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    assert overlapping_tick_labels(fig)
+    fig.tight_layout()
+    readable_tick_labels(ax, "x")  # upright, then thinned: readable
+    assert overlapping_tick_labels(fig) == []
+
+
+def test_quantile_regression_in_dollars_is_readable(housing, tmp_path):
+    """issue 29: median regression of price (dollars) on housing: the intercept
+    and county effects span 10^5, the size slope 10^2.  Each coefficient gets
+    its own axis, whose span is comparable to its intervals (not a dot), the
+    tick labels do not run together; on one shared axis neither do they."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpm.dp_quantreg("price ~ size + year + C(county)", housing, epsilon=2.0,
+                              bounds=HOUSING_BOUNDS, levels=COUNTIES,
+                              random_state=0).fit(n_boot=20, random_state=0)
+    names = list(res.params.index)
+    ci = np.asarray(res.conf_int(), float)
+    assert np.isfinite(ci).all()
+    width = ci[:, 1] - ci[:, 0]
+    assert width.max() > 1000 * width[names.index("size")]  # the premise: scales 10^3 apart
+    fig = res.plot_coefficients()
+    assert_readable(fig, tmp_path, "quantreg")
+    assert [ticks(a.get_yticklabels()) for a in fig.axes] == [[nm] for nm in names]
+    for ax, (lo, hi) in zip(fig.axes, ci):
+        left, right = ax.get_xlim()
+        low, high = interval_extent(ax)
+        assert left <= lo and hi <= right
+        assert right - left < 1.5 * (high - low)  # the axis spans the intervals, no more
+    shared = res.plot_coefficients(scale="shared")
+    assert_readable(shared, tmp_path, "quantreg-shared")
+    ax = shared.axes[0]
+    left, right = ax.get_xlim()
+    assert ends(bars(ax, "dp")["size"])[1] - ends(bars(ax, "dp")["size"])[0] < 1e-3 * (
+        right - left)  # on one axis the slope is a dot: why "auto" gave it its own
+    # drawn on a small panel of the caller's figure: at most five ticks, not run together
+    _, small = plt.subplots(figsize=(3.2, 3.0))
+    fig = res.plot_coefficients(ax=small, scale="shared")
+    assert overlapping_tick_labels(fig) == []
+    assert len([t for t in small.get_xticks() if left <= t <= right]) <= 5
+
+
+@pytest.fixture(scope="module")
+def county_fits(housing):
+    """Multinomial logits of county (six levels: five equations) on housing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = {f: dpm.dp_mnlogit(f"county ~ {f}", housing, epsilon=1.0, bounds=HOUSING_BOUNDS,
+                                  levels=COUNTIES, random_state=0).fit(n_boot=20, random_state=0)
+                for f in ("year", "size + price")}
+    return fits
+
+
+def test_a_five_equation_multinomial_figure_is_a_grid(county_fits, tmp_path):
+    """issue 29: five equations were five panels in one 2100 x 345 row; now at
+    most MAX_PANELS_PER_ROW per row, every panel titled, no empty panel left,
+    the legend once, the figure's aspect sane."""
+    res = county_fits["year"]
+    equations = [f"County{i}" for i in range(2, 7)]
+    fig = res.plot_coefficients()
+    assert_readable(fig, tmp_path, "mnlogit-grid")
+    assert len(fig.axes) == 5
+    assert [a.get_title() for a in fig.axes] == [f"equation: {e}" for e in equations]
+    rows = sorted({round(a.get_position().y0, 3) for a in fig.axes}, reverse=True)
+    assert len(rows) == 2 and MAX_PANELS_PER_ROW == 3
+    assert [round(a.get_position().y0, 3) for a in fig.axes] == [rows[0]] * 3 + [rows[1]] * 2
+    assert len(fig.legends) == 1 and not any(a.get_legend() for a in fig.axes)
+    ci = np.asarray(res.conf_int(), float).reshape(5, 2, 2)  # (equation, coefficient)
+    assert all(fig.axes[0].get_shared_y_axes().joined(fig.axes[0], a) for a in fig.axes)
+    for j, ax in enumerate(fig.axes):
+        if j % MAX_PANELS_PER_ROW == 0:
+            assert ticks(ax.get_yticklabels()) == ["Intercept", "year"]
+        for i, nm in enumerate(["Intercept", "year"]):
+            assert ends(bars(ax, "dp")[nm]) == pytest.approx(tuple(ci[j, i]), rel=1e-9)
+
+
+def test_multinomial_coefficients_on_different_scales_get_a_panel_each(county_fits, tmp_path):
+    """issue 29: county ~ size + price: the price slope (per dollar, ~1e-6) was a
+    dot beside the intercepts (~1) in every equation's panel.  Now one panel
+    per coefficient, a row per equation, each panel's axis spanning its
+    intervals."""
+    res = county_fits["size + price"]
+    names, equations = ["Intercept", "size", "price"], [f"County{i}" for i in range(2, 7)]
+    ci = np.asarray(res.conf_int(), float).reshape(5, 3, 2)
+    fig = res.plot_coefficients()
+    assert_readable(fig, tmp_path, "mnlogit-each")
+    assert [a.get_title() for a in fig.axes] == names
+    assert fig.axes[0].get_ylabel().startswith("equation")
+    assert ticks(fig.axes[0].get_yticklabels()) == equations  # shared by the other panels
+    assert all(fig.axes[0].get_shared_y_axes().joined(fig.axes[0], a) for a in fig.axes)
+    for i, ax in enumerate(fig.axes):
+        for j, eq in enumerate(equations):
+            assert ends(bars(ax, "dp")[eq]) == pytest.approx(tuple(ci[j, i]), rel=1e-9)
+        left, right = ax.get_xlim()
+        low, high = interval_extent(ax)
+        assert right - left < 1.5 * (high - low)
+        assert np.max(ci[:, i, 1] - ci[:, i, 0]) > 0.05 * (right - left)  # not a dot
+    shared = res.plot_coefficients(scale="shared")  # the old layout, for comparison
+    assert_readable(shared, tmp_path, "mnlogit-shared")
+    price = bars(shared.axes[0], "dp")["price"]
+    assert np.diff(ends(price))[0] < 1e-4 * np.diff(shared.axes[0].get_xlim())[0]
+
+
+def test_many_coefficients_stay_readable(tmp_path):
+    """wages: 14 coefficients (a ten-level factor, an interaction) on one fit."""
+    w = dpm.datasets.wages(n=8000, seed=0)
+    levels = {"sex": ["female", "male"], "region": [f"Region{i:02d}" for i in range(1, 11)]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpm.dp_ols("wage ~ experience * C(sex) + tenure + C(region)", w, epsilon=1.0,
+                         bounds=dpm.datasets.WAGES_BOUNDS, levels=levels, method="moments",
+                         random_state=0).fit(random_state=0)
+    assert len(res.params) == 14
+    for scale in ("auto", "shared"):
+        fig = res.plot_coefficients(scale=scale)
+        assert_readable(fig, tmp_path, f"wages-{scale}")
+        labels = [t for a in fig.axes for t in ticks(a.get_yticklabels())]
+        assert labels == list(res.params.index)
+
+
+def test_a_log_binned_variable_is_drawn_on_a_log_axis(housing, tmp_path):
+    """issue 29: price ~ np.log(...) is binned on the log scale; its bars and a
+    heat map with it are drawn on a log axis, every bin the same width."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = dpm.release(housing, formula="np.log(price) ~ size + C(county)", epsilon=1.0,
+                          bounds=HOUSING_BOUNDS, levels=COUNTIES, bins=10, random_state=0)
+    assert rel.domain.axis("price").scale == "log"
+    fig = rel.plot("price")
+    assert_readable(fig, tmp_path, "log-bars")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and "log scale" in ax.get_xlabel()
+    px = [np.diff(ax.transData.transform([(p.get_x(), 0), (p.get_x() + p.get_width(), 0)])
+                  [:, 0])[0] for p in ax.patches]
+    assert len(px) == 10 and max(px) == pytest.approx(min(px), rel=1e-6)
+
+    fig = rel.plot("size", "price")  # the log-binned variable up
+    assert_readable(fig, tmp_path, "log-heat")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "linear" and ax.get_yscale() == "log"
+    edges = np.asarray(heat_map(ax).get_coordinates())[:, 0, 1]
+    assert edges == pytest.approx(np.geomspace(1e5, 9e5, 11))
+    fig = rel.plot("county", "price")
+    assert_readable(fig, tmp_path, "log-heat-county")
+    assert fig.axes[0].get_yscale() == "log"
+    assert ticks(fig.axes[0].get_xticklabels()) == COUNTIES["county"]
+
+
+def test_many_levels_and_bin_ranges_are_readable(tmp_path):
+    """Ten regions, and the bins of an Unbounded wage labelled by their ranges:
+    labels that would overlap are turned upright (thinned if still crowded)."""
+    w = dpm.datasets.wages(n=6000, seed=0)
+    levels = {"region": [f"Region{i:02d}" for i in range(1, 11)]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = dpm.release(w, columns=["wage", "region"], epsilon=1.0,
+                          bounds={"wage": dpm.Unbounded(15, 5)}, levels=levels, bins=12,
+                          random_state=0)
+    fig = rel.plot("wage")
+    assert_readable(fig, tmp_path, "unbounded-bars")
+    labels = ticks(fig.axes[0].get_xticklabels())
+    assert len(labels) == 12 and labels[0].startswith("[-inf") and labels[-1].endswith("inf)")
+    assert fig.axes[0].get_xticklabels()[0].get_rotation() == 90
+    fig = rel.plot("wage", "region")
+    assert_readable(fig, tmp_path, "unbounded-heat")
+    assert ticks(fig.axes[0].get_yticklabels()) == levels["region"]
+    _, ax = plt.subplots(figsize=(3.0, 3.0))  # a narrow panel of the caller's figure
+    fig = rel.plot("region", ax=ax)
+    assert overlapping_tick_labels(fig) == []
+    shown = [t for t in ticks(ax.get_xticklabels()) if t]
+    assert shown[0] == "Region01" and set(shown) <= set(levels["region"])
+
+
+def test_wrap_title_fits_the_width():
+    formula = ("wage ~ experience * C(sex) + tenure + C(region) + np.log(size) + "
+               "C(county) + year + experience:tenure")
+    for width in (2.0, 4.0, 6.4):
+        fig = plt.figure(figsize=(width, 2.0))
+        text = fig.suptitle(wrap_title(f"RMSE of {formula}", width), fontsize=10)
+        fig.canvas.draw()
+        box = text.get_window_extent(fig.canvas.get_renderer())
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, width
+        assert " ".join(text.get_text().split()) == f"RMSE of {formula}"  # nothing lost
+    assert wrap_title("short", 6.4) == "short"
+    assert wrap_title("a\nb", 6.4) == "a\nb"
 
 
 def test_coefficients_on_very_different_scales_get_their_own_rows(tmp_path):
