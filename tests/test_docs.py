@@ -247,5 +247,12 @@ def fill_outputs(page: Path) -> None:
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        fill_outputs(Path(arg))
+    import os
+    import tempfile
+
+    matplotlib.use("Agg")
+    pages = [Path(arg).resolve() for arg in sys.argv[1:]]
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chdir(scratch)  # files the examples write land here, as in the tests
+        for page in pages:
+            fill_outputs(page)
