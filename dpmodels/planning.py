@@ -69,9 +69,9 @@ __all__ = ["plan", "Plan", "PLAN_MODELS", "DEFAULT_REPS", "DEFAULT_INTERVAL_REPS
 #: The models `plan()` simulates, by name.
 PLAN_MODELS = ("ols", "logit", "quantreg", "mnlogit")
 #: Simulated data sets per epsilon and method by default.
-DEFAULT_REPS = 20
+DEFAULT_REPS = 15
 #: Simulated data sets per epsilon and method whose dp interval is bootstrapped by default.
-DEFAULT_INTERVAL_REPS = 3
+DEFAULT_INTERVAL_REPS = 1
 #: At most this many coefficients share a panel of `Plan.plot()` (each its own colour).
 MAX_LINES_PER_PANEL = 10
 
@@ -834,8 +834,8 @@ def plan(
         Simulated data sets (>= 2); the same data sets are released at every
         epsilon and by every method, so the curves compare like with like.
         The Monte Carlo standard error of each RMSE (``rmse_se``) shrinks like
-        ``1/sqrt(reps)``: about ``rmse / sqrt(2 * reps)`` (16% at the default
-        20) when the error is mostly noise.
+        ``1/sqrt(reps)``: about ``rmse / sqrt(2 * reps)`` (18% at the default
+        15) when the error is mostly noise.
     random_state : None, int or numpy.random.Generator
         Seeds the simulation (the guess's draws, the simulated releases and
         their bootstraps).
@@ -852,8 +852,8 @@ def plan(
         table (``requested``) and the plot.
     interval_reps : int, optional
         Data sets per epsilon and method whose dp interval is bootstrapped
-        for ``median_width`` and ``no_information`` (default
-        ``min(reps, 3)``; 0 skips them).  The bootstrap is most of a
+        for ``median_width`` and ``no_information`` (default 1, the first
+        data set, the same at every epsilon; 0 skips them).  The bootstrap is most of a
         simulation's cost; the other fits use ``cov_type="naive"``, whose
         estimates are the same.
 
@@ -941,12 +941,11 @@ def plan(
         # ---- simulated data and their non-private fits, once for every epsilon and method ---
         rng = np.random.default_rng(random_state)
         fit_dp = _dp_function(model)
-        drawn = [_draw(guess, rng, n) for _ in range(reps)]
-        datasets = [d for d, _ in drawn]
         # one seed per (epsilon, data set), shared by the methods (common random numbers)
-        seeds = rng.integers(2**63 - 1, size=(len(epsilons), reps))
-        nonprivate = _NonPrivate(model, formula, guess, namespace, levels, q)
-        truths = [nonprivate(d, rows) for d, rows in drawn]
+        seeds = np.random.default_rng(rng.integers(2**63 - 1)).integers(
+            2**63 - 1, size=(len(epsilons), reps))
+        drawn = [_draw(guess, rng, n)]  # the others once every method has passed its first
+        datasets = [drawn[0][0]]
         extra = {"q": q} if model == "quantreg" else {}
         sim = dict(bounds=bounds, levels=levels, bins=bins, namespace=namespace, extra=extra,
                    n_boot=n_boot, alpha=alpha)
@@ -973,6 +972,10 @@ def plan(
                 raise exc  # a bad domain or formula: the analyst's input, not the noise
             cls = DPModelsTypeError if isinstance(exc, TypeError) else DPModelsError
             raise cls(f"method={m!r} cannot serve this plan (the other methods can): {exc}") from exc
+        drawn += [_draw(guess, rng, n) for _ in range(reps - 1)]
+        datasets = [d for d, _ in drawn]
+        nonprivate = _NonPrivate(model, formula, guess, namespace, levels, q)
+        truths = [nonprivate(d, rows) for d, rows in drawn]
 
         # ---- the simulation -----------------------------------------------------------------
         rows, failures = [], {}
