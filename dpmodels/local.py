@@ -106,6 +106,7 @@ from .errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPr
 from .exact import LogRate, _slow_geometric, geometric_fast
 from .formula import caller_namespace, user_stacklevel
 from .histogram import _as_reference_input, missing_error, undeclared_error
+from .keywords import checked_keywords
 from .randomness import random_source
 from .release import PrivateHistogram, release_variables
 from .report import Release, ReleaseReport, closing_rows
@@ -914,6 +915,7 @@ def _local_bins(bins, n: int, epsilon: float, names, dtypes, **kw) -> Domain:
                         epsilon=epsilon, **kw)
 
 
+@checked_keywords
 def randomize(
     data,
     *,

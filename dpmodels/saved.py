@@ -104,6 +104,7 @@ from .domain import (
 )
 from .errors import DPModelsError
 from .formula import caller_namespace
+from .keywords import checked_keywords
 from .local import Channel, LocalRelease, LocalReport
 from .moments import PrivateMoments, describe_axis, design_space
 from .newton import PrivateNewton
@@ -703,6 +704,7 @@ def release_from_document(doc, namespace: Mapping | None = None):
     return rel
 
 
+@checked_keywords
 def load_release(path: str | os.PathLike, *, namespace: Mapping[str, object] | None = None):
     """Read a release saved by ``release.save(path)``.
 

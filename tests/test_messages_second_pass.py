@@ -107,6 +107,9 @@ ENTRY_POINTS = [
         bnis=5), "bnis", "bins"),
     ("plan", lambda df, acct: dpm.plan("y ~ x", n=500, epsilon=1.0, bounds=BOUNDS, rep=2),
      "rep", "reps"),
+    ("local.randomize", lambda df, acct: dpm.local.randomize(
+        df, columns=["x"], epsilon=1.0, bounds=BOUNDS, accountant=acct, randomstate=0),
+     "randomstate", "random_state"),
     ("dp_mnlogit", lambda df, acct: dpm.dp_mnlogit(
         "yb ~ x", df, epsilon=1.0, bounds=BOUNDS, levels=_LEVELS, accountant=acct,
         treshold=3), "treshold", "threshold"),
@@ -171,6 +174,11 @@ def test_fit_still_passes_statsmodels_options_on(choice_frame):
                          method="histogram", random_state=0)
     res = model.fit(cov_type="naive", disp=0, gtol=1e-8)
     assert np.all(np.isfinite(np.asarray(res.params)))
+
+
+def test_load_release_names_a_misspelt_keyword(tmp_path):
+    with pytest.raises(TypeError, match=r"'namepsace': did you mean 'namespace'\?"):
+        dpm.load_release(tmp_path / "none.json", namepsace={})
 
 
 def test_the_suggestion_is_the_closest_name_or_the_list():
