@@ -339,7 +339,7 @@ class Plan:
         lines += [
             "",
             f"median width of the dp {100 * (1 - self.alpha):g}% interval"
-            + (f" (over {k} data sets per cell):" if k else ":"),
+            + (f" (over {k} data set{'s' if k > 1 else ''} per cell):" if k else ":"),
             self.pivot("median_width").to_string(float_format=_fmt),
             "",
             "sampling sd of the non-private estimate (error without privacy):",
