@@ -524,7 +524,7 @@ _LEGEND_ORDER = ("dp interval (noise-aware)", "naive interval (noise ignored)",
 def _take_legends(axes) -> list:
     """Remove the panels' legends; their entries, each once, in a fixed order
     (a panel without an unbounded interval has no entry for it)."""
-    found = {}
+    found: dict[str, Any] = {}
     for a in axes:
         legend = a.get_legend()
         if legend is None:
@@ -834,9 +834,9 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
         ex, ey = _mesh_edges(ax_x), _mesh_edges(ax_y)
         mesh = ax.pcolormesh(ex, ey, counts.T, cmap="viridis", shading="flat")
         mesh.set_gid("heatmap")
-        for axis, which in ((ax_x, "x"), (ax_y, "y")):
-            (ax.set_xlabel if which == "x" else ax.set_ylabel)(_axis_label(axis))
-            set_ticks = ax.set_xticks if which == "x" else ax.set_yticks
+        for axis, side in ((ax_x, "x"), (ax_y, "y")):
+            (ax.set_xlabel if side == "x" else ax.set_ylabel)(_axis_label(axis))
+            set_ticks = ax.set_xticks if side == "x" else ax.set_yticks
             if axis.kind == "discrete":
                 set_ticks(np.arange(len(axis.level_set)), [str(v) for v in axis.level_set])
             elif axis.unbounded is not None:
@@ -844,7 +844,7 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
                 set_ticks(np.arange(axis.bin_count),
                           [f"[{a:.3g}, {b:.3g})" for a, b in zip(e[:-1], e[1:])])
             elif axis.scale != "linear":
-                _binning_scale(ax, axis, which)
+                _binning_scale(ax, axis, side)
         bar = fig.colorbar(mesh, ax=ax)
         cut = "" if k is None else f" (cells released at >= {k:g})"
         bar.set_label("released count" + cut)
