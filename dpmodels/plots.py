@@ -324,7 +324,7 @@ def _readable_x(ax) -> None:
 
     width = ax.get_position().width * ax.figure.get_size_inches()[0]  # inches
     ax.xaxis.set_major_locator(MaxNLocator(nbins=int(np.clip(width / 0.9, 2, 5)),
-                                           steps=[1, 2, 5, 10]))
+                                           steps=[1, 2, 2.5, 5, 10], min_n_ticks=3))
     fmt = ScalarFormatter(useMathText=True)
     fmt.set_powerlimits((-3, 4))
     ax.xaxis.set_major_formatter(fmt)
