@@ -20,10 +20,20 @@ Conventions of the figures
   carries no information about that coefficient -- is drawn as arrows from
   the estimate to the edge(s) of the axes with the label "no information".
   Optional non-private estimates are black diamonds on the row's line.
+  Coefficients whose extents differ more than OWN_SCALE_RATIO-fold get one
+  row (Axes) each, on its own x range; a multinomial logit has one panel per
+  equation, or per coefficient (a row per equation) when its coefficients'
+  scales differ so, in a grid of at most MAX_PANELS_PER_ROW columns with one
+  legend below.
 * **Release marginal** (`plot_release()`): bars of the released counts
   summed over the other variables (1-D) with the threshold as a horizontal
   line, or a heat map of a 2-D marginal with the threshold in the title and
-  on the colour bar.
+  on the colour bar.  A continuous variable is drawn on its bin edges, on the
+  scale it was binned on (a log axis for a log-binned one).
+* **Readable**: titles are wrapped to the room they have (`wrap_title()`);
+  tick labels that would overlap are turned upright, then thinned
+  (`readable_tick_labels()`); the tests check every figure with
+  `overlapping_tick_labels()` on the rendered image.
 """
 
 from __future__ import annotations

@@ -488,8 +488,12 @@ def test_multinomial_coefficients_on_different_scales_get_a_panel_each(county_fi
     res = county_fits["size + price"]
     names, equations = ["Intercept", "size", "price"], [f"County{i}" for i in range(2, 7)]
     ci = np.asarray(res.conf_int(), float).reshape(5, 3, 2)
-    fig = res.plot_coefficients()
+    truth = pd.DataFrame(np.asarray(res.params), index=names, columns=equations) * 1.01
+    fig = res.plot_coefficients(nonprivate=truth)
     assert_readable(fig, tmp_path, "mnlogit-each")
+    for i, ax in enumerate(fig.axes):  # the diamonds of coefficient i, one per equation
+        (marks,) = [ln for ln in ax.lines if ln.get_gid() == "nonprivate"]
+        assert np.asarray(marks.get_xdata()) == pytest.approx(truth.iloc[i].to_numpy())
     assert [a.get_title() for a in fig.axes] == names
     assert fig.axes[0].get_ylabel().startswith("equation")
     assert ticks(fig.axes[0].get_yticklabels()) == equations  # shared by the other panels
