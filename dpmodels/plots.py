@@ -128,7 +128,9 @@ def _label_boxes(axis):
     (major and minor, inside the view), in order along the axis; call after a
     draw."""
     fig = axis.figure
-    renderer = fig.canvas.get_renderer()
+    # Agg-based canvases (Agg, inline, Qt, Tk, macOS) have their own renderer
+    get = getattr(fig.canvas, "get_renderer", None)
+    renderer = get() if get is not None else fig._get_renderer()
     lo, hi = sorted(axis.get_view_interval())
     tol = 1e-9 * (hi - lo)
     found = []
