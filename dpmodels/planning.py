@@ -183,7 +183,8 @@ class Plan:
     interval_reps : int or None
         Data sets per epsilon and method whose dp interval was bootstrapped.
     seconds : float or None
-        Wall-clock time the plan took.
+        Wall-clock time the plan took (not in ``str(plan)``, which depends on
+        the seed only).
     """
 
     table: pd.DataFrame
@@ -315,10 +316,9 @@ class Plan:
         if "requested" not in self.table.columns:  # a Plan made before method= existed
             return self._str_v1()
         k = self.interval_reps
-        took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
         lines = [
             f"Plan for dp_{self.model}({self.formula!r}) at n = {self.n:,}: {self.reps} data sets "
-            f"simulated from the guess, each released at every epsilon by every method{took} "
+            "simulated from the guess, each released at every epsilon by every method "
             "(no private data read, no budget spent)",
             "; ".join(self._method_line(m) for m in self.methods),
             "",

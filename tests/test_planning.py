@@ -128,6 +128,7 @@ def test_plan_from_a_pilot_data_frame():
     p = dpm.plan("y ~ x + C(g)", guess=pilot, **PLAN_ARGS)
     again = dpm.plan("y ~ x + C(g)", guess=pilot, **PLAN_ARGS)
     pd.testing.assert_frame_equal(p.table, again.table)  # seeded: reproducible
+    assert str(p) == str(again)  # the text too (no timing in it)
     assert p.table.shape == (8, len(TABLE_COLUMNS)) and (p.table["n_ok"] == 3).all()
 
 
