@@ -92,9 +92,10 @@ RISING_RMSE_NOTE = (
     "(noise_sd) falls like 1/epsilon, the bias does not. The histogram's binning bias "
     "(each cell's rows placed at representative points) depends on the bins, and "
     "bins='auto' takes more bins at a larger epsilon, so a coefficient's bias can jump "
-    "there; the threshold's and the moments' clipping bias shrink as epsilon grows. Where "
-    "the bias share is high, a larger epsilon will not help; other bins or another method "
-    "(method=[...]) may.")
+    "there; the threshold's and the moments' clipping bias shrink as epsilon grows (at a small "
+    "epsilon they can offset the binning bias, so even at fixed bins the net bias can grow). "
+    "Where the bias share is high, a larger epsilon will not help; other bins or another "
+    "method (method=[...]) may.")
 
 
 def line_style(i: int) -> dict:

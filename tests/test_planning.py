@@ -471,3 +471,17 @@ def test_the_benchmark_script_runs(tmp_path):
     plan_speed.main(["--quick", "--cases", "housing", "--out", str(out)])
     text = out.read_text()
     assert "| housing | ols | 6,000 | 8 | auto | 2 | 3 | 1 | 6 |" in text
+
+
+def test_the_bias_benchmark_script_runs(tmp_path):
+    root = pathlib.Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import plan_bias
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "plan_bias.md"
+    plan_bias.main(["--quick", "--out", str(out)])
+    text = out.read_text()
+    assert text.count("| Intercept |") == 3 and "bins per continuous variable: 3 at 1" in text
+    assert "bins per continuous variable: 5 at 1, 5 at 3" in text  # bins=5 fixed
