@@ -103,6 +103,45 @@ class BinningCheck:
 
     Both enter the default ("normal") interval as shifts of unknown sign
     (`DPInference.mse`); ``ratio`` is the larger over the dp spread SE.
+
+    Attributes
+    ----------
+    variables : tuple of str
+        The continuous variables whose bins were coarsened.
+    coarse_params : numpy.ndarray
+        The estimate refitted on bins twice as wide.
+    shift : numpy.ndarray
+        Estimated binning bias per coefficient (signed as ``d1``).
+    ratio : numpy.ndarray
+        The largest of the shifts per coefficient over its dp standard error;
+        the warning is issued above `threshold`.
+    unchecked : tuple of str
+        Variables with too few bins to coarsen.
+    threshold : float
+        The ratio above which the binning warning is issued.
+    placement : numpy.ndarray or None
+        The move of the estimate under other within-cell representatives.
+    placement_method : str
+        Which representatives ``placement`` compared with.
+    spurious : numpy.ndarray or None
+        The move when the threshold's expected spurious rows are taken out.
+    alone : numpy.ndarray or None
+        The Richardson bias with each variable's bins merged alone (one row
+        per variable).
+    phase : numpy.ndarray or None
+        Quantile regression: the largest move when the response's points are
+        moved within their bins.
+    rounding : RoundingBound or None
+        Least squares: what rounding the response to its bins can do to the
+        slopes.
+    constant, means : numpy.ndarray or None
+        The design's constant columns and count-weighted column means, used
+        with ``rounding``.
+    position : numpy.ndarray or None
+        Per coefficient, the largest move when the covariates' points go to
+        either end of the range their released counts allow.
+    bins : tuple of int
+        The released bins of each of ``variables`` (empty when unknown).
     """
 
     variables: tuple[str, ...]
@@ -487,9 +526,21 @@ class DPInference:
 
     def unmeasured_message(self, names: Sequence[str] | None = None,
                            limit: int | None = None) -> str:
-        """The sentence naming the `unmeasured` coefficients (the first
-        ``limit``, or all) and why (`unmeasured_why`); "" for none.  The
-        summary's warning, and the text of the models' warning."""
+        """The sentence naming the `unmeasured` coefficients and why
+        (`unmeasured_why`); "" for none.  The summary's warning, and the text
+        of the models' warning.
+
+        Parameters
+        ----------
+        names : sequence of str, optional
+            The coefficients' names (default: their positions).
+        limit : int, optional
+            Name only the first ``limit`` (default: all), then "and N more".
+
+        Returns
+        -------
+        str
+        """
         idx = np.flatnonzero(self.unmeasured)
         if not idx.size:
             return ""

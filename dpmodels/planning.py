@@ -171,10 +171,16 @@ class Plan:
         ``n_ok``, of the difference: ``rmse**2 == bias**2 + noise_sd**2``),
         ``rmse_se`` and ``bias_se`` (Monte Carlo standard errors of ``rmse``
         and ``bias``) and ``n_intervals``.
-    formula, model : str
+    formula : str
+        The formula simulated, as given.
+    model : str
+        The model family: "ols", "logit", "quantreg" or "mnlogit".
     n : int
+        The public number of rows each simulated data set has.
     reps : int
+        Simulated data sets per epsilon and method.
     alpha : float
+        1 - the level of the dp intervals whose widths are reported.
     failures : dict
         Per epsilon, the messages of the simulations whose release or fit
         raised (e.g. a singular design at a tiny epsilon), each prefixed with
@@ -219,9 +225,24 @@ class Plan:
         return table[table["requested"] == method]
 
     def pivot(self, value: str = "rmse", method: str | None = None) -> pd.DataFrame:
-        """``value`` as a coefficients x epsilon table; with several methods
-        and ``method=None``, the columns are (method, epsilon) pairs, the
-        methods side by side."""
+        """One column of `table` as a coefficients x epsilon table.
+
+        Parameters
+        ----------
+        value : str
+            A column of `table`: "rmse" (default), "bias", "noise_sd",
+            "median_width", "rmse_se", ...
+        method : str, optional
+            One of `methods`: only that method's rows.  With several methods
+            and ``method=None``, the columns are (method, epsilon) pairs, the
+            methods side by side.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows: the coefficients in the model's order; columns: epsilon, or
+            (method, epsilon).
+        """
         table = self._rows(method)
         if method is None and len(self.methods) > 1:
             out = table.pivot(index="coef", columns=["requested", "epsilon"], values=value)
