@@ -78,6 +78,7 @@ from .errors import (
 )
 from .exact import MIN_EPSILON
 from .formula import _factor_codes, user_stacklevel
+from .keywords import suggestion
 from .randomness import check_random_state as rule
 from .report import Release
 from .unbounded import Unbounded
@@ -171,7 +172,9 @@ def check_choice(argument: str, value, choices: Sequence[str]) -> str:
         raise DPModelsTypeError(
             f"{argument} must be one of {list(choices)}, got {value!r} ({_kind(value)})")
     if value not in choices:
-        raise DPModelsError(f"{argument} must be one of {list(choices)}, got {value!r}")
+        close = suggestion(value, choices)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise DPModelsError(f"{argument} must be one of {list(choices)}, got {value!r}{hint}")
     return value
 
 

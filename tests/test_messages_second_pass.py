@@ -30,6 +30,21 @@ def test_a_misspelt_argument_gets_did_you_mean(frame):
         dpm.dp_logit("y ~ x", frame, epsilon=1.0, bounds=BOUNDS, random_sate=0)
 
 
+
+@pytest.mark.parametrize("bad, good", [("moment", "moments"),
+                                       ("sample_aggregate", "sample-aggregate"),
+                                       ("histogramm", "histogram")])
+def test_a_misspelt_method_gets_did_you_mean_before_any_spend(frame, bad, good):
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(DPModelsError, match=rf"got {bad!r} \(did you mean {good!r}\?\)"):
+        dpm.dp_ols("y ~ x", frame, epsilon=1.0, bounds=BOUNDS, method=bad, accountant=acct)
+    assert acct.spent == 0
+
+
+def test_a_method_far_from_every_choice_gets_the_list_only(frame):
+    with pytest.raises(DPModelsError, match=r"must be one of \[.*\], got 'ridge'$"):
+        dpm.dp_ols("y ~ x", frame, epsilon=1.0, bounds=BOUNDS, method="ridge")
+
 def test_a_missing_numpy_import_is_named_as_such(frame):
     # before: "the formula uses 'np', which is not a column of the data (columns: ...)"
     namespace = {"dpm": dpm, "df": frame, "B": BOUNDS}  # a module without `import numpy`
