@@ -149,6 +149,26 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+#: A table of `Plan.__str__` wider than this many characters is printed as one
+#: block per epsilon, the methods side by side in each.
+TEXT_WIDTH = 100
+
+
+def _text(frame: pd.DataFrame, **fmt) -> str:
+    """``frame`` as text; a (method, epsilon) table too wide for `TEXT_WIDTH`
+    becomes one block per epsilon with the methods as columns, so the
+    mechanisms still compare side by side on a terminal."""
+    whole = frame.to_string(**fmt)
+    if (not isinstance(frame.columns, pd.MultiIndex)
+            or max(map(len, whole.splitlines())) <= TEXT_WIDTH):
+        return whole
+    blocks = []
+    for eps in frame.columns.get_level_values("epsilon").unique():
+        block = frame.xs(eps, axis=1, level="epsilon")
+        blocks.append(f"epsilon = {eps:g}:\n" + block.to_string(**fmt))
+    return "\n\n".join(blocks)
+
+
 @dataclass(frozen=True)
 class Plan:
     """The outcome of `plan()`: expected error of each coefficient per epsilon
@@ -339,30 +359,33 @@ class Plan:
             return self._str_v1()
         k = self.interval_reps
         lines = [
-            f"Plan for dp_{self.model}({self.formula!r}) at n = {self.n:,}: {self.reps} data sets "
-            "simulated from the guess, each released at every epsilon by every method "
-            "(no private data read, no budget spent)",
-            "; ".join(self._method_line(m) for m in self.methods),
+            textwrap.fill(
+                f"Plan for dp_{self.model}({self.formula!r}) at n = {self.n:,}: {self.reps} "
+                "data sets simulated from the guess, each released at every epsilon by every "
+                "method (no private data read, no budget spent)", TEXT_WIDTH),
+            *(textwrap.fill(self._method_line(m), TEXT_WIDTH) for m in self.methods),
             "",
-            "RMSE of the private estimate against the non-private one on the same data (the "
-            "error privacy adds), its Monte Carlo standard error in brackets:",
-            self._with_se().to_string(),
+            textwrap.fill("RMSE of the private estimate against the non-private one on the same "
+                          "data (the error privacy adds), its Monte Carlo standard error in "
+                          "brackets:", TEXT_WIDTH),
+            _text(self._with_se()),
             "",
-            "bias share of the squared error, 100 * bias^2 / RMSE^2 (RMSE^2 = bias^2 + "
-            "noise_sd^2; columns bias and noise_sd of .table):",
-            (100 * self.pivot("bias") ** 2 / self.pivot("rmse") ** 2).to_string(
-                float_format=lambda v: f"{v:.0f}%"),
+            textwrap.fill("bias share of the squared error, 100 * bias^2 / RMSE^2 (RMSE^2 = "
+                          "bias^2 + noise_sd^2; columns bias and noise_sd of .table):",
+                          TEXT_WIDTH),
+            _text(100 * self.pivot("bias") ** 2 / self.pivot("rmse") ** 2,
+                  float_format=lambda v: f"{v:.0f}%"),
             "",
-            textwrap.fill(RISING_RMSE_NOTE, 100),
+            textwrap.fill(RISING_RMSE_NOTE, TEXT_WIDTH),
         ]
         for extra in (self._rising(), self._bias_dominated()):
             if extra:
-                lines += [textwrap.fill(extra, 100)]
+                lines += [textwrap.fill(extra, TEXT_WIDTH)]
         lines += [
             "",
             f"median width of the dp {100 * (1 - self.alpha):g}% interval"
             + (f" (over {k} data set{'s' if k > 1 else ''} per cell):" if k else ":"),
-            self.pivot("median_width").to_string(float_format=_fmt),
+            _text(self.pivot("median_width"), float_format=_fmt),
             "",
             "sampling sd of the non-private estimate (error without privacy):",
             self.table.groupby("coef", sort=False)["sampling_sd"].first()

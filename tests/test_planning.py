@@ -316,6 +316,26 @@ def test_methods_side_by_side(three_methods):
     assert "Monte Carlo standard error" in text
 
 
+def test_the_text_of_several_methods_fits_a_terminal(three_methods):
+    from dpmodels.planning import TEXT_WIDTH, _text
+
+    p = three_methods
+    wide = p.pivot("rmse")
+    # the side-by-side table is wider than a terminal once the coefficient names are long
+    renamed = wide.rename(index=lambda c: f"C(a_long_factor_name)[T.{c}]")
+    text = _text(renamed.map(lambda v: f"{v:.4g} (0.05)"))
+    assert max(map(len, renamed.to_string().splitlines())) > TEXT_WIDTH
+    assert max(map(len, text.splitlines())) <= TEXT_WIDTH
+    # one block per epsilon, the methods side by side in each, every value kept
+    assert [ln for ln in text.splitlines() if ln.startswith("epsilon = ")] == [
+        f"epsilon = {e:g}:" for e in p.epsilons]
+    for m in p.methods:
+        for e in p.epsilons:
+            for c in renamed.index:
+                assert f"{renamed.loc[c, (m, e)]:.4g} (0.05)" in text
+    assert all(len(line) <= TEXT_WIDTH for line in str(p).splitlines())
+
+
 def _title_inside(fig) -> bool:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
