@@ -374,9 +374,16 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
                             arrowprops=dict(arrowstyle="-|>", color="C3", linewidth=1.5),
                             gid="infinite")
             if not (np.isfinite(lower) and np.isfinite(upper)):
-                ax.annotate("no information (interval unbounded)", xy=(est[i], y[i] + dy),
-                            xytext=(0, 6), textcoords="offset points", ha="center",
-                            fontsize=8, color="C3", gid="infinite-label")
+                if k > 1:  # above the arrow, in the room between rows
+                    ax.annotate("no information (interval unbounded)", xy=(est[i], y[i] + dy),
+                                xytext=(0, 6), textcoords="offset points", ha="center",
+                                fontsize=8, color="C3", gid="infinite-label")
+                else:  # a row of its own has no room above: on the arrow, at its right end
+                    ax.annotate("no information (interval unbounded)",
+                                xy=(1.0, y[i] + dy), xycoords=("axes fraction", "data"),
+                                xytext=(-12, 0), textcoords="offset points", ha="right",
+                                va="center", fontsize=7, color="C3", gid="infinite-label",
+                                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
         handles.append(Line2D([], [], **{k_: v for k_, v in _DP_STYLE.items()
                                          if k_ not in ("capsize", "elinewidth")},
                               label="dp interval (noise-aware)"))

@@ -102,6 +102,40 @@ def ols_ghost():
     return model, dp, naive, truth
 
 
+@pytest.fixture(scope="module")
+def many_ghosts():
+    """Sixteen coefficients, every other level declared but without rows."""
+    rng = np.random.default_rng(3)
+    n, present = 3000, [f"L{i:02d}" for i in range(0, 16, 2)]
+    df = pd.DataFrame({"x": rng.uniform(0, 10, n), "g": rng.choice(present, n)})
+    df["y"] = 1 + 0.5 * df["x"] + rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpm.dp_ols("y ~ x + C(g)", df, epsilon=1.0, bounds=BOUNDS,
+                          levels={"g": [f"L{i:02d}" for i in range(15)]}, method="histogram",
+                          bins=5, random_state=0).fit(n_boot=20, random_state=0)
+
+
+@pytest.mark.parametrize("scale", ["shared", "each"])
+def test_the_no_information_label_stays_inside_its_row(many_ghosts, scale):
+    """On one shared axis or on a row of its own (here 16 rows), the red label of
+    an unbounded interval lies inside its Axes: it never runs into the row above,
+    its tick labels or the title."""
+    res = many_ghosts
+    ci = np.asarray(res.conf_int())
+    unbounded = int((~np.isfinite(ci).all(axis=1)).sum())
+    assert len(ci) == 16 and unbounded >= 7  # the premise: the ghost levels
+    fig = res.plot_coefficients(scale=scale)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [(ax, t) for ax in fig.axes for t in ax.texts if t.get_gid() == "infinite-label"]
+    assert len(labels) == unbounded
+    for ax, text in labels:
+        box, inside = text.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1
+        assert inside.y0 <= box.y0 and box.y1 <= inside.y1
+
+
 def test_forest_plot_of_ols_with_an_infinite_interval(ols_ghost, tmp_path):
     model, res, naive, truth = ols_ghost
     names = list(res.params.index)
