@@ -143,7 +143,7 @@ def demo(epsilon: float = 1.0, seed: int | None = None, n: int = 250_070, *, fil
     res = dp_ols(
         DEMO_FORMULA, data=df, epsilon=epsilon, bounds=DEMO_BOUNDS, levels=DEMO_LEVELS,
         method=DEMO_METHOD, random_state=seed,
-    ).fit()
+    ).fit(random_state=seed)  # the bootstrap of the intervals too: --seed reproduces all
     ols = smf.ols(DEMO_FORMULA, data=df).fit()
 
     print(f"Differentially private OLS on datasets.housing(n={n}, seed=0): {DEMO_FORMULA}",
@@ -151,34 +151,49 @@ def demo(epsilon: float = 1.0, seed: int | None = None, n: int = 250_070, *, fil
     print(file=out)
     print(res.summary(), file=out)
     print(file=out)
-    print(_comparison_table(res.params, ols.params), file=out)
+    print(_comparison_table(res.params, ols.params, res.conf_int()), file=out)
     return 0
 
 
-def _comparison_table(private, nonprivate) -> str:
-    """Private vs non-private coefficients with ``|b_dp / b_ols - 1|`` in percent."""
+def _comparison_table(private, nonprivate, conf_int=None) -> str:
+    """Private vs non-private coefficients with ``|b_dp / b_ols - 1|`` in percent
+    and, given the dp intervals ``conf_int``, whether each holds the non-private
+    estimate."""
     names = list(nonprivate.index)
     private = private.reindex(names)
-    head = ("term", "DP estimate", "OLS (non-private)", "rel. error %")
+    head: tuple[str, ...] = ("term", "DP estimate", "OLS (non-private)", "rel. error %")
+    if conf_int is not None:
+        head += ("OLS in dp 95% CI",)
     rows = []
     errors = []
+    inside = 0
     for name in names:
         b_dp, b_ols = float(private[name]), float(nonprivate[name])
         rel = abs(b_dp / b_ols - 1.0) * 100.0 if b_ols != 0 else math.nan
         errors.append(rel)
-        rows.append((name, f"{b_dp:,.2f}", f"{b_ols:,.2f}", f"{rel:.2f}"))
+        row: tuple[str, ...] = (name, f"{b_dp:,.2f}", f"{b_ols:,.2f}", f"{rel:.2f}")
+        if conf_int is not None:
+            lo, hi = (float(v) for v in conf_int.loc[name])
+            inside += lo <= b_ols <= hi
+            row += ("yes" if lo <= b_ols <= hi else "NO",)
+        rows.append(row)
     finite = [e for e in errors if math.isfinite(e)]
     mean = f"{sum(finite) / len(finite):.2f}" if finite else "nan"
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
 
     def fmt(r):
+        r = tuple(r) + ("",) * (len(head) - len(r))
         return (f"{r[0]:<{widths[0]}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(r[1:], widths[1:])))
 
     title = "Private vs non-private coefficients (rel. error = |b_dp / b_ols - 1|)"
     rule = "=" * max(len(fmt(head)), len(title))
     lines = [title, rule, fmt(head), "-" * len(rule)] + [fmt(r) for r in rows]
-    lines += ["-" * len(rule), fmt(("mean", "", "", mean)), rule,
-              "The OLS column is computed on the raw data for comparison only: it is NOT private."]
+    lines += ["-" * len(rule), fmt(("mean", "", "", mean)), rule]
+    if conf_int is not None:
+        lines.append(f"{inside} of {len(names)} dp 95% intervals hold the non-private estimate "
+                     "(about 95% of them should, over repeated releases).")
+    lines.append("The OLS column is computed on the raw data for comparison only: "
+                 "it is NOT private.")
     return "\n".join(lines)
 
 

@@ -42,6 +42,12 @@ def test_demo_prints_summary_and_comparison(capsys):
         assert name in table, name
     assert "rel. error %" in table
     assert "mean" in table
+    # each row says whether its dp interval holds the non-private estimate, and the count
+    # line agrees with the rows
+    rows = [ln for ln in table.splitlines() if ln.split()[:1] and ln.split()[0] in COEF_NAMES]
+    marks = [ln.split()[-1] for ln in rows]
+    assert len(rows) == len(COEF_NAMES) and set(marks) <= {"yes", "NO"}
+    assert f"{marks.count('yes')} of {len(COEF_NAMES)} dp 95% intervals hold" in table
 
 
 def test_demo_is_reproducible_with_seed(capsys):
