@@ -13,7 +13,10 @@ Conventions (CONTRIBUTING.md, "Documentation"):
   namespace after all its blocks have run and must agree with the written
   number to the written precision (half a unit of its last digit).  A marker
   whose expression cannot be evaluated, or that is not followed by a number,
-  fails.
+  fails.  A number a benchmark measured is checked against its result file:
+  ``bench(path, row, col)`` reads a cell of a ``benchmarks/results/*.md`` table,
+  ``bench_json(path, key, row=None)`` a value of a ``*.json`` result; a missing
+  file, table, row, column or key fails with a message naming it.
 * A ```text block right after a ``<!-- output -->`` marker is the real output
   of the python block before it: it must equal what that block prints (the
   date and time statsmodels' summary stamps are not compared).
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import re
 import shutil
@@ -47,11 +51,159 @@ USER_PAGES = [p for p in PAGES if p.relative_to(DOCS).parts[0] != "api"]
 MAX_CODE_LINE = 88
 
 CHECK = re.compile(r"<!--\s*check:\s*(.*?)\s*-->(\s*)(\S*)", flags=re.S)
-NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+(?!\w))?")
 OUTPUT = re.compile(r"<!--\s*output\s*-->\s*\n```text\n(.*?)```", flags=re.S)
 SNIPPET = re.compile(r'^-{2}8<-{2}\s+"([^"]+)"\s*$', flags=re.M)
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", flags=re.S | re.M)
 STAMP = re.compile(r"(Date:\s+)\w{3}, \d{2} \w{3} \d{4}|(Time:\s+)\d\d:\d\d:\d\d")
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+CELL_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*)?\.?\d+(?:[eE][-+]?\d+)?")
+
+
+class BenchmarkLookupError(LookupError):
+    """A check reads a benchmark result that does not exist (file, table, row, column, key)."""
+
+
+def results_file(path: str) -> Path:
+    """``benchmarks/results/x.md`` (or ``x.md``) under the repository root; must exist."""
+    full = ROOT / path if path.startswith("benchmarks/") else RESULTS / path
+    if not full.is_file():
+        raise BenchmarkLookupError(f"no benchmark result file {path!r} ({full} does not exist)")
+    return full
+
+
+def markdown_tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Every table of a markdown file: ``(text before it, header cells, body rows)``; the
+    text before a table is what lies between it and the previous table (its title)."""
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    tables, before, lines = [], [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        if (lines[i].startswith("|") and i + 1 < len(lines)
+                and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", lines[i + 1])):
+            header, rows, i = cells(lines[i]), [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(cells(lines[i]))
+                i += 1
+            tables.append(("\n".join(before), header, rows))
+            before = []
+        else:
+            before.append(lines[i])
+            i += 1
+    return tables
+
+
+def _cell_matches(cell: str, want) -> bool:
+    """A cell is the text wanted, or a regular expression wanted matches it whole."""
+    want = str(want)
+    if cell == want:
+        return True
+    try:
+        return re.fullmatch(want, cell) is not None
+    except re.error:
+        return False
+
+
+def bench(path: str, row, col: str, table: str | None = None) -> float:
+    """The number in column ``col`` of the row ``row`` of a benchmark table
+    (``benchmarks/results/*.md``), for check markers:
+    ``<!-- check: bench("benchmarks/results/unbounded.md", ("2,000", "0.5", "OLS .*"),
+    "slope RMSE x1000") -->3.10``.
+
+    ``row`` selects exactly one row: a string matches the first cell, a tuple the first
+    cells in order, a dict ``{header: value}`` the named cells; each value is the cell's
+    text or a regular expression that matches it whole.  ``table`` (a regular expression
+    searched in the text between the previous table and this one) picks a table when the
+    file has several.  A file, table, row or column that does not exist, a row that is
+    not unique, or a cell without a number raises `BenchmarkLookupError` naming it."""
+    full = results_file(path)
+    tables = markdown_tables(full.read_text())
+    if table is not None:
+        tables = [t for t in tables if re.search(table, t[0])]
+        if not tables:
+            raise BenchmarkLookupError(f"{path}: no table after text matching {table!r}")
+    if not tables:
+        raise BenchmarkLookupError(f"{path}: no markdown table")
+    if isinstance(row, dict):
+        wanted = dict(row)
+    elif isinstance(row, (tuple, list)):
+        wanted = dict(enumerate(row))
+    else:
+        wanted = {0: row}
+    found = []
+    for title, header, rows in tables:
+        if col not in header:
+            continue
+        keys = {}
+        for key in wanted:
+            if isinstance(key, int):
+                keys[key] = key
+            elif key in header:
+                keys[key] = header.index(key)
+            else:
+                break
+        else:
+            found += [(header, r) for r in rows
+                      if all(keys[k] < len(r) and _cell_matches(r[keys[k]], v)
+                             for k, v in wanted.items())]
+    if not any(col in header for _, header, _ in tables):
+        raise BenchmarkLookupError(f"{path}: no column {col!r} (columns: "
+                                   f"{sorted({c for _, h, _ in tables for c in h})})")
+    if len(found) != 1:
+        what = "no row" if not found else f"{len(found)} rows"
+        raise BenchmarkLookupError(f"{path}: {what} matching {row!r} in a table with "
+                                   f"column {col!r}"
+                                   + ("; add cells or table= to pick one" if found else ""))
+    header, cells_ = found[0]
+    cell = cells_[header.index(col)] if header.index(col) < len(cells_) else ""
+    m = CELL_NUMBER.search(cell)
+    if m is None:
+        raise BenchmarkLookupError(f"{path}: row {row!r}, column {col!r} holds {cell!r}, "
+                                   "not a number")
+    return float(m.group(0).replace(",", ""))
+
+
+def bench_json(path: str, key: str, row: dict | None = None) -> float:
+    """The number at ``key`` of a JSON benchmark result (``benchmarks/results/*.json``),
+    for check markers: ``bench_json("benchmarks/results/sample_aggregate_bias.json",
+    "correction=firth.mean_abs_bias_in_mle_sd")``.  ``key`` is a dotted path: a part is
+    a mapping's key, a list's index, or ``field=value`` (the list's one element whose
+    ``field`` is ``value``).  ``row``, for a file that is a list of records, first picks
+    the one record whose fields have those values (``{"family": "ols", "n": 10000}``).
+    A missing file or key, a selection that is not one element or a value that is not a
+    number raises `BenchmarkLookupError` naming it."""
+    node = json.loads(results_file(path).read_text())
+    if row is not None:
+        hits = [x for x in node if isinstance(x, dict)
+                and all(str(x.get(f)) == str(v) for f, v in row.items())] \
+            if isinstance(node, list) else []
+        if len(hits) != 1:
+            raise BenchmarkLookupError(f"{path}: {len(hits)} records with {row!r}; "
+                                       "need exactly one")
+        node = hits[0]
+    for part in key.split("."):
+        if isinstance(node, list) and "=" in part:
+            field, value = part.split("=", 1)
+            hits = [x for x in node if isinstance(x, dict) and str(x.get(field)) == value]
+            if len(hits) != 1:
+                raise BenchmarkLookupError(f"{path}: {len(hits)} elements with {part!r} "
+                                           f"(in {key!r}); need exactly one")
+            node = hits[0]
+        elif isinstance(node, list) and re.fullmatch(r"-?\d+", part):
+            if not -len(node) <= int(part) < len(node):
+                raise BenchmarkLookupError(f"{path}: index {part} out of range (in {key!r})")
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise BenchmarkLookupError(f"{path}: no key {part!r} (in {key!r})")
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        raise BenchmarkLookupError(f"{path}: {key!r} is {node!r}, not a number")
+    return float(node)
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -72,8 +224,9 @@ def written_value(written: str) -> tuple[float, float]:
     if m is None:
         raise ValueError(f"a check marker must be followed by a number, not {written!r}")
     text = m.group(0).replace(",", "")
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    return float(text), 0.5 * 10.0 ** -decimals
+    mantissa, _, exponent = text.partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return float(text), 0.5 * 10.0 ** (int(exponent or 0) - decimals)
 
 
 def check_errors(text: str, namespace: dict) -> list[str]:
@@ -98,7 +251,7 @@ def normalized(output: str) -> list[str]:
 
 def run_page(text: str, name: str) -> tuple[dict, list[str]]:
     """Run a page's python blocks in one namespace; their printed outputs."""
-    namespace: dict = {"__name__": "__docs__"}
+    namespace: dict = {"__name__": "__docs__", "bench": bench, "bench_json": bench_json}
     outputs = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -156,6 +309,43 @@ def test_the_number_checker_can_fail():
     assert "says 2.4" in errors[0] and "NameError" in errors[1] and "number" in errors[2]
     assert len(output_errors(page, outputs)) == 1
     assert written_value("-5,030.10") == (-5030.1, 0.005)
+
+
+def test_benchmark_checks_can_fail():
+    """A check that reads a benchmark result fails on a wrong number, and with a message
+    naming what is missing on a file, row, column or key that does not exist."""
+    table, rows = "benchmarks/results/unbounded.md", ("20,000", "2", "OLS .*")
+    right = bench(table, rows, "slope RMSE x1000")
+    bias = bench_json("sample_aggregate_bias.json", "correction=firth.mean_abs_bias_in_mle_sd")
+    assert bias == json.loads((RESULTS / "sample_aggregate_bias.json").read_text())[2][
+        "mean_abs_bias_in_mle_sd"]
+    mark = f'<!-- check: bench("{table}", {rows!r}, "slope RMSE x1000") -->'
+    page = (f"right {mark}{right:.2f}, wrong {mark}{right + 0.01:.2f}, "
+            f'json <!-- check: bench_json("sample_aggregate_bias.json", '
+            f'"correction=firth.mean_abs_bias_in_mle_sd") -->{bias + 0.1:.2f}, '
+            '<!-- check: bench("nothing.md", "x", "y") -->1, '
+            f'<!-- check: bench("{table}", "no such row", "fail") -->1, '
+            f'<!-- check: bench("{table}", {rows!r}, "no such column") -->1, '
+            f'<!-- check: bench("{table}", "20,000", "fail") -->1, '
+            '<!-- check: bench_json("sample_aggregate_bias.json", "correction=x.n") -->1, '
+            '<!-- check: bench_json("sample_aggregate.json", "k", row={"n": 1}) -->1.\n')
+    namespace, _ = run_page(page, "fake.md")
+    errors = check_errors(page, namespace)
+    assert len(errors) == 8, errors
+    assert f"says {right + 0.01:.2f}" in errors[0] and f"says {bias + 0.1:.2f}" in errors[1]
+    for error, words in zip(errors[2:], ["no benchmark result file 'nothing.md'",
+                                         "no row matching 'no such row'",
+                                         "no column 'no such column'", "24 rows matching",
+                                         "0 elements with 'correction=x'",
+                                         "0 records with {'n': 1}"]):
+        assert "BenchmarkLookupError" in error and words in error, (words, error)
+
+
+def test_benchmark_tables_are_parsed_whole():
+    tables = markdown_tables("# t\n\nfirst\n\n| a | b |\n|---|---|\n| x | 1,234.5 |\n"
+                             "| y | 2.5e+03 |\n\nsecond\n| a | c |\n|:-|-:|\n| x | n/a |\n")
+    assert [(t[1], len(t[2])) for t in tables] == [(["a", "b"], 2), (["a", "c"], 1)]
+    assert "first" in tables[0][0] and tables[1][0].strip() == "second"
 
 
 def test_outputs_ignore_only_the_date_and_time_stamps():
@@ -231,9 +421,14 @@ def fill_outputs(page: Path) -> None:
         if written is None:
             return m.group(0)
         w = written.group(0)
-        decimals = len(w.split(".")[1]) if "." in w else 0
-        value = f"{float(eval(m.group(1), namespace)):,.{decimals}f}"  # noqa: S307
-        value = value if "," in w else value.replace(",", "")
+        mantissa, _, exponent = w.partition("e")
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        got = float(eval(m.group(1), namespace))  # noqa: S307
+        if exponent:  # 2.77e4 stays in that form, with the same exponent
+            value = f"{got / 10.0 ** int(exponent):.{decimals}f}e{exponent}"
+        else:
+            value = f"{got:,.{decimals}f}"
+            value = value if "," in w else value.replace(",", "")
         return m.group(0)[:m.start(3) - m.start(0)] + value + m.group(3)[len(w):]
 
     text = CHECK.sub(number, text)
