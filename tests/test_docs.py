@@ -108,18 +108,8 @@ def _cell_matches(cell: str, want) -> bool:
         return False
 
 
-def bench(path: str, row, col: str, table: str | None = None) -> float:
-    """The number in column ``col`` of the row ``row`` of a benchmark table
-    (``benchmarks/results/*.md``), for check markers:
-    ``<!-- check: bench("benchmarks/results/unbounded.md", ("2,000", "0.5", "OLS .*"),
-    "slope RMSE x1000") -->3.10``.
-
-    ``row`` selects exactly one row: a string matches the first cell, a tuple the first
-    cells in order, a dict ``{header: value}`` the named cells; each value is the cell's
-    text or a regular expression that matches it whole.  ``table`` (a regular expression
-    searched in the text between the previous table and this one) picks a table when the
-    file has several.  A file, table, row or column that does not exist, a row that is
-    not unique, or a cell without a number raises `BenchmarkLookupError` naming it."""
+def _bench_cells(path: str, row, col: str, table: str | None, many: bool) -> list[float]:
+    """The numbers of column ``col`` in the rows ``row`` selects (see `bench`)."""
     full = results_file(path)
     tables = markdown_tables(full.read_text())
     if table is not None:
@@ -135,7 +125,7 @@ def bench(path: str, row, col: str, table: str | None = None) -> float:
     else:
         wanted = {0: row}
     found = []
-    for title, header, rows in tables:
+    for _, header, rows in tables:
         if col not in header:
             continue
         keys = {}
@@ -153,18 +143,42 @@ def bench(path: str, row, col: str, table: str | None = None) -> float:
     if not any(col in header for _, header, _ in tables):
         raise BenchmarkLookupError(f"{path}: no column {col!r} (columns: "
                                    f"{sorted({c for _, h, _ in tables for c in h})})")
-    if len(found) != 1:
+    if not found or (len(found) > 1 and not many):
         what = "no row" if not found else f"{len(found)} rows"
         raise BenchmarkLookupError(f"{path}: {what} matching {row!r} in a table with "
                                    f"column {col!r}"
                                    + ("; add cells or table= to pick one" if found else ""))
-    header, cells_ = found[0]
-    cell = cells_[header.index(col)] if header.index(col) < len(cells_) else ""
-    m = CELL_NUMBER.search(cell)
-    if m is None:
-        raise BenchmarkLookupError(f"{path}: row {row!r}, column {col!r} holds {cell!r}, "
-                                   "not a number")
-    return float(m.group(0).replace(",", ""))
+    values = []
+    for header, cells_ in found:
+        cell = cells_[header.index(col)] if header.index(col) < len(cells_) else ""
+        m = CELL_NUMBER.search(cell)
+        if m is None:
+            raise BenchmarkLookupError(f"{path}: row {cells_[:3]!r}, column {col!r} holds "
+                                       f"{cell!r}, not a number")
+        values.append(float(m.group(0).replace(",", "")))
+    return values
+
+
+def bench(path: str, row, col: str, table: str | None = None) -> float:
+    """The number in column ``col`` of the row ``row`` of a benchmark table
+    (``benchmarks/results/*.md``), for check markers:
+    ``<!-- check: bench("benchmarks/results/unbounded.md", ("2,000", "0.5", "OLS .*"),
+    "slope RMSE x1000") -->3.10``.
+
+    ``row`` selects exactly one row: a string matches the first cell, a tuple the first
+    cells in order, a dict ``{header: value}`` the named cells; each value is the cell's
+    text or a regular expression that matches it whole.  ``table`` (a regular expression
+    searched in the text between the previous table and this one) picks a table when the
+    file has several.  A file, table, row or column that does not exist, a row that is
+    not unique, or a cell without a number raises `BenchmarkLookupError` naming it."""
+    return _bench_cells(path, row, col, table, many=False)[0]
+
+
+def bench_all(path: str, row, col: str, table: str | None = None) -> list[float]:
+    """The numbers in column ``col`` of every row ``row`` selects (at least one), as
+    `bench` reads them: for a range quoted in the prose,
+    ``min(bench_all("unbounded.md", ("2,000", "0.5", "Unbounded.*"), "fail"))``."""
+    return _bench_cells(path, row, col, table, many=True)
 
 
 def bench_json(path: str, key: str, row: dict | None = None) -> float:
@@ -251,7 +265,8 @@ def normalized(output: str) -> list[str]:
 
 def run_page(text: str, name: str) -> tuple[dict, list[str]]:
     """Run a page's python blocks in one namespace; their printed outputs."""
-    namespace: dict = {"__name__": "__docs__", "bench": bench, "bench_json": bench_json}
+    namespace: dict = {"__name__": "__docs__", "bench": bench,
+                       "bench_all": bench_all, "bench_json": bench_json}
     outputs = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
