@@ -108,7 +108,8 @@ def _cell_matches(cell: str, want) -> bool:
         return False
 
 
-def _bench_cells(path: str, row, col: str, table: str | None, many: bool) -> list[float]:
+def _bench_cells(path: str, row, col: str, table: str | None, many: bool,
+                 item: int = 0) -> list[float]:
     """The numbers of column ``col`` in the rows ``row`` selects (see `bench`)."""
     full = results_file(path)
     tables = markdown_tables(full.read_text())
@@ -151,15 +152,15 @@ def _bench_cells(path: str, row, col: str, table: str | None, many: bool) -> lis
     values = []
     for header, cells_ in found:
         cell = cells_[header.index(col)] if header.index(col) < len(cells_) else ""
-        m = CELL_NUMBER.search(cell)
-        if m is None:
+        numbers = CELL_NUMBER.findall(cell)
+        if len(numbers) <= item:
             raise BenchmarkLookupError(f"{path}: row {cells_[:3]!r}, column {col!r} holds "
-                                       f"{cell!r}, not a number")
-        values.append(float(m.group(0).replace(",", "")))
+                                       f"{cell!r}, not {item + 1} number(s)")
+        values.append(float(numbers[item].replace(",", "")))
     return values
 
 
-def bench(path: str, row, col: str, table: str | None = None) -> float:
+def bench(path: str, row, col: str, table: str | None = None, item: int = 0) -> float:
     """The number in column ``col`` of the row ``row`` of a benchmark table
     (``benchmarks/results/*.md``), for check markers:
     ``<!-- check: bench("benchmarks/results/unbounded.md", ("2,000", "0.5", "OLS .*"),
@@ -169,16 +170,19 @@ def bench(path: str, row, col: str, table: str | None = None) -> float:
     cells in order, a dict ``{header: value}`` the named cells; each value is the cell's
     text or a regular expression that matches it whole.  ``table`` (a regular expression
     searched in the text between the previous table and this one) picks a table when the
-    file has several.  A file, table, row or column that does not exist, a row that is
-    not unique, or a cell without a number raises `BenchmarkLookupError` naming it."""
-    return _bench_cells(path, row, col, table, many=False)[0]
+    file has several; ``item`` picks the cell's second, third ... number (``1``, ``2``:
+    ``0.514 ± 0.200 (3 failed)``).  A file, table, row or column that does not exist, a
+    row that is not unique, or a cell without that number raises `BenchmarkLookupError`
+    naming it."""
+    return _bench_cells(path, row, col, table, many=False, item=item)[0]
 
 
-def bench_all(path: str, row, col: str, table: str | None = None) -> list[float]:
+def bench_all(path: str, row, col: str, table: str | None = None,
+              item: int = 0) -> list[float]:
     """The numbers in column ``col`` of every row ``row`` selects (at least one), as
     `bench` reads them: for a range quoted in the prose,
     ``min(bench_all("unbounded.md", ("2,000", "0.5", "Unbounded.*"), "fail"))``."""
-    return _bench_cells(path, row, col, table, many=True)
+    return _bench_cells(path, row, col, table, many=True, item=item)
 
 
 def bench_json(path: str, key: str, row: dict | None = None) -> float:
