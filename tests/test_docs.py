@@ -114,7 +114,7 @@ def _bench_cells(path: str, row, col: str, table: str | None, many: bool,
     full = results_file(path)
     tables = markdown_tables(full.read_text())
     if table is not None:
-        tables = [t for t in tables if re.search(table, t[0])]
+        tables = [t for t in tables if re.search(table, t[0], flags=re.M)]
         if not tables:
             raise BenchmarkLookupError(f"{path}: no table after text matching {table!r}")
     if not tables:
@@ -169,7 +169,8 @@ def bench(path: str, row, col: str, table: str | None = None, item: int = 0) -> 
     ``row`` selects exactly one row: a string matches the first cell, a tuple the first
     cells in order, a dict ``{header: value}`` the named cells; each value is the cell's
     text or a regular expression that matches it whole.  ``table`` (a regular expression
-    searched in the text between the previous table and this one) picks a table when the
+    searched, multi-line, in the text between the previous table and this one, e.g.
+    ``r"^### cont5$"``) picks a table when the
     file has several; ``item`` picks the cell's second, third ... number (``1``, ``2``:
     ``0.514 ± 0.200 (3 failed)``).  A file, table, row or column that does not exist, a
     row that is not unique, or a cell without that number raises `BenchmarkLookupError`
