@@ -15,8 +15,10 @@ Conventions (CONTRIBUTING.md, "Documentation"):
   whose expression cannot be evaluated, or that is not followed by a number,
   fails.  A number a benchmark measured is checked against its result file:
   ``bench(path, row, col)`` reads a cell of a ``benchmarks/results/*.md`` table,
-  ``bench_json(path, key, row=None)`` a value of a ``*.json`` result; a missing
-  file, table, row, column or key fails with a message naming it.
+  ``bench_json(path, key, row=None)`` a value of a ``*.json`` result,
+  ``bench_all`` every matching row's number (for a quoted range, whose two ends
+  are two markers side by side: ``8-<!-- ... -->17``); a missing file, table,
+  row, column or key fails with a message naming it.
 * A ```text block right after a ``<!-- output -->`` marker is the real output
   of the python block before it: it must equal what that block prints (the
   date and time statsmodels' summary stamps are not compared).
@@ -50,7 +52,7 @@ PAGES = sorted(p for p in DOCS.rglob("*.md"))
 USER_PAGES = [p for p in PAGES if p.relative_to(DOCS).parts[0] != "api"]
 MAX_CODE_LINE = 88
 
-CHECK = re.compile(r"<!--\s*check:\s*(.*?)\s*-->(\s*)(\S*)", flags=re.S)
+CHECK = re.compile(r"<!--\s*check:\s*(.*?)\s*-->(\s*)([^\s<]*)", flags=re.S)
 NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+(?!\w))?")
 OUTPUT = re.compile(r"<!--\s*output\s*-->\s*\n```text\n(.*?)```", flags=re.S)
 SNIPPET = re.compile(r'^-{2}8<-{2}\s+"([^"]+)"\s*$', flags=re.M)
@@ -341,6 +343,7 @@ def test_benchmark_checks_can_fail():
         "mean_abs_bias_in_mle_sd"]
     mark = f'<!-- check: bench("{table}", {rows!r}, "slope RMSE x1000") -->'
     page = (f"right {mark}{right:.2f}, wrong {mark}{right + 0.01:.2f}, "
+            f"a range {mark}{right:.2f}-{mark}{right + 0.01:.2f} (its second end is checked), "
             f'json <!-- check: bench_json("sample_aggregate_bias.json", '
             f'"correction=firth.mean_abs_bias_in_mle_sd") -->{bias + 0.1:.2f}, '
             '<!-- check: bench("nothing.md", "x", "y") -->1, '
@@ -351,9 +354,10 @@ def test_benchmark_checks_can_fail():
             '<!-- check: bench_json("sample_aggregate.json", "k", row={"n": 1}) -->1.\n')
     namespace, _ = run_page(page, "fake.md")
     errors = check_errors(page, namespace)
-    assert len(errors) == 8, errors
-    assert f"says {right + 0.01:.2f}" in errors[0] and f"says {bias + 0.1:.2f}" in errors[1]
-    for error, words in zip(errors[2:], ["no benchmark result file 'nothing.md'",
+    assert len(errors) == 9, errors
+    assert all(f"says {right + 0.01:.2f}," in e for e in errors[:2])
+    assert f"says {bias + 0.1:.2f}" in errors[2]
+    for error, words in zip(errors[3:], ["no benchmark result file 'nothing.md'",
                                          "no row matching 'no such row'",
                                          "no column 'no such column'", "24 rows matching",
                                          "0 elements with 'correction=x'",
