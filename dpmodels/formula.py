@@ -137,7 +137,6 @@ def user_stacklevel() -> int:
     """``stacklevel`` for `warnings.warn()` that points at the first frame
     outside dpmodels (the user's call), however deep inside the package the
     warning is raised."""
-    import os
 
     pkg = os.path.dirname(os.path.abspath(__file__))
     frame: FrameType | None = sys._getframe(1)
