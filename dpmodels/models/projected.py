@@ -43,11 +43,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import patsy
 
-from ..budget import exact_parts
+from ..budget import exact_parts, parts_fit
 from ..columns import columns_of, dtype_of, nrows
 from ..domain import build_domain
 from ..engines import source_for
 from ..errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
+from ..exact import MIN_EPSILON
 from ..formula import formula_variables, user_stacklevel
 from ..mechanisms import discrete_laplace_sf
 from ..randomness import random_source
@@ -95,13 +96,16 @@ class ProjectedReport(ReleaseReport):
     Attributes
     ----------
     epsilon : float
-        Spent by this model (selection + histogram); ``inf`` when not private.
+        The epsilon the model depends on in total: its selection and its
+        histogram, an earlier selection passed as ``select=`` included (the
+        smallest float at least the parts' exact sum); ``inf`` when not private.
     private : bool
         False only for ``epsilon=inf`` (no noise: not private).
     mechanism : str
         The mechanism's name, as the summary's privacy block prints it.
     split : tuple of (str, float)
-        The parts of epsilon (they add up to at most ``epsilon``).
+        The parts of epsilon, an earlier selection's included (they add up to
+        at most ``epsilon``).
     gamma : float or None
         The histogram's share (None when nothing was selected privately here).
     selection_source : str
@@ -113,7 +117,8 @@ class ProjectedReport(ReleaseReport):
     formula : str
         The formula fitted: the caller's, restricted to the selected variables.
     seeded : bool
-        True when a ``random_state`` made the histogram's noise reproducible.
+        True when a ``random_state`` made any part reproducible: the histogram's
+        noise, the selection made here or an earlier selection.
     n : int
         The public number of rows.
     noisy_total : int
@@ -122,6 +127,9 @@ class ProjectedReport(ReleaseReport):
         The selection's own report (None when the selection was not made here).
     histogram : PrivacyReport
         The report of the histogram of the selected variables.
+    earlier : SelectionReport or None
+        The report of an earlier selection passed as ``select=`` (its epsilon
+        was charged when it was made, and the result depends on it too).
     """
 
     title = "Privacy report (projected histogram)"
@@ -138,10 +146,13 @@ class ProjectedReport(ReleaseReport):
     formula: str
     selection: SelectionReport | None
     histogram: PrivacyReport
+    earlier: SelectionReport | None = None
 
     @property
     def seeded(self) -> bool:
-        return self.histogram.seeded
+        """True when any part the result depends on drew from a seeded generator."""
+        return self.histogram.seeded or any(
+            s.seeded for s in (self.selection, self.earlier) if s is not None)
 
     @property
     def n(self) -> int:
@@ -164,7 +175,7 @@ class ProjectedReport(ReleaseReport):
         rows = opening_rows(self)
         if self.gamma is not None:
             rows.append(("  gamma:", f"{self.gamma:.4g} (histogram share)"))
-        sel = self.selection
+        sel = self.selection if self.selection is not None else self.earlier
         rows += [
             ("Selection:", self.selection_source),
         ]
@@ -178,8 +189,18 @@ class ProjectedReport(ReleaseReport):
             ("Fitted formula:", self.formula),
         ]
         hist = self.histogram.rows()[1:]  # without its own "Privacy:" line
-        return rows + [(("Histogram " + k[0].lower() + k[1:]) if k == "Mechanism:" else k, v)
+        return rows + [(("Histogram " + k[0].lower() + k[1:]) if k == "Mechanism:" else k,
+                        self._randomness() if k == "Randomness:" else v)
                        for k, v in hist]
+
+    def _randomness(self) -> str:
+        """The "Randomness:" row: seeded when any part was."""
+        if not self.seeded:
+            return "OS secure entropy"
+        if self.histogram.seeded:
+            return "seeded generator (reproducible, for tests and docs)"
+        return ("seeded generator for the selection (reproducible, for tests and docs); OS "
+                "secure entropy for the histogram")
 
 
 def _factor_variables(code: str, lhs: str, columns, namespace, response: str) -> set[str]:
@@ -267,6 +288,26 @@ def _check_gamma(gamma) -> float | None:
     return float(gamma)
 
 
+def total_epsilon(parts) -> float:
+    """The smallest float at least the exact (rational) sum of ``parts``: the
+    epsilon a result that depends on all of them reports (never below it).
+
+    Examples
+    --------
+    >>> 0.1 + 0.2 + 0.3 < 0.6000000000000001, total_epsilon([0.1, 0.2, 0.3])
+    (False, 0.6000000000000001)
+    >>> total_epsilon([0.5, 1.0]), total_epsilon([0.5, math.inf])
+    (1.5, inf)
+    """
+    parts = [float(p) for p in parts]
+    if any(math.isinf(p) for p in parts):
+        return math.inf
+    t = math.fsum(parts)
+    while not parts_fit(t, parts):
+        t = math.nextafter(t, math.inf)
+    return t
+
+
 def _split(epsilon: float, gamma: float) -> tuple[float, float]:
     """``(eps_p, eps_h)`` with ``eps_p + eps_h <= epsilon`` exactly."""
     if math.isinf(epsilon):
@@ -274,6 +315,41 @@ def _split(epsilon: float, gamma: float) -> tuple[float, float]:
     eps_p = (1.0 - gamma) * epsilon
     eps_p, eps_h = exact_parts(epsilon, [eps_p, epsilon - eps_p])
     return eps_p, eps_h
+
+
+def smallest_epsilon(gamma: float) -> float:
+    """The smallest float epsilon whose split (`_split`) gives the selection and
+    the histogram each at least `MIN_EPSILON` (a function of the public gamma).
+
+    Examples
+    --------
+    >>> e = smallest_epsilon(0.25)
+    >>> min(_split(e, 0.25)) >= MIN_EPSILON > min(_split(math.nextafter(e, 0.0), 0.25))
+    True
+    """
+    e = MIN_EPSILON / min(gamma, 1.0 - gamma)
+    while min(_split(e, gamma)) < MIN_EPSILON:
+        e = math.nextafter(e, math.inf)
+    while min(_split(math.nextafter(e, 0.0), gamma)) >= MIN_EPSILON:
+        e = math.nextafter(e, 0.0)
+    return e
+
+
+def _check_parts(epsilon: float, gamma: float, eps_p: float, eps_h: float) -> None:
+    """Refuse, before any charge and any noise, an epsilon whose selection or
+    histogram part is below `MIN_EPSILON` (both parts are public)."""
+    if math.isinf(epsilon) or min(eps_p, eps_h) >= MIN_EPSILON:
+        return
+    low = smallest_epsilon(gamma)
+    step = 10.0 ** (math.floor(math.log10(low)) - 2)  # three significant digits, rounded up
+    shown = float(f"{math.ceil(low / step) * step:.2e}")
+    while shown < low:
+        shown = float(f"{shown + step:.2e}")
+    raise DPModelsError(
+        f"epsilon={epsilon:g} is too small to split between the feature selection and the "
+        f"histogram (gamma = {gamma:.4g}): the selection would get {eps_p:.3g} and the "
+        f"histogram {eps_h:.3g}, and each part must be at least {MIN_EPSILON:g}. The smallest "
+        f"epsilon that works with this gamma is {shown:.3g}; nothing was spent")
 
 
 if TYPE_CHECKING:
@@ -380,6 +456,7 @@ class _Projected(_ChoiceModel):
             else:
                 gamma_used = gamma if gamma is not None else estimate_gamma(n_rows, q, sizes, k)
                 eps_p, eps_h = _split(epsilon, gamma_used)
+                _check_parts(epsilon, gamma_used, eps_p, eps_h)
         if kind != "k":
             gamma_used, eps_p, eps_h = None, 0.0, epsilon
         if accountant is not None:
@@ -407,7 +484,8 @@ class _Projected(_ChoiceModel):
         elif kind == "earlier":
             selected = value
             source = (f"an earlier private selection (its epsilon "
-                      f"{select.report.epsilon:g} was charged then, not here)"
+                      f"{select.report.epsilon:g} was charged then, not here; the total "
+                      "epsilon includes it)"
                       if select.report.private else
                       "an earlier greedy argmax, NOT PRIVATE (epsilon = inf)")
         else:
@@ -431,7 +509,13 @@ class _Projected(_ChoiceModel):
         hist = model.release.report
         split = ((("feature selection (PRIVATEKD)", eps_p),) if kind == "k" else ()) + (
             ("histogram of the projection", hist.epsilon),)
-        total = eps_p + hist.epsilon if kind == "k" else hist.epsilon
+        earlier = select.report if kind == "earlier" else None
+        if earlier is not None and earlier.private:
+            # the coefficients fitted depend on the earlier selection too: its epsilon is a
+            # part of the result's (PRIVACY.md rule 8), like a non-private one below
+            split = (("an earlier private selection (PRIVATEKD), charged then",
+                      earlier.epsilon),) + split
+        total = total_epsilon([e for _, e in split])
         # which coefficients exist was chosen by the selection: a non-private selection
         # (epsilon = inf, here or earlier) makes the whole model non-private (PRIVACY.md
         # rule 8), whatever the histogram's epsilon
@@ -452,7 +536,8 @@ class _Projected(_ChoiceModel):
                       "perturbed histogram of the response and the selected variables",
             split=split, gamma=gamma_used, selection_source=source, selected=tuple(selected),
             dropped=dropped, formula=restricted,
-            selection=selection.report if selection is not None else None, histogram=hist)
+            selection=selection.report if selection is not None else None, histogram=hist,
+            earlier=earlier)
         return model
 
     @property
