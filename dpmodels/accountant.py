@@ -4,11 +4,66 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .errors import BudgetExceededError
 
-__all__ = ["Accountant", "Spend", "charge"]
+__all__ = ["Accountant", "Spend", "charge", "budget_fits", "exact_total"]
+
+
+def exact_total(epsilons: Iterable[float]) -> Fraction | float:
+    """The exact sum of the epsilons (as the rationals the floats are): a
+    `fractions.Fraction`, or ``inf`` when one of them is infinite."""
+    total = Fraction(0)
+    for e in epsilons:
+        e = float(e)
+        if math.isinf(e):
+            return math.inf
+        total += Fraction(e)
+    return total
+
+
+def _float_up(x: Fraction | float) -> float:
+    """The smallest float >= x."""
+    if isinstance(x, float):
+        return x
+    f = float(x)
+    return math.nextafter(f, math.inf) if Fraction(f) < x else f
+
+
+def _float_down(x: Fraction | float) -> float:
+    """The largest float <= x."""
+    if isinstance(x, float):
+        return x
+    f = float(x)
+    return math.nextafter(f, -math.inf) if Fraction(f) > x else f
+
+
+def budget_fits(total: float, spent: Iterable[float], epsilon: float) -> bool:
+    """True when ``epsilon`` fits in ``total`` after the spends ``spent``, in
+    exact rational arithmetic (PRIVACY.md rule 8): ``sum(spent) + epsilon <=
+    total`` for the rationals the floats are, with no tolerance (``Accountant(1.0)``
+    takes 1.0, and then not even 1e-300).  A NaN never fits; an infinite
+    epsilon fits only an infinite total.
+
+    Examples
+    --------
+    >>> budget_fits(1.0, [0.5], 0.5), budget_fits(1.0, [1.0], 1e-300)
+    (True, False)
+    >>> budget_fits(1.0, [0.1] * 9, 0.1)  # the float 0.1 is a little above 1/10
+    False
+    """
+    total, epsilon = float(total), float(epsilon)
+    if math.isnan(total) or math.isnan(epsilon):
+        return False
+    if math.isinf(total):
+        return True
+    if math.isinf(epsilon):
+        return False
+    used = exact_total(spent)
+    return not isinstance(used, float) and used + Fraction(epsilon) <= Fraction(total)
 
 
 @dataclass(frozen=True)
@@ -32,7 +87,11 @@ class Accountant:
 
     Under sequential composition the epsilons of separate releases add up.
     A release that would take the total past ``total_epsilon`` is refused
-    before the data are read.  Models fitted on an existing release cost
+    before the data are read.  The sum is exact (the rationals the float
+    epsilons are, PRIVACY.md rule 8): no tolerance, so ``Accountant(1.0)``
+    that spent 1.0 refuses even 1e-9 more (and ten spends of the float 0.1,
+    each a little above 1/10, do not fit 1.0: spend 0.1 nine times and then
+    what `remaining` says).  Models fitted on an existing release cost
     nothing and are not recorded.
 
     Parameters
@@ -45,9 +104,9 @@ class Accountant:
     total_epsilon : float
         The whole budget.
     spent : float
-        The epsilon charged so far.
+        The epsilon charged so far (their exact sum, rounded up to a float).
     remaining : float
-        ``total_epsilon - spent`` (never below 0).
+        ``total_epsilon - spent`` (exact, rounded down; never below 0).
     ledger : tuple of Spend
         Every charge, in order.
 
@@ -64,9 +123,6 @@ class Accountant:
     dpmodels.errors.BudgetExceededError: ...
     """
 
-    #: Relative slack so that e.g. ten spends of 0.1 fit a total of 1.0.
-    _TOL = 1e-9
-
     def __init__(self, total_epsilon: float):
         total_epsilon = float(total_epsilon)
         if not (total_epsilon > 0) or math.isnan(total_epsilon):
@@ -77,13 +133,19 @@ class Accountant:
 
     @property
     def spent(self) -> float:
-        """The epsilon charged so far (the sum of the ledger)."""
-        return math.fsum(s.epsilon for s in self._ledger)
+        """The epsilon charged so far: the ledger's exact sum, rounded up."""
+        return _float_up(exact_total(s.epsilon for s in self._ledger))
 
     @property
     def remaining(self) -> float:
-        """The epsilon left: ``total_epsilon - spent``, never below 0."""
-        return max(self.total_epsilon - self.spent, 0.0)
+        """The epsilon left: ``total_epsilon - spent`` exactly, rounded down,
+        never below 0 (a release of at most this epsilon fits)."""
+        if math.isinf(self.total_epsilon):
+            return math.inf
+        used = exact_total(s.epsilon for s in self._ledger)
+        if isinstance(used, float):  # pragma: no cover - an infinite spend needs an infinite total
+            return 0.0
+        return max(_float_down(Fraction(self.total_epsilon) - used), 0.0)
 
     @property
     def ledger(self) -> tuple[Spend, ...]:
@@ -105,7 +167,7 @@ class Accountant:
         BudgetExceededError
             When ``epsilon`` does not fit in what remains.
         """
-        if self.spent + epsilon > self.total_epsilon * (1 + self._TOL):
+        if not budget_fits(self.total_epsilon, (s.epsilon for s in self._ledger), epsilon):
             raise BudgetExceededError(
                 f"{label} needs epsilon={epsilon:g} but the accountant has only "
                 f"{self.remaining:g} of {self.total_epsilon:g} left; fit further models "

@@ -665,11 +665,16 @@ class Ledger:
         return acct
 
     def check(self, doc: dict, epsilon: float) -> None:
+        """Refuse ``epsilon`` unless it fits, in exact rational arithmetic (as
+        `dpmodels.Accountant`: no tolerance)."""
+        from .accountant import budget_fits
+
         total = float(doc["total_epsilon"])
-        spent = math.fsum(float(s["epsilon"]) for s in doc["spends"])
-        if spent + epsilon > total * (1 + 1e-9):
+        spends = [float(s["epsilon"]) for s in doc["spends"]]
+        if not budget_fits(total, spends, epsilon):
+            left = self.accountant(doc).remaining
             raise CLIError(
-                f"ledger {str(self.path)!r} has {max(total - spent, 0):g} of epsilon {total:g} "
+                f"ledger {str(self.path)!r} has {left:g} of epsilon {total:g} "
                 f"left; this command needs {epsilon:g}: fit further models on a saved release "
                 "(dpmodels fit MODEL FORMULA --release FILE, free), or use a smaller --epsilon")
 
@@ -960,13 +965,22 @@ def _budget(raw: _Raw | None, command: str):
         doc = raw.ledger.read()
         raw.ledger.check(doc, raw.epsilon)
         acct = raw.ledger.accountant(doc)
-        before = acct.spent
+        before = len(acct.ledger)
         try:
             yield acct
         finally:
-            spent = acct.spent - before
+            # what this command charged: the exact sum of its spends, rounded up (a
+            # float difference of totals could record an ulp less than was spent)
+            spent = _sum_up([s.epsilon for s in acct.ledger[before:]])
             if spent > 0:
                 raw.ledger.record(doc, spent, command)
+
+
+def _sum_up(epsilons: list[float]) -> float:
+    """The smallest float at least the exact sum of ``epsilons``."""
+    from .accountant import _float_up, exact_total
+
+    return _float_up(exact_total(epsilons))
 
 
 def _load_release(path: str):

@@ -99,9 +99,13 @@ def _mpf_of(x: float):
 class LogRate:
     """``log(rho)`` of a geometric law, ``0 < rho < 1``, as enclosures.
 
-    ``lo <= log(rho) <= hi < 0`` in float64, and `enclose()` an interval
+    ``lo <= log(rho) <= hi <= 0`` in float64, and `enclose()` an interval
     of any precision (mpmath raw intervals).  Build it with `of_q()` or
-    `no_cross()`.
+    `no_cross()`.  ``hi`` is negative unless ``log(rho)`` lies closer to 0
+    than the smallest subnormal float (``no_cross()`` at a huge epsilon,
+    e.g. OUE's bits at epsilon >= 745), where it is ``-0.0``: the fast path
+    then decides nothing (``log U / hi`` is infinite) and `enclose()`, whose
+    exponents are unbounded, decides exactly.
     """
 
     lo: float
@@ -126,8 +130,13 @@ class LogRate:
         tmp = cls(-1.0, -1.0, None, (float(epsilon), int(k)))
         lo_hi = tmp.enclose(80)
         lo, hi = to_float(lo_hi[0]), to_float(lo_hi[1])
-        lo = float(np.nextafter(lo, -np.inf))  # outward: the conversions round to nearest
-        hi = min(float(np.nextafter(hi, np.inf)), -np.finfo(float).tiny)
+        # outward: the conversions round to nearest.  A log closer to 0 than the
+        # smallest subnormal float (q = exp(-epsilon/2) below 5e-324) has no negative
+        # float above it: hi is then -0.0 (the enclosure holds; see the class notes)
+        lo = math.nextafter(lo, -math.inf)
+        hi = math.nextafter(hi, math.inf)
+        if hi >= 0.0:
+            hi = -0.0
         return cls(lo, hi, None, (float(epsilon), int(k)))
 
     def enclose(self, prec: int) -> tuple:
