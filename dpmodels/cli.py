@@ -1093,6 +1093,7 @@ def cmd_release(args) -> int:
         raise CLIError(f"{str(out)!r} already exists: choose another --out, or pass --force")
     with _budget(raw, _command_line(args.argv)) as acct:
         raw.prepare(args.spec)
+        _check_savable_levels(raw.levels)  # the file is written after the charge
         if args.method != "histogram" and not raw.is_formula:
             raise CLIError(f"--method {args.method} releases for a formula: write "
                            "\"y ~ x + ...\"")
@@ -1115,6 +1116,29 @@ def cmd_release(args) -> int:
     print(f"wrote {path}: {args.method} release of {raw.variables}, epsilon {raw.epsilon:g}; "
           f"fit on it for free with: dpmodels fit MODEL \"FORMULA\" --release {path}")
     return 0
+
+
+def _check_savable_levels(levels: Mapping[str, list]) -> None:
+    """Refuse, before the ledger is charged or a row is read, a declared level
+    that a saved release cannot hold (the saver's own rule,
+    `dpmodels.saving`): a TOML date, time or date-time (``levels =
+    [2020-01-01, ...]``), an array or a table.  The release would be paid for,
+    and then not written."""
+    from .saving import SavedReleaseError, _level_out
+
+    for name, values in levels.items():
+        for v in values:
+            try:
+                _level_out(name, v)
+            except SavedReleaseError:
+                shown = v.isoformat() if hasattr(v, "isoformat") else repr(v)
+                raise CLIError(
+                    f"variable {name!r}: the schema declares the level {shown} "
+                    f"({type(v).__name__}), which a saved release cannot hold (its levels are "
+                    f"strings, bools, ints or floats): write the levels as quoted strings "
+                    f"(levels = [\"{shown}\", ...]) and give {name!r} the same strings in the "
+                    "data file (a CSV holds them so; cast a Parquet date column to string), or "
+                    "recode it to integers; nothing was spent") from None
 
 
 def cmd_demo(args) -> int:

@@ -130,3 +130,42 @@ def test_oue_at_a_huge_epsilon_is_exact():
     assert rel.channel.name == "oue"
     assert rel.report_counts.sum() == pytest.approx(600, abs=100)
     assert np.all(rel.report_counts <= 4)
+
+
+# ---- 4: CLI date levels ------------------------------------------------------------------
+
+
+def _date_files(tmp_path):
+    import datetime as dt
+
+    days = [dt.date(2020, 1, 1), dt.date(2020, 1, 2)]
+    df = pd.DataFrame({"day": [days[i % 2] for i in range(200)], "y": np.arange(200) % 3})
+    df.to_parquet(tmp_path / "days.parquet", index=False)  # a date32 column
+    (tmp_path / "days.toml").write_text(
+        "[variables.day]\nlevels = [2020-01-01, 2020-01-02]\n\n"  # TOML dates, unquoted
+        "[variables.y]\nlevels = [0, 1, 2]\n")
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--total", "5"]) == 0
+    return ledger
+
+
+@pytest.mark.parametrize("engine", ["auto", "pandas"])
+def test_cli_release_with_date_levels_is_refused_before_the_charge(tmp_path, capsys, engine):
+    """The release accepted TOML date levels on a Parquet date column, charged
+    the ledger, and then saving refused the level: nothing written, epsilon
+    spent.  It is refused before the ledger is charged or the data read, naming
+    the variable and what to write instead."""
+    ledger = _date_files(tmp_path)
+    before = ledger.read_text()
+    capsys.readouterr()
+    out = tmp_path / "rel.json"
+    code = main(["release", "day,y", "--data", str(tmp_path / "days.parquet"), "--schema",
+                 str(tmp_path / "days.toml"), "--epsilon", "1", "--ledger", str(ledger),
+                 "--out", str(out), "--seed", "3", "--engine", engine])
+    err = capsys.readouterr().err
+    assert json.loads(ledger.read_text())["spends"] == [], err
+    assert ledger.read_text() == before  # nothing spent, nothing recorded
+    assert not out.exists()
+    assert code == 2, err
+    assert "'day'" in err and "2020-01-01" in err and "Traceback" not in err, err
+    assert "string" in err, err  # what to do: levels as strings (or a recoded column)
