@@ -48,6 +48,7 @@ from scipy import stats
 
 from .domain import SCALES
 from .errors import DPModelsError, UnknownVariableError
+from .report import noise_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -752,7 +753,7 @@ def _spurious_per_position(release, positions: int) -> float:
     rep = release.report
     if not rep.private or rep.threshold is None or not rep.expected_spurious_cells:
         return 0.0
-    q = math.exp(-rep.epsilon / 2.0)
+    q = math.exp(-noise_epsilon(rep) / 2.0)
     mean_tail = math.ceil(rep.threshold) + q / (1.0 - q)
     return rep.expected_spurious_cells / positions * mean_tail
 
@@ -818,7 +819,7 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
     else:
         fig, own = ax.figure, False
     k, what = _threshold_text(release.report)
-    eps = release.report.epsilon
+    eps = noise_epsilon(release.report)
     if y is None:
         left, width, ticks, label = _positions(ax_x)
         ax.bar(left, counts, width=width, align="edge", color="C0", edgecolor="white",

@@ -24,6 +24,9 @@ import numpy as np
 import pandas as pd
 
 from .accountant import Accountant, charge
+from .budget import split_epsilon
+from .clipping import CLIP_SHARE, clipping_axes, exact_outside, release_outside, warn_outside
+from .clipping import split_label as clip_split_label
 from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .domain import Domain, build_domain
 from .engines import source_for
@@ -33,6 +36,7 @@ from .errors import (
     NotPrivateWarning,
     UnknownVariableError,
 )
+from .exact import MIN_EPSILON
 from .formula import caller_namespace, formula_variables, user_stacklevel
 from .histogram import count_cells
 from .keywords import checked_keywords
@@ -44,7 +48,7 @@ from .mechanisms import (
 )
 from .plots import plot_release
 from .randomness import random_source
-from .report import PrivacyReport, Release
+from .report import HISTOGRAM_PART, PrivacyReport, Release
 from .saving import save_release
 from .simulation import ReleaseSimulator
 from .synthetic import sample_release
@@ -521,14 +525,23 @@ def release(
     if domain_check is not None:
         domain_check(domain)
     m = domain.size
-    thr = resolve_threshold(threshold, epsilon, max(n_public, 2), threshold_A, m,
+    # a share of epsilon for the rows outside the bounds (dpmodels.clipping) when a
+    # variable can clip; the cells' noise, threshold and spurious law use the rest
+    clip_axes = clipping_axes(domain)
+    eps_c, eps_h = math.inf, epsilon
+    if clip_axes and math.isfinite(epsilon):
+        eps_c, eps_h = split_epsilon(epsilon, [CLIP_SHARE, None])
+        if eps_c < MIN_EPSILON:
+            raise DPModelsError(f"epsilon={epsilon!r} is too small to split (the outside "
+                                f"counts' part {eps_c:.3g} is below {MIN_EPSILON:g})")
+    thr = resolve_threshold(threshold, eps_h, max(n_public, 2), threshold_A, m,
                             max_spurious_cells)
     if math.isinf(epsilon):
         expected_spurious = 0.0
     elif thr.k is None:
         expected_spurious = float(m)
     else:
-        expected_spurious = m * discrete_laplace_sf(thr.k, epsilon)
+        expected_spurious = m * discrete_laplace_sf(thr.k, eps_h)
     if expected_spurious > max_spurious_cells:
         what = ("a signed (unthresholded) release perturbs and keeps all"
                 if thr.k is None else "the threshold lets through about")
@@ -550,7 +563,7 @@ def release(
             NotPrivateWarning, stacklevel=user_stacklevel(),
         )
 
-    # ---- the one pass over the raw rows -------------------------------------------
+    # ---- the pass over the raw rows (and the count of rows outside the bounds) -----
     if source is not None:
         exact = source.count(domain, missing=missing)  # binned and counted in the engine
     else:
@@ -558,6 +571,7 @@ def release(
             exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
         except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
             raise unreadable_values_error(data, domain) from None
+    outside_exact = exact_outside(data, clip_axes)
 
     # ---- noise: only after the counts were taken without error --------------------
     budget = charge(accountant, epsilon, f"release of {list(names)}")
@@ -566,16 +580,21 @@ def release(
         noisy = NoisyCells(exact.ids, exact.counts)
     else:
         if thr.k is None:
-            noisy = noisy_signed_dense(bits, epsilon, exact.ids, exact.counts, m)
+            noisy = noisy_signed_dense(bits, eps_h, exact.ids, exact.counts, m)
         else:
-            noisy = noisy_threshold_sparse(bits, epsilon, exact.ids, exact.counts, m, thr.k)
+            noisy = noisy_threshold_sparse(bits, eps_h, exact.ids, exact.counts, m, thr.k)
     del exact
+    outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+               if clip_axes else None)
+    warn_outside(outside, stacklevel=user_stacklevel())
+    split = (((HISTOGRAM_PART, eps_h), (clip_split_label(len(clip_axes)), eps_c))
+             if clip_axes and math.isfinite(epsilon) else ())
 
     report = PrivacyReport(
         epsilon=epsilon,
         private=math.isfinite(epsilon),
         mechanism=MECHANISM if math.isfinite(epsilon) else "none (exact counts)",
-        noise_scale=2.0 / epsilon,
+        noise_scale=2.0 / eps_h,
         sensitivity=2,
         threshold_rule=thr.rule,
         threshold_A=thr.A,
@@ -589,5 +608,7 @@ def release(
         noisy_total=_exact_total(noisy.counts),
         seeded=bits.seeded,
         budget=budget,
+        split=split,
+        outside_bounds=outside,
     )
     return PrivateHistogram(domain, noisy.ids, noisy.counts, report)

@@ -295,6 +295,8 @@ def formula_release_metadata(build) -> dict:
     report = asdict(model.release.report)
     for noisy in ("radius", "clipped_rows", "noisy_rows", "split"):
         report.pop(noisy)
+    if report.get("outside_bounds"):  # the noisy counts outside the bounds (issue 43)
+        report["outside_bounds"].pop("counts")
     return {"params.index": names, "report": report,
             "split": tuple((mask(lab), e) for lab, e in model.release.report.split),
             "summary": mask(text),
@@ -416,7 +418,7 @@ def compare(case: Case, convert=lambda df: df, fit_kw=None) -> tuple[bool, dict,
 #: a warning that the other has not, the two fits took different paths.
 NOISE_DRIVEN = ("SeparationWarning", "ReleaseWarning", "ConvergenceWarning",
                 "HessianInversionWarning", "PerfectSeparationWarning", "RuntimeWarning",
-                "BinningBiasWarning")
+                "BinningBiasWarning", "ClippingWarning")
 
 
 def _noise_driven(a: dict, b: dict) -> bool:
