@@ -24,6 +24,7 @@ __all__ = [
     "BudgetExceededError",
     "NotPrivateWarning",
     "ReleaseWarning",
+    "ClippingWarning",
     "SeparationWarning",
     "SeparationError",
     "SingularDesignError",
@@ -114,6 +115,14 @@ class ReleaseWarning(UserWarning):
     message names the coefficients or variables and what to do.  Filter it
     like any warning (``warnings.simplefilter("error", dpm.ReleaseWarning)``
     turns it into an error)."""
+
+
+class ClippingWarning(ReleaseWarning):
+    """A large share of the rows lies outside a variable's declared bounds
+    (the release's noisy count, ``report.outside_bounds``): the clipped values
+    moved to the bounds, so the estimates and their intervals describe the
+    clipped data, not the population.  The message names each such variable;
+    widen its bounds from public knowledge.  A `ReleaseWarning`."""
 
 
 class SeparationWarning(ReleaseWarning, PerfectSeparationWarning):

@@ -41,6 +41,7 @@ import pandas as pd
 
 from .domain import Domain
 from .mechanisms import discrete_laplace_sf
+from .report import noise_epsilon
 
 __all__ = ["Z_INFO", "EXACT_CELLS", "CONTAMINATION_LIMIT", "ColumnInformation", "LevelContamination",
            "column_information", "level_contamination", "marginal_frame", "spurious_law",
@@ -96,7 +97,7 @@ def spurious_law(report) -> tuple[float, float, float, float] | None:
     epsilon = inf or a signed release."""
     if not report.private or report.threshold is None:
         return None
-    eps = report.epsilon
+    eps = noise_epsilon(report)
     k = math.ceil(report.threshold)
     one_minus_q = -math.expm1(-eps / 2.0)
     g = math.exp(-eps / 2.0) / one_minus_q  # E[G] = q / (1 - q)

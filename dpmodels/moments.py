@@ -78,6 +78,8 @@ import patsy
 
 from .accountant import Accountant, charge
 from .budget import split_epsilon
+from .clipping import CLIP_SHARE, OutsideCounter, clipping_axes, release_outside, warn_outside
+from .clipping import split_label as clip_split_label
 from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .domain import Domain, build_domain
 from .engines import source_for
@@ -767,6 +769,7 @@ class _RowPasses:
                  chunk_rows: int, y: np.ndarray | None = None):
         self.space, self.published, self.valid, self.chunk_rows = space, published, valid, chunk_rows
         self.y = y
+        self.outside = np.zeros(0, np.int64)  # set by _CountOutside (the first pass's)
         self.cache: list[tuple[np.ndarray, np.ndarray | None]] | None = (
             [] if valid.sum() * space.q <= _CACHE_VALUES else None)
         self.done = False
@@ -793,6 +796,20 @@ class _RowPasses:
     def __call__(self, chunk: int | None = None):
         for U, _ in self.pairs(chunk):
             yield U
+
+
+class _CountOutside:
+    """``make_rows`` that also counts, on the raw frame, the rows outside each
+    bounded variable's bounds (`dpmodels.clipping`) into ``rows.outside``: the
+    first pass returns them with its own result, so no pass is added."""
+
+    def __init__(self, make_rows, axes):
+        self.make_rows, self.counter = make_rows, OutsideCounter(axes)
+
+    def __call__(self, frame: pd.DataFrame):
+        rows = self.make_rows(frame)
+        rows.outside = self.counter(frame)
+        return rows
 
 
 def _checked_rows(make_rows, frame: pd.DataFrame, domain: Domain):
@@ -858,11 +875,13 @@ class _Passes:
     the same, bit for bit, however the rows are split."""
 
     def __init__(self, data, space: DesignSpace, domain: Domain, missing: str, chunk_rows: int,
-                 rows=None):
+                 rows=None, outside: tuple = ()):
         self.data, self.space, self.domain = data, space, domain
         self.missing, self.chunk_rows = missing, chunk_rows
-        # frame -> the rows a stage iterates
-        self.make_rows = rows or partial(_published_rows, space, domain, missing, chunk_rows)
+        # frame -> the rows a stage iterates (``rows.outside``: the raw frame's counts of
+        # values outside the bounds of the ``outside`` axes, dpmodels.clipping)
+        self.make_rows = _CountOutside(
+            rows or partial(_published_rows, space, domain, missing, chunk_rows), outside)
         self.source = source_for(data)
         self.rows_of = (None if self.source is not None
                         else _checked_rows(self.make_rows, _to_pandas(data), domain))
@@ -1032,11 +1051,17 @@ def release_moments(
     n_public, n_source = pub.n, pub.n_source
     space = design_space(formula, domain, namespace)
     private = math.isfinite(epsilon)
+    clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
     if private:  # the parts' exact sum is at most epsilon (dpmodels.budget)
-        eps_s, eps_r, eps_m = split_epsilon(epsilon, [SCALE_SHARE, RADIUS_SHARE, None])
+        if clip_axes:
+            eps_c, eps_s, eps_r, eps_m = split_epsilon(
+                epsilon, [CLIP_SHARE, SCALE_SHARE, RADIUS_SHARE, None])
+        else:
+            eps_c = math.inf
+            eps_s, eps_r, eps_m = split_epsilon(epsilon, [SCALE_SHARE, RADIUS_SHARE, None])
     else:
-        eps_s = eps_r = eps_m = math.inf
-    if private and (min(eps_s, eps_r, eps_m) < MIN_EPSILON or _unit_epsilon(
+        eps_c = eps_s = eps_r = eps_m = math.inf
+    if private and (min(eps_c, eps_s, eps_r, eps_m) < MIN_EPSILON or _unit_epsilon(
             eps_m, moments_sensitivity(1.0, space, np.ones(space.q),
                                        np.full(space.q, 1.0 / _LOCATION_BINS))[3] / 2.0)
             < MIN_EPSILON):
@@ -1051,13 +1076,15 @@ def release_moments(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the passes over the raw rows (all checks happen in the first) -----------------
-    passes = _Passes(data, space, domain, missing, chunk_rows)
-    loc_counts = passes.run(lambda rows_of: location_counts(rows_of, space)[1])
+    passes = _Passes(data, space, domain, missing, chunk_rows, outside=clip_axes)
+    loc_counts, outside_exact = passes.run(
+        lambda rows_of: (location_counts(rows_of, space)[1], rows_of.outside))
 
     budget = charge(accountant, epsilon, f"moments of {list(names)}")
     bits = random_source(random_state)
     q = space.q
 
+    split: tuple[tuple[str, float], ...]
     if not private:
         # exact moments (NOT private), centred at the data's own means in a first pass:
         # raw second moments of values far from the centre of wide bounds would lose
@@ -1092,11 +1119,16 @@ def release_moments(
                      "to an L1 ball of private radius, quantized), exact discrete Laplace")
         split = tuple(split) + (
             (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)", eps_m),)
+        if clip_axes:  # (a tuple of pairs, like the split above)
+            split += ((clip_split_label(len(clip_axes)), eps_c),)
+    outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+               if clip_axes else None)
+    warn_outside(outside, stacklevel=user_stacklevel())
     report = MomentsReport(
         epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
         n_source=n_source, variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=clipped,
-        noisy_rows=count, seeded=bits.seeded, budget=budget)
+        noisy_rows=count, seeded=bits.seeded, budget=budget, outside_bounds=outside)
     return PrivateMoments(space, float(count), np.asarray(sums, float), second, noise_var,
                           radius, offsets, scales, report)
 

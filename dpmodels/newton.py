@@ -50,9 +50,11 @@ import pandas as pd
 
 from .accountant import Accountant, charge
 from .budget import exact_parts
+from .clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
+from .clipping import split_label as clip_split_label
 from .errors import DomainError, DPModelsError
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from .formula import caller_namespace
+from .formula import caller_namespace, user_stacklevel
 from .histogram import undeclared_error
 from .keywords import checked_keywords
 from .moments import (
@@ -426,10 +428,12 @@ def release_newton(
     if not private:
         raise DPModelsError("method='newton' is a private mechanism; for an exact fit use "
                             "method='histogram' with epsilon=inf")
+    clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
+    eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
     eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
-    eps_steps = [(epsilon - eps_s - eps_r) * share for share in STEP_SHARES]
-    eps_s, eps_r, *eps_steps = exact_parts(epsilon, [eps_s, eps_r, *eps_steps])
-    check_split(epsilon, [eps_s, eps_r] + eps_steps)
+    eps_steps = [(epsilon - eps_c - eps_s - eps_r) * share for share in STEP_SHARES]
+    eps_c, eps_s, eps_r, *eps_steps = exact_parts(epsilon, [eps_c, eps_s, eps_r, *eps_steps])
+    check_split(epsilon, [eps_s, eps_r] + eps_steps + ([eps_c] if clip_axes else []))
     if accountant is not None:
         accountant.check(epsilon, f"Newton steps of {list(names)}")
 
@@ -439,8 +443,9 @@ def release_newton(
         y, y_missing = binary_response(domain.axis(response), frame[response])
         return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
-    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
-    loc_counts = passes.run(lambda rows: location_counts(rows, space)[1])
+    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
+    loc_counts, outside_exact = passes.run(
+        lambda rows: (location_counts(rows, space)[1], rows.outside))
 
     budget = charge(accountant, epsilon, f"Newton steps of {list(names)}")
     bits = random_source(random_state)
@@ -462,6 +467,11 @@ def release_newton(
         split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
                       f"1/({LEVELS} {g}**2))", eps_t))
     assert moments is not None  # recorded at the first step (STEP_SHARES is not empty)
+    outside = None
+    if clip_axes:
+        split.append((clip_split_label(len(clip_axes)), eps_c))
+        outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+        warn_outside(outside, stacklevel=user_stacklevel())
     report = MomentsReport(
         epsilon=epsilon, private=True,
         mechanism=("logistic regression by noisy Newton steps (rows centred and scaled "
@@ -470,6 +480,6 @@ def release_newton(
         split=tuple(split), n=n_public, n_source=n_source,
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
-        noisy_rows=moments[0], seeded=bits.seeded, budget=budget)
+        noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
     return PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
                          radius, report, tuple(step_noise))

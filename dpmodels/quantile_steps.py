@@ -58,9 +58,11 @@ from scipy import stats
 
 from .accountant import Accountant, charge
 from .budget import exact_parts
+from .clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
+from .clipping import split_label as clip_split_label
 from .errors import DomainError, DPModelsError
 from .exact import discrete_laplace, discrete_laplace_variance
-from .formula import caller_namespace
+from .formula import caller_namespace, user_stacklevel
 from .moments import (
     _NO_NA,
     RADIUS_SHARE,
@@ -505,16 +507,18 @@ def release_quantile_steps(
     eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
     eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
     eps_lv = epsilon * LEVEL_SHARE if space.dummy.any() else 0.0
-    eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv) / len(taus)
+    clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
+    eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
+    eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / len(taus)
     eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
     # every quantile's steps are a part of its own: the exact sum over all of them
-    fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv]
+    fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
                          + eps_steps * len(taus))
-    eps_s, eps_r, eps_ls, eps_res, eps_lv = fitted[:5]
-    eps_steps = [min(fitted[5 + t * len(eps_steps) + i] for t in range(len(taus)))
+    eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
+    eps_steps = [min(fitted[6 + t * len(eps_steps) + i] for t in range(len(taus)))
                  for i in range(len(eps_steps))]
-    check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv) + eps_steps,
-                f"over {len(taus)} quantile(s)")
+    check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv) + eps_steps
+                + [eps_c] * bool(clip_axes), f"over {len(taus)} quantile(s)")
     if accountant is not None:
         accountant.check(epsilon, f"quantile steps of {list(names)}")
     # ---- the rows: every check happens in the first pass ------------------------------
@@ -528,8 +532,9 @@ def release_quantile_steps(
                                -1.0, 1.0)
         return _RowPasses(space, published, valid, chunk_rows, y=y)
 
-    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows)
-    loc_counts = passes.run(lambda rows: location_counts(rows, space)[1])
+    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
+    loc_counts, outside_exact = passes.run(
+        lambda rows: (location_counts(rows, space)[1], rows.outside))
 
     budget = charge(accountant, epsilon, f"quantile steps of {list(names)}")
     bits = random_source(random_state)
@@ -592,6 +597,11 @@ def release_quantile_steps(
         widths.append(h)
         steps.append(tuple(noise))
     shown = ", ".join(f"{t:g}" for t in taus)
+    outside = None
+    if clip_axes:
+        split.append((clip_split_label(len(clip_axes)), eps_c))
+        outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+        warn_outside(outside, stacklevel=user_stacklevel())
     report = MomentsReport(
         epsilon=epsilon, private=True,
         mechanism=(f"quantile regression (q = {shown}) by a least-squares step and noisy "
@@ -602,7 +612,7 @@ def release_quantile_steps(
         split=tuple(split), n=n_public, n_source=n_source,
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,
-        noisy_rows=moments[0], seeded=bits.seeded, budget=budget)
+        noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
     return PrivateQuantileSteps(
         space, taus, np.array(betas), np.array(dens), H_ls, np.array(priors), np.array(scores),
         np.array(starts),

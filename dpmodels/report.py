@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .clipping import OutsideBounds
 
 __all__ = ["Release", "ReleaseReport", "PrivacyReport", "MomentsReport", "opening_rows", "closing_rows",
-           "report_text", "report_html", "noisy_count_text"]
+           "report_text", "report_html", "noisy_count_text", "outside_rows", "HISTOGRAM_PART",
+           "noise_epsilon"]
 
 
 class Release:
@@ -90,10 +95,25 @@ def noisy_count_text(count: float) -> str:
     return f"{max(count, 0.0):,.0f}"
 
 
+def noise_epsilon(report) -> float:
+    """The epsilon of a histogram release's cells' noise: its report's
+    ``noise_epsilon`` (the cells' part when epsilon was split), else its
+    ``epsilon``."""
+    return float(getattr(report, "noise_epsilon", report.epsilon))
+
+
+def outside_rows(report) -> list[tuple[str, str]]:
+    """The row of the noisy counts of rows outside the declared bounds
+    (`dpmodels.clipping.OutsideBounds`), when the release has them."""
+    outside = getattr(report, "outside_bounds", None)
+    return [] if outside is None else [("Rows outside bounds:", outside.text())]
+
+
 def closing_rows(report) -> list[tuple[str, str]]:
     """The rows every report ends with: each variable's public domain, the
-    randomness and the budget."""
-    return [(f"  {name}:", desc) for name, desc in report.variables] + [
+    noisy counts of rows outside the bounds (when released), the randomness
+    and the budget."""
+    return [(f"  {name}:", desc) for name, desc in report.variables] + outside_rows(report) + [
         ("Randomness:", "seeded generator (reproducible, for tests and docs)"
          if report.seeded else "OS secure entropy"),
         ("Budget:", report.budget),
@@ -144,6 +164,11 @@ class ReleaseReport:
     #: whether a ``seeded`` generator drew the noise, and the accountant's
     #: ``budget`` line.
     FIELDS = ("epsilon", "private", "mechanism", "n", "seeded", "budget")
+    #: The noisy counts of rows outside each bounded variable's declared bounds
+    #: (a `dpmodels.clipping.OutsideBounds`, from a share of epsilon listed in the
+    #: report's split), or None when no variable can clip or the mechanism does
+    #: not count them.  Shown as "Rows outside bounds" in the report.
+    outside_bounds: OutsideBounds | None = None
     # declared for the type checker; each report's dataclass fields
     epsilon: float
     private: bool
@@ -166,6 +191,10 @@ class ReleaseReport:
     def is_finite(self) -> bool:
         """True unless ``epsilon = inf`` (a release that is not private)."""
         return math.isfinite(self.epsilon)
+
+
+#: The label of a histogram's cells in its report's split.
+HISTOGRAM_PART = "histogram cells (L1 sensitivity 2)"
 
 
 @dataclass(frozen=True)
@@ -211,6 +240,13 @@ class PrivacyReport(ReleaseReport):
         True when a ``random_state`` made the noise reproducible.
     budget : str
         How the release was charged to an accountant, if any.
+    split : tuple of (str, float)
+        How epsilon was split when a variable can clip: the cells'
+        part (`HISTOGRAM_PART`) and the outside counts' part
+        (`dpmodels.clipping`); empty when the cells took all of epsilon.
+    outside_bounds : OutsideBounds or None
+        Noisy counts of rows outside each bounded variable's declared bounds;
+        None when no variable can clip.
     """
 
     epsilon: float
@@ -230,6 +266,18 @@ class PrivacyReport(ReleaseReport):
     noisy_total: int
     seeded: bool
     budget: str = "no accountant"
+    split: tuple = ()
+    outside_bounds: OutsideBounds | None = None
+
+    @property
+    def noise_epsilon(self) -> float:
+        """The epsilon of the cells' noise (scale ``2 / noise_epsilon``): the
+        split's `HISTOGRAM_PART`, or all of ``epsilon`` without a split.  What
+        every computation of the noise law from the report reads."""
+        for label, part in self.split:
+            if label == HISTOGRAM_PART:
+                return float(part)
+        return self.epsilon
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
@@ -241,7 +289,8 @@ class PrivacyReport(ReleaseReport):
             thr = f"{self.threshold_rule}: t = {self.threshold:.4g}"
         rows = opening_rows(self) + [
             ("Noise scale:", "none" if not self.private else
-             f"2/epsilon = {self.noise_scale:.4g} (L1 sensitivity {self.sensitivity})"),
+             f"{'2/epsilon' if not self.split else '2/(cells part)'} = "
+             f"{self.noise_scale:.4g} (L1 sensitivity {self.sensitivity})"),
             ("Threshold:", thr),
             ("Public n:", f"{self.n} ({self.n_source})"),
             ("Domain cells:", f"{self.domain_cells:,}"),
@@ -285,6 +334,9 @@ class MomentsReport(ReleaseReport):
         True when a ``random_state`` made the noise reproducible.
     budget : str
         How the release was charged to an `Accountant` ("no accountant" when none).
+    outside_bounds : OutsideBounds or None
+        Noisy counts of rows outside each bounded variable's declared bounds
+        (`dpmodels.clipping`); None when no variable can clip.
     """
 
     epsilon: float
@@ -300,6 +352,7 @@ class MomentsReport(ReleaseReport):
     noisy_rows: float
     seeded: bool
     budget: str = "no accountant"
+    outside_bounds: OutsideBounds | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""

@@ -63,6 +63,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from .domain import Domain
+from .report import noise_epsilon
 
 __all__ = [
     "REPRESENTATIVES",
@@ -393,7 +394,7 @@ class Representer:
         """Fitted on ``release`` marginalized to ``variables``."""
         marg = marginal_cells(release, variables)
         rep = release.report
-        return cls(marg.domain, marg.ids, marg.counts, method=method, epsilon=rep.epsilon,
+        return cls(marg.domain, marg.ids, marg.counts, method=method, epsilon=noise_epsilon(rep),
                    threshold=rep.threshold, n=rep.n)
 
     def coarsened(self, factor: int, axes: Sequence[str]) -> Representer:

@@ -91,6 +91,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
+from .budget import parts_fit
 from .domain import (
     SCALES,
     Axis,
@@ -110,7 +111,7 @@ from .moments import PrivateMoments, describe_axis, design_space
 from .newton import PrivateNewton
 from .quantile_steps import PrivateQuantileSteps, residual_edges
 from .release import PrivateHistogram
-from .report import MomentsReport, PrivacyReport
+from .report import HISTOGRAM_PART, MomentsReport, PrivacyReport
 from .saving import (
     FORMAT,
     FORMAT_VERSION,
@@ -287,7 +288,8 @@ _REPORT_KINDS = {
                     "threshold_A": "float?", "threshold": "float?", "n": "int",
                     "n_source": "str", "variables": "pairs", "domain_cells": "int",
                     "expected_spurious_cells": "float", "released_cells": "int",
-                    "noisy_total": "int", "seeded": "bool", "budget": "str"},
+                    "noisy_total": "int", "seeded": "bool", "budget": "str",
+                    "split": "split"},
     MomentsReport: {"epsilon": "float", "private": "bool", "mechanism": "str",
                     "split": "split", "n": "int", "n_source": "str", "variables": "pairs",
                     "columns": "strs", "radius": "float", "clipped_rows": "float",
@@ -306,6 +308,8 @@ def _report_in(r: _Reader, expected: type):
                                 f"{expected.__name__}")
     values: dict[str, Any] = {}
     for key, t in _REPORT_KINDS[expected].items():
+        if expected is PrivacyReport and key == "split" and key not in r.obj:
+            continue  # a histogram saved before its epsilon was split (issue 43)
         if t == "float":
             values[key] = r.float(key)
         elif t == "float?":
@@ -347,7 +351,45 @@ def _report_in(r: _Reader, expected: type):
         if values["private"] and not math.isclose(parts, eps, rel_tol=1e-9):
             raise SavedReleaseError(f"report.split's parts add up to {parts:g}, not to "
                                     f"report.epsilon = {eps:g}")
+    if expected is PrivacyReport and values.get("split"):
+        parts = [e for _, e in values["split"]]
+        cells = [e for label, e in values["split"] if label == HISTOGRAM_PART]
+        if values["private"] and not (parts_fit(eps, parts) and len(cells) == 1
+                                      and values["noise_scale"] == 2.0 / cells[0]):
+            raise SavedReleaseError(
+                "report.split must hold the cells' part, the parts must add up to at most "
+                "report.epsilon and report.noise_scale must be 2 / the cells' part")
+    if "outside_bounds" in r.obj and r.obj["outside_bounds"] is not None:
+        values["outside_bounds"] = _outside_in(r.sub("outside_bounds"), values)
     return expected(**values)
+
+
+def _outside_in(r: _Reader, values: dict):
+    """The saved noisy outside counts (`dpmodels.clipping`): their epsilon must be
+    the split's part for them (exactly), their noise SD is recomputed from it."""
+    from .clipping import OutsideBounds, outside_noise_sd, split_label
+
+    names = r.list("names")
+    if not all(isinstance(nm, str) for nm in names):
+        raise SavedReleaseError("report.outside_bounds.names must be a list of strings")
+    counts = [_float(c, f"report.outside_bounds.counts[{j}]")
+              for j, c in enumerate(r.list("counts"))]
+    if len(counts) != len(names) or not names:
+        raise SavedReleaseError("report.outside_bounds needs one count per name")
+    eps_c = r.float("epsilon")
+    if values["private"]:
+        parts = [e for label, e in values.get("split", ()) if label == split_label(len(names))]
+        if parts != [eps_c]:
+            raise SavedReleaseError(
+                f"report.outside_bounds.epsilon = {eps_c:g} is not the report's split part "
+                "for the outside counts")
+    elif math.isfinite(eps_c):
+        raise SavedReleaseError("report.outside_bounds.epsilon must be inf in a release that "
+                                "is not private")
+    if r.int("n") != values["n"]:
+        raise SavedReleaseError("report.outside_bounds.n is not the report's n")
+    return OutsideBounds(tuple(names), tuple(counts), values["n"], eps_c,
+                         outside_noise_sd(eps_c, len(names)))
 
 
 def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None):

@@ -106,6 +106,10 @@ def _report_out(report) -> dict:
             v = [[str(a), _float_out(b) if f.name == "split" else str(b)] for a, b in v]
         elif f.name == "columns":
             v = [str(c) for c in v]
+        elif f.name == "outside_bounds":  # dpmodels.clipping.OutsideBounds, or None
+            v = None if v is None else {
+                "names": [str(nm) for nm in v.names], "counts": [_float_out(c) for c in v.counts],
+                "n": int(v.n), "epsilon": _float_out(v.epsilon)}
         elif isinstance(v, (bool, np.bool_)):
             v = bool(v)
         elif isinstance(v, (int, np.integer)):

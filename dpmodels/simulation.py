@@ -21,6 +21,7 @@ import numpy as np
 
 from .mechanisms import discrete_laplace_sf, simulate_discrete_laplace, simulate_discrete_laplace_tail
 from .population import POPULATIONS, complement_ids, deconvolved_counts, smooth_tails
+from .report import noise_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .release import PrivateHistogram
@@ -113,7 +114,7 @@ class ReleaseSimulator:
         deconvolved = None
         if self.population == "deconvolved" and k is not None and k > 0:
             deconvolved = deconvolved_counts(self.release.domain, self.release.cell_ids,
-                                             self.release.counts, float(rep.epsilon), k,
+                                             self.release.counts, noise_epsilon(rep), k,
                                              int(rep.n))
         if deconvolved is not None:
             keep = deconvolved.expected > 1e-3
@@ -129,7 +130,7 @@ class ReleaseSimulator:
         object.__setattr__(self, "support", ids)
         object.__setattr__(self, "p_hat", mass / mass.sum())
         object.__setattr__(self, "n", int(rep.n))
-        object.__setattr__(self, "epsilon", float(rep.epsilon))
+        object.__setattr__(self, "epsilon", noise_epsilon(rep))
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "hidden", hidden)
         object.__setattr__(self, "removed", removed)

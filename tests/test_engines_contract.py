@@ -368,6 +368,9 @@ def _public_report(report) -> dict:
     if noisy is None:
         return {"masked": mask(repr(fields))}
     out = {k: v for k, v in fields.items() if k not in noisy}
+    if out.get("outside_bounds"):  # the noisy counts outside the bounds (issue 43)
+        out["outside_bounds"] = {k: v for k, v in out["outside_bounds"].items()
+                                 if k != "counts"}
     if "split" in out:
         out["split"] = tuple((mask(label), e) for label, e in out["split"])
     return out

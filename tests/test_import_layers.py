@@ -34,7 +34,8 @@ LAYERS = {
     # the caller's data as the releases see it (the histogram's counting in every engine,
     # the schema, the argument checks), and the code that writes public values out
     # (files, figures), which the releases and results call
-    "data": "engines engines.dask engines.lazy histogram columns validation saving plots",
+    "data": "engines engines.dask engines.lazy histogram columns validation saving plots "
+            "clipping",
     # one module per mechanism (plus the histogram's own simulation for the bootstrap)
     "releases": "population simulation release moments newton quantile_steps selection "
                 "sample_aggregate local synthetic",

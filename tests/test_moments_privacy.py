@@ -724,6 +724,8 @@ def published_moments(formula, data, kw) -> dict:
     report = asdict(rep)
     for noisy in ("radius", "clipped_rows", "noisy_rows", "split"):
         report.pop(noisy)
+    if report.get("outside_bounds"):  # the noisy counts outside the bounds (issue 43)
+        report["outside_bounds"].pop("counts")
     return {
         "model": type(model).__name__,
         "exog_names": space.exog_names, "endog_name": space.endog_name,

@@ -44,6 +44,7 @@ from ..information import (
 from ..intervals import BINNING_MIN_BINS_ONE, DEFAULT_INTERVAL, DPInference, resolve_cov_type
 from ..moments import check_finite_design
 from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
+from ..report import noise_epsilon
 from ..representatives import (
     DEFAULT_REPRESENTATIVES,
     REPRESENTATIVES,
@@ -832,11 +833,11 @@ class DPModel:
         generic = "Use a larger epsilon, fewer bins or fewer variables"
         if rep.threshold_rule == "auto" or rep.threshold is None or rep.threshold_A is None:
             return generic + "."
-        k = auto_threshold(int(rep.domain_cells), int(rep.n), float(rep.epsilon),
+        k = auto_threshold(int(rep.domain_cells), int(rep.n), noise_epsilon(rep),
                            float(rep.threshold_A))
         if k <= math.ceil(rep.threshold):
             return generic + "."
-        mass = spurious_mass(k, int(rep.domain_cells), float(rep.epsilon))
+        mass = spurious_mass(k, int(rep.domain_cells), noise_epsilon(rep))
         return (f'threshold="auto" cuts at {k} here (this release: {math.ceil(rep.threshold)}), '
                 f"for an expected {mass:,.0f} spurious rows in all (at most "
                 f"{AUTO_SPURIOUS_FRACTION:.0%} of n); or use a larger epsilon, fewer bins or "
