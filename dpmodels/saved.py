@@ -87,6 +87,7 @@ import os
 import pathlib
 from collections.abc import Mapping
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -104,13 +105,31 @@ from .domain import (
     scale_fits,
 )
 from .errors import DPModelsError
+from .exact import discrete_laplace_variance
 from .formula import caller_namespace
 from .keywords import checked_keywords
 from .local import Channel, LocalRelease, LocalReport
-from .moments import PrivateMoments, describe_axis, design_space
-from .newton import PrivateNewton
-from .quantile_steps import PrivateQuantileSteps, residual_edges
-from .release import PrivateHistogram
+from .mechanisms import discrete_laplace_sf
+from .moments import (
+    RADIUS_SHARE,
+    SCALE_SHARE,
+    PrivateMoments,
+    describe_axis,
+    design_space,
+    moments_sensitivity,
+)
+from .newton import LEVELS, STEP_SHARES, PrivateNewton
+from .quantile_steps import (
+    LEVEL_SHARE,
+    LS_SHARE,
+    QUANTILE_STEP_SHARES,
+    RESIDUAL_SHARE,
+    PrivateQuantileSteps,
+    level_sensitivity,
+    residual_edges,
+    score_sensitivity,
+)
+from .release import DEFAULT_A, PrivateHistogram, resolve_threshold
 from .report import HISTOGRAM_PART, MomentsReport, PrivacyReport
 from .saving import (
     FORMAT,
@@ -347,10 +366,7 @@ def _report_in(r: _Reader, expected: type):
     if values["n"] < 1:
         raise SavedReleaseError(f"report.n must be a positive integer, got {values['n']}")
     if expected is MomentsReport:
-        parts = sum(e for _, e in values["split"])
-        if values["private"] and not math.isclose(parts, eps, rel_tol=1e-9):
-            raise SavedReleaseError(f"report.split's parts add up to {parts:g}, not to "
-                                    f"report.epsilon = {eps:g}")
+        _split_claim(values["split"], eps, values["private"])
     if expected is PrivacyReport and values.get("split"):
         parts = [e for _, e in values["split"]]
         cells = [e for label, e in values["split"] if label == HISTOGRAM_PART]
@@ -432,6 +448,7 @@ def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None
     if report.variables != tuple(domain.describe().items()):
         raise SavedReleaseError("report.variables does not describe the saved domain "
                                 f"({report.variables} vs {tuple(domain.describe().items())})")
+    _histogram_claim(report, m)
     return PrivateHistogram(domain, ids_arr, counts_arr, report)
 
 
@@ -555,15 +572,17 @@ def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
     second = _symmetric(body.floats("second", (q, q)), "release.second")
     noise_var = _variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
                            "release.noise_var")
-    return PrivateMoments(space, body.float("count"), body.floats("sums", (q,)), second,
-                          noise_var, _positive(body.float("radius"), "release.radius"),
-                          body.floats("offsets", (q,)), _scales(body, q), report)
+    rel = PrivateMoments(space, body.float("count"), body.floats("sums", (q,)), second,
+                         noise_var, _positive(body.float("radius"), "release.radius"),
+                         body.floats("offsets", (q,)), _scales(body, q), report)
+    _moments_claim(rel)
+    return rel
 
 
 def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
     report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
-    return PrivateNewton(
+    rel = PrivateNewton(
         space, body.floats("beta", (k,)),
         _symmetric(body.floats("information", (k, k)), "release.information"),
         body.floats("score", (k,)), body.floats("start", (k,)),
@@ -571,6 +590,8 @@ def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
         _moments_tuple(body, q), body.floats("offsets", (q,)), _scales(body, q),
         _positive(body.float("radius"), "release.radius"), report,
         _variances(_pairs(body.list("step_noise"), "release.step_noise"), "release.step_noise"))
+    _newton_claim(rel)
+    return rel
 
 
 def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
@@ -602,7 +623,7 @@ def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
         raise SavedReleaseError(
             f"release.level_counts has {n_levels} entries; the design has "
             f"{int(space.dummy.sum())} 0/1 columns (0 or {1 + int(space.dummy.sum())} entries)")
-    return PrivateQuantileSteps(
+    rel = PrivateQuantileSteps(
         space, taus, body.floats("beta", (m, k)), body.floats("density", (m,)),
         _symmetric(body.floats("ls_information", (k, k)), "release.ls_information"),
         _variances(body.floats("band_prior_var", (m,)), "release.band_prior_var"),
@@ -614,6 +635,212 @@ def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
         _moments_tuple(body, q), body.floats("offsets", (q,)), _scales(body, q),
         _positive(body.float("radius"), "release.radius"),
         body.float("y_centre"), _positive(body.float("y_half"), "release.y_half"), report)
+    _quantile_claim(rel)
+    return rel
+
+
+# ---- the claim: noise, threshold and split agree with the stated epsilon (rule 11) ----------
+#
+# A file's epsilon is believed only if what the release drew its noise with (the noise
+# scale, the split of epsilon between the mechanism's parts, the noise variances of the
+# released values) is what the release's own code makes of that epsilon, in exact
+# arithmetic: an edited epsilon, split or noise scale is refused, never reported as a
+# stronger guarantee than the noise gives.
+
+
+def _claim_error(what: str, stated, want, eps: float) -> SavedReleaseError:
+    return SavedReleaseError(
+        f"{what} is {stated!r}, but a release at the stated epsilon = {eps!r} has {want!r}: "
+        "the file's noise does not prove the guarantee it states (an edited or inconsistent "
+        "file); it is refused")
+
+
+def _split_claim(split, eps: float, private: bool) -> None:
+    """Every part of a split finite and >= 0, their exact (rational) sum at
+    most the stated epsilon; no part in a release that is not private."""
+    if not private:
+        if split:
+            raise SavedReleaseError("report.split lists parts of epsilon, but report.epsilon "
+                                    "is inf (a release that is not private has none)")
+        return
+    if not split:
+        raise SavedReleaseError("report.split is empty: a private release states how its "
+                                "epsilon was split between its parts")
+    for label, e in split:
+        if not (math.isfinite(e) and e >= 0):
+            raise SavedReleaseError(f"report.split's part {e!r} for {label!r} is not a finite "
+                                    "number >= 0")
+    total = sum((Fraction(e) for _, e in split), Fraction(0))
+    if total > Fraction(eps):  # exactly: a float sum or isclose would let an ulp through
+        raise SavedReleaseError(
+            f"report.split's parts add up to {float(total)!r} (exactly {total}), more than "
+            f"report.epsilon = {eps!r}: the release spent more than the epsilon it states")
+    if float(total) < eps * (1.0 - 1e-9):  # the release's parts fall short by ulps at most
+        raise SavedReleaseError(f"report.split's parts add up to {float(total):g}, not to "
+                                f"report.epsilon = {eps:g}")
+
+
+def _unit_of(eps: float, sensitivity_half: float) -> float:
+    """The discrete Laplace ``epsilon`` argument of a vector of L1 sensitivity
+    ``2 * sensitivity_half`` at a part ``eps``, as the formula releases compute it."""
+    return float(np.nextafter(eps / sensitivity_half, 0.0))
+
+
+def _histogram_claim(report: PrivacyReport, m: int) -> None:
+    """The split (when a variable can clip: the cells' part and the outside
+    counts'), noise scale, sensitivity, threshold and spurious-cell bound of a
+    histogram, rebuilt from its stated epsilon (`dpmodels.release`'s code)."""
+    from .budget import split_epsilon  # (lazy: the budget's import line is shared)
+
+    eps = report.epsilon
+    split = tuple(getattr(report, "split", ()))
+    eps_h = eps  # the cells' epsilon: their noise, threshold and spurious law
+    if split:
+        _split_claim(split, eps, report.private)
+        from .clipping import CLIP_SHARE
+
+        eps_c, eps_h = split_epsilon(eps, [CLIP_SHARE, None])
+        _parts_claim(report, [eps_h, eps_c])
+    if report.noise_scale != 2.0 / eps_h:
+        raise _claim_error("report.noise_scale", report.noise_scale, 2.0 / eps_h, eps)
+    if report.sensitivity != 2:
+        raise _claim_error("report.sensitivity", report.sensitivity, 2, eps)
+    rule, n, A = report.threshold_rule, max(report.n, 2), report.threshold_A
+    arg: object
+    if not report.private:
+        arg = "enhanced"  # ignored at epsilon = inf
+    elif rule == "enhanced" or rule.startswith("auto ("):
+        arg = "auto" if rule.startswith("auto (") else "enhanced"
+    elif rule.startswith("zero"):
+        arg = "zero"
+    elif rule.startswith("none (signed"):
+        arg = None
+    elif rule == "fixed" and report.threshold is not None:
+        arg = report.threshold
+    else:
+        raise SavedReleaseError(f"report.threshold_rule {rule!r} is not a rule of a release "
+                                f"at epsilon = {eps!r}")
+    try:
+        spec = resolve_threshold(arg, eps_h, n, A if A is not None else DEFAULT_A, m)
+    except DPModelsError as exc:
+        raise SavedReleaseError(f"report.threshold_A = {A!r}: {exc}") from None
+    stated = (report.threshold_rule, report.threshold, report.threshold_A)
+    want = (spec.rule, spec.value, spec.A)
+    k = spec.k
+    if stated != want:
+        # threshold="auto" under a max_spurious_cells cap (not saved) only raises the cut
+        raised = (arg == "auto" and spec.k is not None and report.threshold is not None
+                  and report.threshold == math.ceil(report.threshold) >= spec.k
+                  and report.threshold_A == spec.A and "above enhanced" in rule)
+        if not raised or report.threshold is None:
+            raise _claim_error("report's threshold (rule, t, A)", stated, want, eps)
+        k = int(report.threshold)
+    spurious = (0.0 if not report.private else float(m) if k is None
+                else m * discrete_laplace_sf(k, eps_h))
+    if report.expected_spurious_cells != spurious:
+        raise _claim_error("report.expected_spurious_cells", report.expected_spurious_cells,
+                           spurious, eps)
+
+
+def _clipped(report) -> bool:
+    """True when the release also counted rows outside the bounds (a part of its split)."""
+    return getattr(report, "outside_bounds", None) is not None
+
+
+def _parts_claim(report, want: list) -> None:
+    """The split's parts, in order, must be exactly ``want``."""
+    stated = [e for _, e in report.split]
+    if stated != want:
+        raise _claim_error("report.split's parts", stated, want, report.epsilon)
+
+
+def _moments_claim(rel: PrivateMoments) -> None:
+    """The split of a moments release (`dpmodels.moments.release_moments()`)
+    and its noise variances, rebuilt from the stated epsilon."""
+    report, eps = rel.report, rel.report.epsilon
+    if not report.private:
+        if tuple(rel.noise_var) != (0.0, 0.0, 0.0):
+            raise _claim_error("release.noise_var", tuple(rel.noise_var), (0.0, 0.0, 0.0), eps)
+        return
+    from .budget import split_epsilon  # (lazy: the budget's import line is shared)
+
+    if _clipped(report):
+        from .clipping import CLIP_SHARE
+
+        eps_c, eps_s, eps_r, eps_m = split_epsilon(
+            eps, [CLIP_SHARE, SCALE_SHARE, RADIUS_SHARE, None])
+        want = [eps_s, eps_r, eps_m, eps_c]
+    else:
+        eps_s, eps_r, eps_m = split_epsilon(eps, [SCALE_SHARE, RADIUS_SHARE, None])
+        want = [eps_s, eps_r, eps_m]
+    _parts_claim(report, want)
+    g, _, w_s, delta = moments_sensitivity(rel.radius, rel.space, rel.offsets, rel.scales)
+    var = discrete_laplace_variance(_unit_of(eps_m, delta / 2.0))
+    noise = (var / (w_s * g) ** 2, var / (w_s * g) ** 2, var / g**4)
+    if tuple(rel.noise_var) != noise:
+        raise _claim_error("release.noise_var", tuple(rel.noise_var), noise, eps)
+
+
+def _newton_claim(rel: PrivateNewton) -> None:
+    """The split of a Newton-steps release (`dpmodels.newton.release_newton()`),
+    rebuilt from the stated epsilon."""
+    from .budget import exact_parts  # (lazy: the budget's import line is shared)
+
+    eps = rel.report.epsilon
+    if not rel.report.private:
+        raise SavedReleaseError("a Newton-steps release is always private: report.epsilon "
+                                "must be finite")
+    clipped = _clipped(rel.report)
+    if clipped:
+        from .clipping import CLIP_SHARE
+    eps_c = eps * CLIP_SHARE if clipped else 0.0
+    eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
+    steps = [(eps - eps_c - eps_s - eps_r) * share for share in STEP_SHARES]
+    eps_c, eps_s, eps_r, *steps = exact_parts(eps, [eps_c, eps_s, eps_r, *steps])
+    _parts_claim(rel.report, [eps_s, eps_r, *steps] + ([eps_c] if clipped else []))
+    if len(rel.step_noise) != len(steps) or tuple(rel.noise_var) != tuple(rel.step_noise[-1]):
+        raise SavedReleaseError(
+            f"release.step_noise must hold one pair per Newton step ({len(steps)}), the last "
+            "equal to release.noise_var")
+
+
+def _quantile_claim(rel: PrivateQuantileSteps) -> None:
+    """The split of a quantile-steps release
+    (`dpmodels.quantile_steps.release_quantile_steps()`) and the noise
+    variances of its quantile steps and level counts, rebuilt from the stated epsilon."""
+    from .budget import exact_parts  # (lazy: the budget's import line is shared)
+
+    eps, taus, space = rel.report.epsilon, rel.quantiles, rel.space
+    if not rel.report.private:
+        raise SavedReleaseError("a quantile-steps release is always private: report.epsilon "
+                                "must be finite")
+    clipped = _clipped(rel.report)
+    if clipped:
+        from .clipping import CLIP_SHARE
+    eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
+    eps_ls, eps_res = eps * LS_SHARE, eps * RESIDUAL_SHARE
+    eps_lv = eps * LEVEL_SHARE if space.dummy.any() else 0.0
+    eps_c = eps * CLIP_SHARE if clipped else 0.0
+    eps_q = (eps - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / len(taus)
+    steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
+    fitted = exact_parts(eps, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
+                         + steps * len(taus))
+    eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
+    steps = [min(fitted[6 + t * len(steps) + i] for t in range(len(taus)))
+             for i in range(len(steps))]
+    _parts_claim(rel.report, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv)
+                 + steps * len(taus) + [eps_c] * clipped)
+    g, delta = score_sensitivity(rel.radius, space, rel.offsets, rel.scales)
+    noise = tuple(tuple((v, v) for v in (
+        discrete_laplace_variance(_unit_of(e, delta / 2.0)) / float(LEVELS * g) ** 2
+        for e in steps)) for _ in taus)
+    stated = tuple(tuple(tuple(float(x) for x in pair) for pair in per_q) for per_q in rel.steps)
+    if stated != noise:
+        raise _claim_error("release.steps (noise variances)", stated, noise, eps)
+    level = (discrete_laplace_variance(_unit_of(eps_lv, level_sensitivity(space) / 2.0))
+             if eps_lv else 0.0)
+    if float(rel.level_noise_var) != level:
+        raise _claim_error("release.level_noise_var", float(rel.level_noise_var), level, eps)
 
 
 #: The channels a saved local release may name (``Channel.name``).

@@ -14,6 +14,8 @@ Fixed seeds, real releases and fits, no mocks.
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import re
 import warnings
@@ -26,6 +28,8 @@ import pytest
 import dpmodels as dpm
 from dpmodels.exact import MIN_EPSILON
 from dpmodels.models.projected import _split, smallest_epsilon
+from dpmodels.saved import release_from_document
+from dpmodels.saving import SavedReleaseError, release_document
 
 BOUNDS = {"x1": (0.0, 1.0), "x2": (0.0, 1.0), "x3": (0.0, 1.0)}
 LEVELS = {"y": [0, 1]}
@@ -115,3 +119,164 @@ def test_projected_fit_with_its_own_selection_keeps_the_callers_epsilon(frame):
     parts = [e for _, e in model.privacy.split]
     assert len(parts) == 2 and model.privacy.epsilon <= 0.7
     assert sum(Fraction(e) for e in parts) <= Fraction(model.privacy.epsilon)
+
+
+# ---- item 6: a saved release proves the guarantee it states (PRIVACY.md rule 11) -----
+
+XB = {"x": (0.0, 10.0), "y": (-5.0, 30.0)}
+
+
+@pytest.fixture(scope="module")
+def saved() -> dict:
+    """One release of each formula kind and histograms under every threshold rule, as
+    the documents `save()` writes."""
+    rng = np.random.default_rng(43)
+    n = 4_000
+    x = rng.uniform(0, 10, n)
+    df = pd.DataFrame({"x": x, "y": 1 + 2 * x + rng.normal(size=n),
+                       "b": (rng.random(n) < 1 / (1 + np.exp(3 - 0.6 * x))).astype(int),
+                       "g": rng.choice(["a", "b"], n)})
+    lv = {"b": [0, 1], "g": ["a", "b"]}
+    out = {}
+    for name, thr in (("enhanced", "enhanced"), ("auto", "auto"), ("zero", "zero"),
+                      ("signed", None), ("fixed", 7.5)):
+        out[f"histogram-{name}"] = dpm.release(
+            df, columns=["y", "x", "g"], epsilon=1.0, bounds=XB, levels=lv, bins=5,
+            threshold=thr, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out["histogram-inf"] = dpm.release(df, columns=["x", "g"], epsilon=math.inf,
+                                           bounds=XB, levels=lv, bins=5)
+        out["moments-inf"] = dpm.release_moments(df, formula="y ~ x", epsilon=math.inf,
+                                                 bounds=XB)
+    out["moments"] = dpm.release_moments(df, formula="y ~ x + C(g)", epsilon=1.0, bounds=XB,
+                                         levels=lv, random_state=1)
+    out["newton"] = dpm.release_newton(df, formula="b ~ x + C(g)", epsilon=1.0, bounds=XB,
+                                       levels=lv, random_state=2)
+    out["quantile-steps"] = dpm.dp_quantreg("y ~ x + C(g)", df, epsilon=1.0, bounds=XB,
+                                            levels=lv, method="newton", q=[0.25, 0.5],
+                                            random_state=3).release
+    return {k: json.loads(json.dumps(release_document(r))) for k, r in out.items()}
+
+
+def _load(doc):
+    return release_from_document(copy.deepcopy(doc), {})
+
+
+def _with_epsilon(doc, eps, scale_split=False):
+    doc = copy.deepcopy(doc)
+    doc["guarantee"]["epsilon"] = eps
+    doc["report"]["epsilon"] = eps
+    if scale_split and doc["report"].get("split"):  # the parts scaled to add up to it
+        old = sum(e for _, e in doc["report"]["split"])
+        doc["report"]["split"] = [[lab, e * eps / old] for lab, e in doc["report"]["split"]]
+    return doc
+
+
+def _cells_epsilon(doc) -> float:
+    """The epsilon a histogram document's cells claim: their part of the split, if any."""
+    split = doc["report"].get("split") or []
+    return split[0][1] if split else doc["report"]["epsilon"]
+
+
+def test_every_genuine_saved_release_loads(saved):
+    for kind, doc in saved.items():
+        rel = _load(doc)
+        assert rel.report.epsilon == doc["report"]["epsilon"] or math.isinf(rel.report.epsilon)
+
+
+def test_histogram_file_with_an_edited_epsilon_is_refused(saved):
+    doc = saved["histogram-enhanced"]
+    assert _load(doc).report.epsilon == 1.0
+    # the audit's file: epsilon 0.1, noise scale and threshold still those of epsilon 1
+    with pytest.raises(SavedReleaseError, match="noise_scale|split"):
+        _load(_with_epsilon(doc, 0.1))
+    with pytest.raises(SavedReleaseError, match="noise_scale|split"):
+        _load(_with_epsilon(doc, 0.1, scale_split=True))
+    # the noise scale edited too: the threshold still gives epsilon 1 away
+    edited = _with_epsilon(doc, 0.1, scale_split=True)
+    edited["report"]["noise_scale"] = 2.0 / _cells_epsilon(edited)
+    with pytest.raises(SavedReleaseError, match="threshold|split"):
+        _load(edited)
+    # the threshold moved too: the released counts and the spurious-cell bound still
+    # give epsilon 1 away
+    edited["report"]["threshold"] = 0.5 * math.log(4000) / _cells_epsilon(edited)
+    with pytest.raises(SavedReleaseError, match="threshold|expected_spurious_cells|split"):
+        _load(edited)
+    edited["report"]["threshold"] = 1.0
+    edited["report"]["threshold_rule"] = "fixed"
+    edited["report"]["threshold_A"] = None
+    with pytest.raises(SavedReleaseError, match="expected_spurious_cells|split"):
+        _load(edited)
+
+
+@pytest.mark.parametrize("kind", ["histogram-auto", "histogram-zero", "histogram-signed",
+                                  "histogram-fixed"])
+def test_histogram_files_of_every_threshold_rule_with_an_edited_epsilon_are_refused(saved,
+                                                                                    kind):
+    doc = saved[kind]
+    _load(doc)
+    with pytest.raises(SavedReleaseError, match="noise_scale|split"):
+        _load(_with_epsilon(doc, 0.1, scale_split=True))
+    edited = _with_epsilon(doc, 0.1, scale_split=True)
+    edited["report"]["noise_scale"] = 2.0 / _cells_epsilon(edited)
+    if kind == "histogram-signed":  # every cell kept: the noise scale is the whole claim
+        edited["report"]["noise_scale"] = doc["report"]["noise_scale"]
+    with pytest.raises(SavedReleaseError, match="noise_scale|threshold|spurious|split"):
+        _load(edited)
+
+
+@pytest.mark.parametrize("kind", ["moments", "newton", "quantile-steps"])
+def test_formula_file_with_an_edited_epsilon_and_split_is_refused(saved, kind):
+    doc = saved[kind]
+    _load(doc)
+    with pytest.raises(SavedReleaseError):
+        _load(_with_epsilon(doc, 0.1, scale_split=True))
+
+
+@pytest.mark.parametrize("kind", ["moments", "newton", "quantile-steps"])
+def test_split_with_a_negative_part_is_refused(saved, kind):
+    doc = copy.deepcopy(saved[kind])
+    split = doc["report"]["split"]
+    split[0][1], split[1][1] = split[0][1] + 1.0, split[1][1] - 1.0  # same sum
+    assert split[1][1] < 0
+    with pytest.raises(SavedReleaseError, match="split"):
+        _load(doc)
+
+
+def test_audit_split_2_minus_1_0_is_refused(saved):
+    doc = copy.deepcopy(saved["moments"])
+    split = doc["report"]["split"]
+    doc["report"]["split"] = [[split[0][0], 2.0], [split[1][0], -1.0]] + [
+        [lab, 0.0] for lab, _ in split[2:]]
+    with pytest.raises(SavedReleaseError, match="split"):
+        _load(doc)
+
+
+@pytest.mark.parametrize("kind", ["moments", "newton", "quantile-steps"])
+def test_split_above_epsilon_by_5e_10_is_refused(saved, kind):
+    doc = copy.deepcopy(saved[kind])
+    doc["report"]["split"][-1][1] += 5e-10
+    with pytest.raises(SavedReleaseError, match="split"):
+        _load(doc)
+
+
+def test_moments_noise_variance_edited_is_refused(saved):
+    doc = copy.deepcopy(saved["moments"])
+    doc["release"]["noise_var"] = [v / 100 for v in doc["release"]["noise_var"]]
+    with pytest.raises(SavedReleaseError, match="noise_var"):
+        _load(doc)
+
+
+def test_quantile_step_noise_edited_is_refused(saved):
+    doc = copy.deepcopy(saved["quantile-steps"])
+    doc["release"]["steps"][0][0] = [v / 100 for v in doc["release"]["steps"][0][0]]
+    with pytest.raises(SavedReleaseError, match="noise"):
+        _load(doc)
+
+
+def test_non_private_files_cannot_claim_a_split(saved):
+    doc = copy.deepcopy(saved["moments-inf"])
+    doc["report"]["split"] = [["moments", 1.0]]
+    with pytest.raises(SavedReleaseError, match="split"):
+        _load(doc)
