@@ -116,18 +116,23 @@ from .moments import (
     PrivateMoments,
     describe_axis,
     design_space,
+    largest_squares,
     moments_sensitivity,
+    row_units,
 )
-from .newton import LEVELS, STEP_SHARES, PrivateNewton
+from .newton import LEVELS, LOGIT_WEIGHT, NEWTON_UNITS, STEP_SHARES, PrivateNewton
 from .quantile_steps import (
     LEVEL_SHARE,
     LS_SHARE,
+    NOISE_ROWS,
     QUANTILE_STEP_SHARES,
     RESIDUAL_SHARE,
     PrivateQuantileSteps,
+    band_share,
     level_sensitivity,
     residual_edges,
     score_sensitivity,
+    start_and_bandwidth,
 )
 from .release import DEFAULT_A, PrivateHistogram, resolve_threshold
 from .report import HISTOGRAM_PART, MomentsReport, PrivacyReport
@@ -781,6 +786,23 @@ def _moments_claim(rel: PrivateMoments) -> None:
         raise _claim_error("release.noise_var", tuple(rel.noise_var), noise, eps)
 
 
+def _step_noise(rel, eps_t: float, weight: float) -> tuple[float, float]:
+    """The noise variances ``(information entry, score entry)`` of a Newton-type
+    step at the part ``eps_t``: `dpmodels.newton.noisy_step()`'s, with the
+    step's scale ``(g, w_g, Delta)`` of its ``_step_scale()`` rebuilt here from
+    the public quantities it reads (the radius, centres and scales)."""
+    radius, space, offsets, scales = rel.radius, rel.space, rel.offsets, rel.scales
+    g = int(2 ** max(0, math.floor(math.log2(NEWTON_UNITS / (1.0 + radius)))))
+    units = row_units(space, g * (1.0 + np.abs(offsets)) / scales + 0.5)
+    a = g + min(radius * g + space.q / 2.0, float(np.sum(units)))
+    f = (a * a + largest_squares(units + [float(g)], a)) / 2.0
+    A = math.ceil(a * (1 + 1e-12))
+    w_g = max(1, round(A))
+    delta = math.ceil(2.0 * (LEVELS * f + w_g * LEVELS * A) * (1 + 1e-12)) + 1
+    var = discrete_laplace_variance(_unit_of(eps_t, delta / 2.0))
+    return var * (weight / (LEVELS * g * g)) ** 2, var / (w_g * LEVELS * g) ** 2
+
+
 def _newton_claim(rel: PrivateNewton) -> None:
     """The split of a Newton-steps release (`dpmodels.newton.release_newton()`),
     rebuilt from the stated epsilon."""
@@ -798,10 +820,12 @@ def _newton_claim(rel: PrivateNewton) -> None:
     steps = [(eps - eps_c - eps_s - eps_r) * share for share in STEP_SHARES]
     eps_c, eps_s, eps_r, *steps = exact_parts(eps, [eps_c, eps_s, eps_r, *steps])
     _parts_claim(rel.report, [eps_s, eps_r, *steps] + ([eps_c] if clipped else []))
-    if len(rel.step_noise) != len(steps) or tuple(rel.noise_var) != tuple(rel.step_noise[-1]):
-        raise SavedReleaseError(
-            f"release.step_noise must hold one pair per Newton step ({len(steps)}), the last "
-            "equal to release.noise_var")
+    noise = tuple(_step_noise(rel, e, LOGIT_WEIGHT) for e in steps)
+    stated = tuple(tuple(float(v) for v in pair) for pair in rel.step_noise)
+    if stated != noise:
+        raise _claim_error("release.step_noise", stated, noise, eps)
+    if tuple(float(v) for v in rel.noise_var) != noise[-1]:
+        raise _claim_error("release.noise_var", tuple(rel.noise_var), noise[-1], eps)
 
 
 def _quantile_claim(rel: PrivateQuantileSteps) -> None:
@@ -841,6 +865,22 @@ def _quantile_claim(rel: PrivateQuantileSteps) -> None:
              if eps_lv else 0.0)
     if float(rel.level_noise_var) != level:
         raise _claim_error("release.level_noise_var", float(rel.level_noise_var), level, eps)
+    ls_noise = _step_noise(rel, eps_ls, 1.0)  # the least-squares step's weights are 1
+    if tuple(float(v) for v in rel.ls_noise) != ls_noise:
+        raise _claim_error("release.ls_noise", tuple(rel.ls_noise), ls_noise, eps)
+    # each quantile's band: its width and the variance of its noisy row count, read from
+    # the noisy residual histogram (noise of the residual part) as the release reads them
+    share_rows = NOISE_ROWS * (math.sqrt(discrete_laplace_variance(
+        _unit_of(steps[-1], delta / 2.0))) / (LEVELS * g))
+    var_bin = discrete_laplace_variance(eps_res)
+    bands = [start_and_bandwidth(rel.residual_counts, rel.residual_edges, tau,
+                                 band_share(rel.moments[0], tau, share_rows), var_bin)
+             for tau in taus]
+    for key, want in (("bandwidth", [b[1] for b in bands]),
+                      ("band_prior_var", [b[3] for b in bands])):
+        stated_b = [float(v) for v in getattr(rel, key)]
+        if stated_b != want:
+            raise _claim_error(f"release.{key}", stated_b, want, eps)
 
 
 #: The channels a saved local release may name (``Channel.name``).

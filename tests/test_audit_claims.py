@@ -180,7 +180,7 @@ def _cells_epsilon(doc) -> float:
 
 
 def test_every_genuine_saved_release_loads(saved):
-    for kind, doc in saved.items():
+    for doc in saved.values():
         rel = _load(doc)
         assert rel.report.epsilon == doc["report"]["epsilon"] or math.isinf(rel.report.epsilon)
 
@@ -279,4 +279,22 @@ def test_non_private_files_cannot_claim_a_split(saved):
     doc = copy.deepcopy(saved["moments-inf"])
     doc["report"]["split"] = [["moments", 1.0]]
     with pytest.raises(SavedReleaseError, match="split"):
+        _load(doc)
+
+
+@pytest.mark.parametrize("kind, key", [
+    ("newton", ["release", "step_noise", 0]), ("newton", ["release", "noise_var"]),
+    ("quantile-steps", ["release", "ls_noise"]),
+    ("quantile-steps", ["release", "band_prior_var"]),
+    ("quantile-steps", ["release", "level_noise_var"]),
+])
+def test_edited_noise_variances_are_refused(saved, kind, key):
+    doc = copy.deepcopy(saved[kind])
+    *path, last = key
+    holder = doc
+    for k in path:
+        holder = holder[k]
+    value = holder[last]
+    holder[last] = ([v / 100 for v in value] if isinstance(value, list) else value / 100)
+    with pytest.raises(SavedReleaseError, match=str(key[1])):
         _load(doc)
