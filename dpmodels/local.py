@@ -1035,18 +1035,29 @@ def randomize(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- each row's cell: every refusal (an undeclared level, a missing value) ---------
+    # An engine's rows are read more than once (n, the checks, the randomization):
+    # every pass before the charge also counts them, and a frame whose rows changed
+    # between two reads is refused here, not after the charge (_check_rows)
     cells_of = _BatchCells(domain, tuple(names), missing)
     kept = None
+    sizes = None  # the rows of each partition (Spark, Dask), counted before the charge
     if source is None:
         cells, problem = cells_of(data)
         _refuse([problem], domain, missing)
     elif source.batches_here and n <= _KEEP_ROWS:  # one read: the batches' cells kept here
         kept = source.map_partitions(list(names), _KeepCells(cells_of), positions=True)
         _refuse([p for _, _, p in kept], domain, missing)
+        _check_rows(sum(c.size for _, c, _ in kept if c is not None), n, source.engine)
     elif source.engine == "pyspark":  # the engine's own counting query: no Python workers
         source.count(domain, missing=missing)  # (raises what _refuse raises, as pandas)
-    else:  # Dask (or a large in-process frame): a first pass that only checks
-        _refuse(source.map_partitions(list(names), _CheckCells(cells_of)), domain, missing)
+        sizes = source.partition_rows(list(names))  # (the randomization's positions)
+        _check_rows(sum(sizes.values()), n, source.engine)
+    else:  # Dask (or a large in-process frame): a first pass that only checks and counts
+        checked = source.map_partitions(list(names), _CheckCells(cells_of))
+        _refuse([p for p, _ in checked], domain, missing)
+        _check_rows(sum(rows for _, rows in checked), n, source.engine)
+        if not source.batches_here:  # Dask: partition i's rows, for the positions
+            sizes = {i: rows for i, (_, rows) in enumerate(checked)}
 
     # ---- the channel, row by row, each row from its own stream -------------------------
     budget = charge(accountant, epsilon, f"local release of {list(names)}")
@@ -1063,7 +1074,8 @@ def randomize(
         del kept
     else:
         C = _sum_counts(source.map_partitions(
-            list(names), _RandomizeBatch(cells_of, ch, streams), positions=True), n, k)
+            list(names), _RandomizeBatch(cells_of, ch, streams), positions=True,
+            sizes=sizes), n, k)
     proj_total = int(project_to_counts(ch.debias(C, n), n)[:m].sum())
     report = LocalReport(
         epsilon=epsilon, private=math.isfinite(epsilon),
@@ -1073,12 +1085,27 @@ def randomize(
     return LocalRelease(domain, ch, C, report, per_row)
 
 
+def _check_rows(rows: int, n: int, engine: str) -> None:
+    """Before the charge: the rows a pass over an engine's frame read are the
+    n rows counted first (PRIVACY.md rule 10).  A frame whose rows change
+    between reads (a non-deterministic filter or sample, a source that is
+    being written) is refused here."""
+    if int(rows) != int(n):
+        raise DPModelsError(
+            f"the {engine} frame's rows changed between two reads ({n:,} rows counted, then "
+            f"{int(rows):,}): a local release reads them more than once and needs the same rows "
+            "every time; nothing was charged or released. Cache or checkpoint the frame (or "
+            "collect it) first")
+
+
 def _sum_counts(parts: list, n: int, k: int) -> np.ndarray:
     """The report counts summed over the batches' ``(start, rows, counts)``
     (int64, length k), once their row positions are checked to be the n
     positions ``0 .. n - 1``, each once.  Two rows at one position would share
     a stream, and their reports would not be independent: that release is
-    refused (nothing is published; the budget is already charged)."""
+    refused (nothing is published; the budget is already charged - a frame
+    whose rows changed between two reads is refused before the charge, by
+    `_check_rows()`, unless they change again after that check)."""
     total = np.zeros(k, np.int64)
     end, tiled = 0, True
     for start, rows, counts in sorted(parts, key=lambda part: (part[0], part[1])):
@@ -1173,12 +1200,13 @@ class _BatchCells:
 
 @dataclass(frozen=True)
 class _CheckCells:
-    """A first pass over an engine's batches: only each batch's problem."""
+    """A first pass over an engine's batches: each batch's problem and its
+    number of rows."""
 
     cells_of: _BatchCells
 
-    def __call__(self, frame: pd.DataFrame) -> _Problem:
-        return self.cells_of(frame.reset_index(drop=True))[1]
+    def __call__(self, frame: pd.DataFrame) -> tuple[_Problem, int]:
+        return self.cells_of(frame.reset_index(drop=True))[1], len(frame)
 
 
 @dataclass(frozen=True)

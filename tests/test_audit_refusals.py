@@ -20,8 +20,12 @@ violation; defects).  Each test failed on the code before its fix.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
+import os
+import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -29,7 +33,7 @@ import pytest
 
 import dpmodels as dpm
 from dpmodels.__main__ import main
-from dpmodels.errors import BudgetExceededError
+from dpmodels.errors import BudgetExceededError, DPModelsError
 
 # ---- 8: exact budget arithmetic ---------------------------------------------------------
 
@@ -169,3 +173,124 @@ def test_cli_release_with_date_levels_is_refused_before_the_charge(tmp_path, cap
     assert code == 2, err
     assert "'day'" in err and "2020-01-01" in err and "Traceback" not in err, err
     assert "string" in err, err  # what to do: levels as strings (or a recoded column)
+
+
+# ---- 1 and 2: local randomization on Spark -----------------------------------------------
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # (Spark's workers run this Python)
+
+
+@pytest.fixture(scope="module")
+def spark(spark_session):
+    return spark_session
+
+
+def _decimal_frame(n: int = 400) -> pd.DataFrame:
+    values = [decimal.Decimal("0.10"), decimal.Decimal("0.20"), None]
+    return pd.DataFrame({"x": [values[i % 3] if i % 7 else values[0] for i in range(n)],
+                         "g": [("a", "b")[i % 2] for i in range(n)]})
+
+
+def _spark_decimal(spark, df: pd.DataFrame):
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField("x", T.DecimalType(10, 2)),
+                           T.StructField("g", T.StringType())])
+    sdf = spark.createDataFrame(list(df.itertuples(index=False, name=None)), schema)
+    return sdf.repartition(2) if sdf.rdd.getNumPartitions() < 2 else sdf
+
+
+def _local(data, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # (PySpark's, on pandas 3)
+        return dpm.local.randomize(data, columns=["x", "g"], epsilon=1.0,
+                                   levels={"x": [0.1, 0.2], "g": ["a", "b"]}, random_state=5,
+                                   **kw)
+
+
+def test_spark_decimal_column_local_release_agrees_with_its_check(spark):
+    """Spark's check read a decimal(10, 2) column as doubles (0.1 is declared),
+    the batch coder as Decimal objects (Decimal('0.10') != 0.1): refused after
+    the charge.  Both now read the engine's double: the release is made, and
+    it is the pandas release of the same values as floats."""
+    df = _decimal_frame()
+    sdf = _spark_decimal(spark, df)
+    acct = dpm.Accountant(5.0)
+    rel = _local(sdf, accountant=acct)
+    assert acct.spent == 1.0
+    floats = df.assign(x=[None if v is None else float(v) for v in df["x"]])
+    assert floats["x"].dtype == np.float64
+    ref = _local(floats, accountant=dpm.Accountant(5.0))
+    assert np.array_equal(rel.report_counts, ref.report_counts)
+    assert rel.report == ref.report
+    # an undeclared decimal is refused before the charge, naming the variable
+    bad = df.copy()
+    bad.loc[5, "x"] = decimal.Decimal("0.30")
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(dpm.UndeclaredLevelError, match="'x'"):
+        _local(_spark_decimal(spark, bad), accountant=acct)
+    assert acct.spent == 0 and acct.ledger == ()
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_decimal_column_local_release_on_other_engines(engine):
+    """The same value rule on every engine: a decimal column compares as the
+    engine's double, as the central release's counting query does."""
+    df = _decimal_frame()
+    floats = df.assign(x=[None if v is None else float(v) for v in df["x"]])
+    if engine == "polars":
+        pl = pytest.importorskip("polars")
+        data = pl.from_pandas(floats).with_columns(pl.col("x").cast(pl.Decimal(10, 2)))
+    else:
+        duckdb = pytest.importorskip("duckdb")
+        con = duckdb.connect()
+        con.register("floats", floats)
+        data = con.sql("select cast(x as decimal(10, 2)) as x, g from floats")
+    acct = dpm.Accountant(5.0)
+    rel = _local(data, accountant=acct)
+    assert acct.spent == 1.0
+    assert np.array_equal(rel.report_counts, _local(floats).report_counts)
+    central = dpm.release(data, columns=["x", "g"], epsilon=1.0,
+                          levels={"x": [0.1, 0.2], "g": ["a", "b"]}, random_state=5)
+    assert central.report.n == len(df)
+
+
+def _changing_spark_frame(spark, folder):
+    """A Spark frame whose rows change between reads: every partition keeps all
+    its rows the first time it is read, half of them on every later read (a
+    non-deterministic filter; each partition counts its reads in a file)."""
+    from pyspark.sql import functions as F
+
+    folder = str(folder)
+
+    def keep(g: pd.Series) -> pd.Series:
+        import os as _os
+
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        path = _os.path.join(folder, f"reads-{ctx.partitionId() if ctx else 0}")
+        reads = int(open(path).read()) if _os.path.exists(path) else 0
+        with open(path, "w") as fh:
+            fh.write(str(reads + 1))
+        return pd.Series((np.arange(len(g)) % 2 == 0) | (reads == 0))
+
+    keep_udf = F.pandas_udf(keep, "boolean").asNondeterministic()
+    rows = [(("a", "b", "c")[i % 3],) for i in range(600)]
+    sdf = spark.createDataFrame(rows, "g string").repartition(2)
+    return sdf.filter(keep_udf(F.col("g")))
+
+
+def test_spark_frame_whose_rows_change_is_refused_before_the_charge(spark, tmp_path):
+    """The positions of the rows were counted after the charge, and a frame
+    whose rows changed between reads was refused there (_sum_counts).  They
+    are now counted before the charge and checked against n."""
+    sdf = _changing_spark_frame(spark, tmp_path)
+    acct = dpm.Accountant(5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with pytest.raises(DPModelsError, match="changed between two reads") as info:
+            dpm.local.randomize(sdf, columns=["g"], epsilon=1.0, accountant=acct,
+                                levels={"g": ["a", "b", "c"]}, random_state=2)
+    assert acct.spent == 0 and acct.ledger == (), info.value
+    assert "cache" in str(info.value).lower()

@@ -59,7 +59,8 @@ class Source(Protocol):
     def nrows(self) -> int:
         """Number of rows (one counting query in the engine)."""
 
-    def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
+    def map_partitions(self, names: list[str], fn, *, positions: bool = False,
+                       sizes: dict[int, int] | None = None) -> list:
         """``fn(frame)`` on every batch or partition of the named columns, as
         pandas frames, where the data live; the (small) results, one per batch,
         in the rows' order.  The row passes of the moments, Newton and
@@ -67,7 +68,16 @@ class Source(Protocol):
         and Dask send it to their workers).  With ``positions=True`` the call is
         ``fn(frame, start)``: ``start`` is the position of the frame's first row
         among all the rows in the engine's order, whatever the batches are (the
-        per-row streams of `dpmodels.streams` are keyed by it)."""
+        per-row streams of `dpmodels.streams` are keyed by it); ``sizes``, the
+        rows of each partition counted in an earlier pass (Dask's partition i
+        at key i, Spark's by partition id), saves the pass that counts them
+        (a local release counts them before the charge)."""
+
+    def partition_rows(self, names: list[str]) -> dict[int, int]:
+        """The rows of each partition (Spark by partition id, Dask partition i
+        at key i): ``sizes`` for `map_partitions()`.  Not for the engines
+        whose batches come to this process (Polars, DuckDB: they count as they
+        go)."""
 
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         """Exact counts of the non-empty cells, computed in the engine; raises

@@ -76,19 +76,31 @@ class DaskSource:
     def nrows(self) -> int:
         return int(len(self.ddf))
 
-    def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
+    def map_partitions(self, names: list[str], fn, *, positions: bool = False,
+                       sizes: dict[int, int] | None = None) -> list:
         """``fn`` (a pandas frame -> a small result) on every partition of the
         named columns, in the workers; the results, one per partition.  With
         ``positions=True``, ``fn(frame, start)``, ``start`` the position of the
-        partition's first row (the partitions' lengths are counted first)."""
+        partition's first row (the partitions' lengths are counted first,
+        unless ``sizes``, partition i's rows at key i, counted before, are given)."""
         import dask
 
         parts = self.ddf[names].to_delayed()
         if not positions:
             return list(dask.compute(*[dask.delayed(fn)(p) for p in parts]))
-        lengths = dask.compute(*[dask.delayed(len)(p) for p in parts])
+        lengths = ([int(sizes.get(i, 0)) for i in range(len(parts))] if sizes is not None
+                   else dask.compute(*[dask.delayed(len)(p) for p in parts]))
         starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)[:-1]])
         return list(dask.compute(*[dask.delayed(fn)(p, int(s)) for p, s in zip(parts, starts)]))
+
+    def partition_rows(self, names: list[str]) -> dict[int, int]:
+        """Each partition's number of rows, partition i at key i (the ``sizes``
+        of `map_partitions()`)."""
+        import dask
+
+        parts = self.ddf[names].to_delayed()
+        return dict(enumerate(int(r) for r in dask.compute(*[dask.delayed(len)(p)
+                                                              for p in parts])))
 
     def count(self, domain: Domain, *, missing: str) -> CellCounts:
         names = list(domain.names)

@@ -296,16 +296,20 @@ class NarwhalsSource:
         out = self._collect(self.lf.select(nw.len().alias(COUNT)))
         return int(out[COUNT].to_numpy()[0])
 
-    def map_partitions(self, names: list[str], fn, *, positions: bool = False) -> list:
+    def map_partitions(self, names: list[str], fn, *, positions: bool = False,
+                       sizes: dict[int, int] | None = None) -> list:
         """``fn`` (a pandas frame -> a small result) on the named columns, batch
         by batch where the data live: Polars streams batches of
         `PARTITION_ROWS` rows, DuckDB fetches Arrow record batches of that
         size, Spark runs ``fn`` on every partition in its workers
-        (``mapInPandas``) and sends back only the pickled results.
+        (``mapInPandas``) and sends back only the pickled results.  A decimal
+        column arrives as float64, cast in the engine as the counting query
+        casts it (`_selected()`): a row pass reads the values the checks read.
 
         With ``positions=True`` the call is ``fn(frame, start)``, ``start`` the
         position of the frame's first row among all rows in the engine's order
-        (Spark counts each partition's rows first: one more pass)."""
+        (Spark counts each partition's rows first: one more pass, unless
+        ``sizes``, `partition_rows()` counted before, are given)."""
         if self.engine in ("polars", "duckdb"):
             out, start = [], 0
             for batch in self._batches(names):
@@ -314,14 +318,36 @@ class NarwhalsSource:
                 start += len(frame)
             return out
         if self.engine == "pyspark":
-            return _spark_map(self.native.select(*names), fn, positions)
+            return _spark_map(self._selected(names), fn, positions, sizes)
         raise NotImplementedError(f"row passes on {self.engine}")  # pragma: no cover
+
+    def partition_rows(self, names: list[str]) -> dict[int, int]:
+        """Spark: each partition's number of rows, by partition id, in a pass
+        over the frame `map_partitions()` reads (its ``sizes``)."""
+        if self.engine != "pyspark":  # pragma: no cover - the others count as they go
+            raise NotImplementedError(f"partition sizes on {self.engine}")
+        return _spark_partition_rows(self._selected(names))
+
+    def _selected(self, names: list[str]):
+        """The named columns, in the engine's own type (a Polars LazyFrame, a
+        DuckDB relation, a Spark DataFrame); a decimal column cast to Float64
+        in the engine, the very cast of `_axis_exprs()`: the check (the
+        counting query) and a row pass then match a level by the same value
+        (``Decimal('0.10')`` is the level 0.1 in both)."""
+        nw = _nw()
+        decimals = {nm for nm in names if self.schema[nm] == nw.Decimal}
+        if decimals:
+            return self.lf.select([nw.col(nm).cast(nw.Float64) if nm in decimals else nw.col(nm)
+                                   for nm in names]).to_native()
+        if self.engine == "polars":
+            lazy = self.native.lazy() if hasattr(self.native, "lazy") else self.native
+            return lazy.select(names)
+        return self.native.select(*names)
 
     def _batches(self, names: list[str]):
         if self.engine == "polars":
-            lazy = self.native.lazy() if hasattr(self.native, "lazy") else self.native
-            return lazy.select(names).collect_batches(chunk_size=PARTITION_ROWS)
-        relation = self.native.select(*names)
+            return self._selected(names).collect_batches(chunk_size=PARTITION_ROWS)
+        relation = self._selected(names)
         return (relation.to_arrow_reader(PARTITION_ROWS)
                 if hasattr(relation, "to_arrow_reader")  # duckdb >= 1.4
                 else relation.fetch_record_batch(PARTITION_ROWS))
@@ -361,17 +387,19 @@ def _spark_partition_rows(sdf) -> dict[int, int]:
     return {int(r["pid"]): int(r["rows"]) for r in got}
 
 
-def _spark_map(sdf, fn, positions: bool = False) -> list:
+def _spark_map(sdf, fn, positions: bool = False, sizes: dict[int, int] | None = None) -> list:
     """``fn`` on every pandas batch of every partition of a Spark frame, in the
     executors; each partition sends back one pickled list of its results, or
     the dpmodels error ``fn`` raised there, raised again here as itself (an
     undeclared level, a missing value).  With ``positions``, ``fn(frame,
-    start)`` with the frame's first row's position in the partitions' order."""
+    start)`` with the frame's first row's position in the partitions' order
+    (from ``sizes``, each partition's rows, when given; else counted first)."""
     import pickle
 
     starts: dict[int, int] = {}
     if positions:
-        sizes = _spark_partition_rows(sdf)
+        if sizes is None:
+            sizes = _spark_partition_rows(sdf)
         total = 0
         for pid in sorted(sizes):
             starts[pid] = total
