@@ -240,29 +240,45 @@ def _points(space: DesignSpace, count: float, mu_v: np.ndarray, C_v: np.ndarray,
     return X, pts[:, -1], np.full(2 * q, count / (2 * q))
 
 
-def check_noisy_rows(count: float, n_params: int) -> None:
-    """Refuse to fit a degenerate release: a noisy row count not above the
-    number of parameters (the noise swamped the count: a summary would show
-    ``No. Observations: 1`` and negative residual degrees of freedom).
-    Post-processing: the release stays valid and its report public."""
-    if not count > n_params + 1:
-        raise DPModelsError(
-            f"the release is degenerate: its noisy number of rows ({count:.3g}) is not larger "
-            f"than the number of parameters + 1 ({n_params + 1}), so the noise swamped it and "
-            "no coefficient can be estimated; use a larger epsilon, more data or fewer "
-            "covariates")
+def check_noisy_rows(count: float, n_params: int) -> bool:
+    """True when a release's noisy count (the number of rows a fit weighs, read
+    from noisy statistics) is larger than the number of parameters + 1; False
+    when the noise swamped it (a summary would show ``Noisy total: 1`` and
+    negative residual degrees of freedom).  Never raises: the budget is spent
+    by then, so a swamped release is fitted with every coefficient reported
+    without information (`warn_swamped()`), not refused.  Post-processing:
+    the release stays valid and its report public."""
+    return bool(count > n_params + 1)
 
 
-def warn_uninformative(names, flags: np.ndarray, shrunk: np.ndarray | None = None) -> None:
+def swamped_reason(what: str, count: float, n_params: int) -> str:
+    """Why a swamped release (`check_noisy_rows()` False) locates no
+    coefficient, in the mechanism's own terms: ``what`` names the noisy
+    statistic (a noisy row count, or a noisy information entry: never called a
+    number of rows when it is not one)."""
+    return (f"{what} ({count:.3g}) is not larger than the number of parameters + 1 "
+            f"({n_params + 1}): the noise swamped it, so the release cannot locate any "
+            "coefficient")
+
+
+#: What to do about a swamped release (the summary's note ends with it).
+SWAMPED_ADVICE = "; use a larger epsilon, more data or fewer covariates"
+
+
+def warn_uninformative(names, flags: np.ndarray, shrunk: np.ndarray | None = None,
+                       reason: str = "") -> None:
     """The ReleaseWarning naming the coefficients the release says nothing about
-    (``shrunk``: those the noise floor absorbs, named apart)."""
+    (``shrunk``: those the noise floor absorbs, named apart; ``reason``: why,
+    for those not absorbed, in place of "the noisy mass behind them is within
+    the noise")."""
     if flags.any():
         shrunk = np.zeros(len(flags), bool) if shrunk is None else np.asarray(shrunk, bool)
         within = [nm for nm, f, r in zip(names, flags, shrunk) if f and not r]
         absorbed = [nm for nm, r in zip(names, shrunk) if r]
         why = []
         if within:
-            why.append(f"{', '.join(within)}: the noisy mass behind them is within the noise")
+            why.append(f"{', '.join(within)}: "
+                       + (reason or "the noisy mass behind them is within the noise"))
         if absorbed:
             why.append(f"{', '.join(absorbed)}: the estimate keeps less than "
                        f"{SHRINK_MIN:.0%} of any change in them (the noise floor absorbs it)")
@@ -452,10 +468,12 @@ class DPMomentsOLS(FormulaReleaseModel):
             opts["n_boot"] = MOMENTS_N_BOOT
         mom = self.release
         space = mom.space
-        check_noisy_rows(mom.count, space.constant.size)
+        k = space.constant.size
+        swamped = not check_noisy_rows(mom.count, k)
+        count = max(float(mom.count), k + 2.0)  # (swamped: the points' weight only)
         floor = noise_floor(mom)
-        mu_v, C_v = _scaled_cov(mom.count, mom.sums, mom.second, floor)
-        X, y, w = _points(space, mom.count, mu_v, C_v, mom.centre, mom.half)
+        mu_v, C_v = _scaled_cov(count, mom.sums, mom.second, floor)
+        X, y, w = _points(space, count, mu_v, C_v, mom.centre, mom.half)
         exog = pd.DataFrame(X, columns=list(space.exog_names))
         endog = pd.Series(y, name=space.endog_name)
         model = FreqWLS(endog, exog, weights=w)
@@ -467,6 +485,19 @@ class DPMomentsOLS(FormulaReleaseModel):
         res._results.privacy = mom.report
         res._results.release = mom
         res._results.source = "moments"
+        if swamped:  # the noise swamped the count: no coefficient is located
+            why = swamped_reason("the noisy number of rows of the moments", mom.count, k)
+            flags = np.ones(k, bool)
+            warn_uninformative(space.exog_names, flags, reason=why)
+            res._results.normalized_cov_params = np.diag(np.full(k, np.inf))
+            res._results.scale = 1.0  # (negative residual degrees of freedom: no scale)
+            for stat in ("llf", "aic", "bic"):  # (a count that may be below 1: none)
+                res._results._cache[stat] = np.nan
+            if kind == "dp":
+                attach_dp_inference(res, MomentsInference.of(
+                    np.asarray(res.params), np.empty((0, k)), opts, time.perf_counter(), flags,
+                    "none: the noise swamped the release's count", why=why + SWAMPED_ADVICE))
+            return res
         if kind == "dp" and mom.report.private:
             inference = self._bootstrap(np.asarray(res.params), floor, opts)
             attach_dp_inference(res, inference)

@@ -59,9 +59,11 @@ from .moments_ols import (
     INFO_SDS,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
+    SWAMPED_ADVICE,
     FormulaReleaseModel,
     MomentsInference,
     check_noisy_rows,
+    swamped_reason,
     warn_uninformative,
 )
 from .pickling import SpaceRecipe, keep_design
@@ -179,10 +181,15 @@ class DPNewtonLogit(FormulaReleaseModel):
             opts["n_boot"] = MOMENTS_N_BOOT
         rel = self.release
         space = rel.space
-        count = rel.moments[0]
-        check_noisy_rows(count, space.constant.size)
+        count = self._count()
+        k = space.constant.size
+        swamped = not check_noisy_rows(count, k)
         t0 = time.perf_counter()
-        params, reps, flags = self._calibrated(opts, replicates=kind == "dp")
+        if swamped:  # nothing to calibrate: the estimate as released, no coefficient located
+            params = rel.design_params(rel.beta)
+            reps, flags = np.empty((0, k)), np.ones(k, bool)
+        else:
+            params, reps, flags = self._calibrated(opts, replicates=kind == "dp")
         X = representative_design(rel)
         q = X.shape[0] // 2
         with np.errstate(over="ignore"):  # exp(-eta) -> inf: y -> 0, as it should
@@ -202,21 +209,44 @@ class DPNewtonLogit(FormulaReleaseModel):
         inner = NewtonLogitResults(model, fitted._results)
         inner.privacy, inner.release = rel.report, rel
         res = BinaryResultsWrapper(inner)
+        why_swamped = swamped_reason(
+            "the count read from the Newton steps' noisy information on the intercept",
+            count, k) if swamped else ""
+        if swamped:
+            warn_uninformative(space.exog_names, flags, reason=why_swamped)
+        if swamped and kind != "dp":  # naive: no covariance either (the noise swamped it)
+            inner.normalized_cov_params = np.diag(np.full(k, np.inf))
         if kind == "dp":
             attach_dp_inference(res, MomentsInference.of(
-                params, reps, opts, t0, self._uninformative(flags),
+                params, reps, opts, t0, flags if swamped else self._uninformative(flags),
                 "the Newton steps replayed on populations of Gaussian covariates (the "
                 "released mean and covariance, interactions the products of their parts, clipped "
                 "as the release clipped) with logistic "
                 "responses: the score's sampling error and each step's noise; the replicates "
                 "are widened by what the replayed steps lose of each coefficient (the "
                 "inverse of their measured response to it)",
-                why="the noisy information of the Newton steps (sum p(1-p) x x') on their "
+                why=why_swamped + SWAMPED_ADVICE if swamped else (
+                    "the noisy information of the Newton steps (sum p(1-p) x x') on their "
                     "columns is within the steps' noise, or the noise keeps the steps so short "
                     f"that they keep less than {SHRINK_MIN:.0%} of any change in them, so the "
                     "release cannot locate them; use a larger epsilon, fewer levels or fewer "
-                    "covariates"))
+                    "covariates")))
         return res
+
+    def _count(self) -> float:
+        """The number of rows the fit weighs: the first step's noisy information
+        at b = 0 read as a count (four times its intercept entry), or, where the
+        noise swamped that one (not above the number of parameters + 1), the
+        count of the pooled design moments (`PrivateNewton.world_moments()`:
+        the later steps carry most of epsilon), at most the public n.
+        Post-processing of released statistics and public n."""
+        rel = self.release
+        count = float(rel.moments[0])
+        k = rel.space.constant.size
+        if check_noisy_rows(count, k):
+            return count
+        pooled = float(rel.world_moments()[0][0])
+        return min(max(count, pooled), float(rel.report.n))
 
     def _uninformative(self, shrunk: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
         """Columns whose noisy information is within INFO_SDS noise SDs of
@@ -247,7 +277,7 @@ class DPNewtonLogit(FormulaReleaseModel):
         rel = self.release
         rng = make_rng(seed)
         k = rel.beta.size
-        count = rel.moments[0]
+        count = self._count()
         moments, entry_sd = rel.world_moments()
         Xu = structured_design(rel, NEWTON_SIM_ROWS, rng,
                                deflated_moments(moments, rel.space.dummy, entry_sd))

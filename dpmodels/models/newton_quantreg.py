@@ -68,9 +68,11 @@ from .moments_ols import (
     INFO_SDS,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
+    SWAMPED_ADVICE,
     FormulaReleaseModel,
     MomentsInference,
     check_noisy_rows,
+    swamped_reason,
     warn_uninformative,
 )
 from .pickling import SpaceRecipe, keep_design
@@ -205,13 +207,18 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         i = 0 if q is None else rel.index(q)
         tau = rel.quantiles[i]
         space = rel.space
-        count = rel.moments[0]
-        check_noisy_rows(count, space.constant.size)
+        count = self._count()
+        k = space.constant.size
+        swamped = not check_noisy_rows(count, k)
         t0 = time.perf_counter()
-        params, reps, flags = calibrate(
-            lambda beta, seed, n: self._replay(i, beta, seed, n), rel.design_params,
-            rel.beta[i], int(opts["n_boot"]) if kind == "dp" else 0,  # naive: the estimate only
-            make_rng(opts["random_state"]), self._uninformative(warn=False))
+        if swamped:  # nothing to calibrate: the estimate as released, no coefficient located
+            params = rel.design_params(rel.beta[i])
+            reps, flags = np.empty((0, k)), np.ones(k, bool)
+        else:
+            params, reps, flags = calibrate(
+                lambda beta, seed, n: self._replay(i, beta, seed, n), rel.design_params,
+                rel.beta[i], int(opts["n_boot"]) if kind == "dp" else 0,  # naive: the estimate
+                make_rng(opts["random_state"]), self._uninformative(warn=False))
         X = representative_design(rel)
         m = X.shape[0] // 2
         fitted = X @ params
@@ -224,8 +231,13 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         model.formula = self.formula
         model.data.model_spec = space.infos[1]
         keep_design(model, SpaceRecipe(space))  # pickles: the space rebuilds its design
-        res = NewtonQuantRegResults(model, np.asarray(params),
-                                    normalized_cov_params=self._naive_cov(i))
+        why_swamped = swamped_reason(
+            "the noisy number of rows of the least-squares step", self._count(), k) if swamped else ""
+        res = NewtonQuantRegResults(
+            model, np.asarray(params), normalized_cov_params=(
+                np.diag(np.full(k, np.inf)) if swamped else self._naive_cov(i)))
+        if swamped:
+            warn_uninformative(space.exog_names, flags, reason=why_swamped)
         res.q, res.iterations, res.history = tau, len(rel.steps[i]), None
         res.bandwidth = float(rel.bandwidth[i] * rel.y_half)
         res.sparsity = spread
@@ -234,19 +246,32 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         wrapped = FreqQuantRegResultsWrapper(res)
         if kind == "dp":
             attach_dp_inference(wrapped, MomentsInference.of(
-                params, reps, opts, t0, self._uninformative(flags),
+                params, reps, opts, t0, flags if swamped else self._uninformative(flags),
                 f"the least-squares step and the quantile steps (q={tau:g}) replayed on "
                 "populations of Gaussian covariates (the released mean and covariance; "
                 "interactions the products of their parts) with "
                 "asymmetric-Laplace errors of the released density: the scores' sampling error "
                 "and each step's noise; the replicates are widened by what the replayed steps "
                 "lose of each coefficient (the inverse of their measured response to it)",
-                why="the noisy count of rows with a 1 in their 0/1 column (or at the factor's "
+                why=why_swamped + SWAMPED_ADVICE if swamped else (
+                    "the noisy count of rows with a 1 in their 0/1 column (or at the factor's "
                     "base level) is within the noise of the released level counts, or the noise "
                     "keeps the quantile steps so short that they keep less than a tenth of any "
                     f"change in them (an error multiplied more than {1 / SHRINK_MIN:.0f}-fold); "
-                    "use a larger epsilon or fewer levels or covariates"))
+                    "use a larger epsilon or fewer levels or covariates")))
         return wrapped
+
+    def _count(self) -> float:
+        """The number of rows the fit weighs: the least-squares step's noisy
+        count (its information's intercept entry), or, where the noise swamped
+        it (not above the number of parameters + 1), the released count of all
+        rows of the level counts when there is one, at most the public n.
+        Post-processing of released statistics and public n."""
+        rel = self.release
+        count = float(rel.moments[0])
+        if check_noisy_rows(count, rel.space.constant.size) or not rel.level_counts.size:
+            return count
+        return min(max(count, float(rel.level_counts[0])), float(rel.report.n))
 
     def fit_many(self, qs=None, **kwargs) -> dict:
         """Results for several released quantiles (default: all of them), keyed by q.
@@ -273,7 +298,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
 
     def _naive_cov(self, i: int) -> np.ndarray:
         rel = self.release
-        tau, count = rel.quantiles[i], rel.moments[0]
+        tau, count = rel.quantiles[i], self._count()
         gram = gram_of(rel.ls_information, rel.ls_noise[0])
         f = max(float(rel.density[i]), 1e-12)
         C = tau * (1.0 - tau) / (count * f * f) * np.linalg.inv(gram)
@@ -322,7 +347,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         rng = make_rng(seed)
         tau, h = rel.quantiles[i], float(rel.bandwidth[i])
         k = beta.size
-        count = rel.moments[0]
+        count = self._count()
         M = NEWTON_SIM_ROWS
         Xu = structured_design(rel, M, rng)
         Xt = clipped_like(Xu, rel.report.clipped_rows / max(count, 1.0))
