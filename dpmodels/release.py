@@ -59,6 +59,7 @@ from .validation import (
     check_epsilon,
     check_release_arguments,
     check_row_count,
+    check_signed_size,
     check_used_columns,
 )
 
@@ -552,6 +553,8 @@ def release(
             "threshold='enhanced' with a larger threshold_A; or a number), or raise "
             "max_spurious_cells"
         )
+    if thr.k is None and math.isfinite(epsilon):  # its memory, from the public domain alone
+        check_signed_size(m)
     if n is not None and source is None:  # (an engine would need a counting query)
         check_row_count(n, nrows(data))  # no empty input; a declared n far from it warns
     if accountant is not None:

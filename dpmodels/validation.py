@@ -71,6 +71,7 @@ from .domain import DTYPE_LEVELS, _as_bins, _as_bounds, _as_levels
 from .engines import source_for
 from .errors import (
     DomainError,
+    DomainTooLargeError,
     DomainTypeError,
     DPModelsError,
     DPModelsTypeError,
@@ -94,6 +95,8 @@ __all__ = [
     "check_eval_env",
     "check_choice",
     "check_formula_transforms",
+    "check_signed_size",
+    "MAX_SIGNED_CELLS",
 ]
 
 #: Largest int64: integer cuts and the public n must fit in it.
@@ -424,6 +427,42 @@ def check_dtypes(dtypes: Mapping[str, object]) -> None:
                 f"{name!r} holds complex numbers (dtype {dtype}), which cannot be binned or "
                 "matched to levels: release their real and imaginary parts as two columns"
             )
+
+
+#: Largest domain a signed release (``threshold=None``) perturbs: it holds every
+#: cell's noisy count in memory (8 bytes each) and, while the noise is drawn, about
+#: `SIGNED_BYTES_PER_CELL` bytes a cell (2**25 cells: 256 MiB of counts, ~6.5 GiB
+#: at the peak).  ``max_spurious_cells`` (2e6 by default) usually refuses first.
+MAX_SIGNED_CELLS = 2**25
+#: Peak bytes per cell of `dpmodels.mechanisms.noisy_signed_dense()` (measured:
+#: the counts, two geometric draws a cell and their float temporaries).
+SIGNED_BYTES_PER_CELL = 200
+
+
+def check_signed_size(m: int) -> None:
+    """Refuse a signed release (``threshold=None``) of a domain of ``m`` cells
+    too large to perturb in memory, before anything is read, charged or drawn
+    (PRIVACY.md rule 10): every cell gets noise, so its memory is known from
+    the public domain alone, whatever ``max_spurious_cells`` allows.
+
+    Examples
+    --------
+    >>> check_signed_size(1000)
+    >>> check_signed_size(27 * 10**9)
+    Traceback (most recent call last):
+    ...
+    dpmodels.errors.DomainTooLargeError: a signed release (threshold=None) ...
+    """
+    m = int(m)
+    if m > MAX_SIGNED_CELLS:
+        gib = 2.0**-30
+        raise DomainTooLargeError(
+            f"a signed release (threshold=None) adds noise to every one of the {m:.3g} cells "
+            f"of the domain in memory: {m * 8 * gib:.3g} GiB for the noisy counts alone, about "
+            f"{m * SIGNED_BYTES_PER_CELL * gib:.3g} GiB while the noise is drawn (the limit is "
+            f"{MAX_SIGNED_CELLS:,} cells, whatever max_spurious_cells allows). Use fewer bins "
+            "or fewer variables, or a threshold (threshold='auto' or 'enhanced': only the "
+            "empty cells that cross it are drawn, their number bounded by max_spurious_cells)")
 
 
 def check_row_count(n, rows) -> None:

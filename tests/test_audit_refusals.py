@@ -294,3 +294,33 @@ def test_spark_frame_whose_rows_change_is_refused_before_the_charge(spark, tmp_p
                                 levels={"g": ["a", "b", "c"]}, random_state=2)
     assert acct.spent == 0 and acct.ledger == (), info.value
     assert "cache" in str(info.value).lower()
+
+
+# ---- 5: a signed release too large for memory --------------------------------------------
+
+
+def test_signed_release_of_a_huge_domain_is_refused_before_the_charge():
+    """threshold=None with max_spurious_cells=1e300 and bins=3000 on 3
+    variables: 2.7e10 cells, 201 GiB for the noisy counts alone, known from
+    the public domain.  It raised MemoryError after the charge; it is refused
+    before the charge (and before the data are read), with the size and what
+    to do."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.uniform(0, 1, (500, 3)), columns=["a", "b", "c"])
+    bits = np.random.default_rng(1)
+    state = bits.bit_generator.state
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(dpm.DomainTooLargeError) as info:
+        dpm.release(df, columns=["a", "b", "c"], epsilon=1.0, threshold=None,
+                    max_spurious_cells=1e300, bins=3000,
+                    bounds={"a": (0, 1), "b": (0, 1), "c": (0, 1)}, accountant=acct,
+                    random_state=bits)
+    msg = str(info.value)
+    assert acct.spent == 0 and acct.ledger == ()
+    assert bits.bit_generator.state == state  # no noise drawn
+    assert "2.7e+10" in msg and "201 GiB" in msg, msg
+    assert "threshold=None" in msg and "fewer bins" in msg and "threshold=" in msg, msg
+    # a signed release of a domain that fits is still made
+    ok = dpm.release(df, columns=["a", "b"], epsilon=1.0, threshold=None, bins=30,
+                     bounds={"a": (0, 1), "b": (0, 1)}, random_state=0)
+    assert ok.report.domain_cells == 900
