@@ -164,6 +164,15 @@ from scipy import optimize, special, stats
 
 from .accountant import Accountant, charge
 from .budget import exact_parts
+from .clipping import (
+    CLIP_SHARE,
+    OutsideBounds,
+    clipping_axes,
+    exact_outside,
+    release_outside,
+    warn_outside,
+)
+from .clipping import split_label as clip_split_label
 from .engines import source_for
 from .errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
@@ -313,6 +322,9 @@ class SampleAggregateReport(ReleaseReport):
         True when a ``random_state`` made the noise reproducible.
     budget : str
         How the release was charged to an `Accountant` ("no accountant" when none).
+    outside_bounds : OutsideBounds or None
+        Noisy counts of rows outside each bounded variable's declared bounds
+        (`dpmodels.clipping`); None when no variable can clip.
     """
 
     epsilon: float
@@ -329,6 +341,7 @@ class SampleAggregateReport(ReleaseReport):
     columns: tuple
     seeded: bool
     budget: str = "no accountant"
+    outside_bounds: OutsideBounds | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order, for summaries."""
@@ -1364,11 +1377,16 @@ def release_sample_aggregate(
     # step 4 runs only when k is large enough for it (public inputs: k, p, epsilon)
     eps_r = range_budget(k, p, epsilon) if standardized and private else 0.0
     ranged = eps_r > 0
+    clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
+    eps_c = math.inf
     if private:
         eps_v = epsilon * SPREAD_SHARE
-        eps_m = epsilon - eps_r - eps_v
-        eps_r, eps_v, eps_m = exact_parts(epsilon, [eps_r, eps_v, eps_m])  # dpmodels.budget
-        if min(eps_m, eps_v) < MIN_EPSILON or unit_epsilon(eps_v, p) < MIN_EPSILON:
+        eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
+        eps_m = epsilon - eps_r - eps_v - eps_c
+        eps_r, eps_v, eps_m, eps_c = exact_parts(  # dpmodels.budget
+            epsilon, [eps_r, eps_v, eps_m, eps_c])
+        if (min(eps_m, eps_v) < MIN_EPSILON or unit_epsilon(eps_v, p) < MIN_EPSILON
+                or (clip_axes and eps_c < MIN_EPSILON)):
             raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
                                 f"{MIN_EPSILON:g})")
     label = f"sample-aggregate {family} {formula!r}"
@@ -1392,6 +1410,7 @@ def release_sample_aggregate(
         if on_engine.read() != n_rows:
             raise DPModelsError(f"the {source.engine} frame's rows changed between two reads: "
                                 "sample-and-aggregate needs the same rows in every pass")
+    outside_exact = exact_outside(frame_in if frame_in is not None else data, clip_axes)
 
     budget = charge(accountant, epsilon, label)
     bits = random_source(random_state)
@@ -1478,6 +1497,12 @@ def release_sample_aggregate(
                    "2**16 units)", eps_v))
         mechanism = ("sample-and-aggregate (Smith 2011): statsmodels fits on k random blocks, "
                      "clamped, averaged, exact discrete Laplace")
+    outside = None
+    if clip_axes:
+        if private:
+            split += ((clip_split_label(len(clip_axes)), eps_c),)
+        outside = release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
+        warn_outside(outside, stacklevel=user_stacklevel())
     params = np.linalg.solve(A, working - b)
     if no_information:
         warnings.warn(
@@ -1496,7 +1521,7 @@ def release_sample_aggregate(
         n_source=pub.n_source, blocks=k, block_rows=block_rows, range_source=range_source,
         bias_correction=correction or "none",
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes), columns=names,
-        seeded=bits.seeded, budget=budget)
+        seeded=bits.seeded, budget=budget, outside_bounds=outside)
     return PrivateSampleAggregate(
         family=family, formula=formula, q=q, exog_names=exog,
         endog_name=(fv.response[0] if family in ("logit", "mnlogit") else space.endog_name),

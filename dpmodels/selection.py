@@ -77,6 +77,16 @@ import numpy as np
 import pandas as pd
 
 from .accountant import Accountant, charge
+from .budget import split_epsilon
+from .clipping import (
+    CLIP_SHARE,
+    OutsideBounds,
+    clipping_axes,
+    exact_outside,
+    release_outside,
+    warn_outside,
+)
+from .clipping import split_label as clip_split_label
 from .columns import columns_of, dtype_of, nrows
 from .domain import Domain, build_domain
 from .engines import source_for
@@ -87,7 +97,7 @@ from .errors import (
     NotPrivateWarning,
     UnknownVariableError,
 )
-from .exact import LogRate, geometric, uniform_below
+from .exact import MIN_EPSILON, LogRate, geometric, uniform_below
 from .formula import user_stacklevel
 from .histogram import missing_error, undeclared_error
 from .keywords import checked_keywords
@@ -169,6 +179,14 @@ class SelectionReport(ReleaseReport):
         True when a ``random_state`` made the noise reproducible.
     budget : str
         How the release was charged to an `Accountant` ("no accountant" when none).
+    split : tuple of (str, float)
+        The parts of epsilon when a variable can clip: the selection's steps and
+        the noisy counts of rows outside the bounds (`dpmodels.clipping`);
+        empty when the steps took all of epsilon (a selection inside a
+        projected model counts them in its histogram).
+    outside_bounds : OutsideBounds or None
+        Noisy counts of rows outside each bounded variable's declared bounds;
+        None when no variable can clip or none was counted.
     """
 
     title = "Feature selection report"
@@ -189,6 +207,8 @@ class SelectionReport(ReleaseReport):
     variables: tuple
     seeded: bool
     budget: str = "no accountant"
+    split: tuple = ()
+    outside_bounds: OutsideBounds | None = None
 
     @property
     def dropped(self) -> tuple:
@@ -202,10 +222,12 @@ class SelectionReport(ReleaseReport):
             ("Privacy:", f"epsilon-DP, epsilon = {eps}, delta = 0"),
             ("Mechanism:", self.mechanism if self.private else
              "none (greedy argmax, NOT PRIVATE)"),
+        ] + [("  epsilon part:", f"{e:.4g} for {label}") for label, e in self.split] + [
             ("Target:", self.target),
             ("k:", f"{self.k} ({self.k_source})"),
             ("Step epsilon:", "none" if not self.private else
-             f"eps' = epsilon/(4k) = {self.epsilon_step:.4g}; score sensitivity "
+             f"eps' = {'epsilon' if not self.split else '(steps part)'}/(4k) = "
+             f"{self.epsilon_step:.4g}; score sensitivity "
              f"{self.sensitivity} pairs"),
             ("Selected:", ", ".join(self.selected)),
             ("Dropped:", ", ".join(self.dropped) or "none"),
@@ -688,16 +710,27 @@ def select_features(
     if k is None:
         k = estimate_k(n_rows, q, sizes)
         k_source = f"estimated from public n, q and domain sizes (Vinterbo §2.3, sigma={SIGMA})"
+    # a share of epsilon for the rows outside the bounds (dpmodels.clipping) when a
+    # variable can clip; the selection's steps use the rest
+    clip_axes = clipping_axes(domain)
+    eps_c, eps_sel = math.inf, epsilon
+    if clip_axes and math.isfinite(epsilon):
+        eps_c, eps_sel = split_epsilon(epsilon, [CLIP_SHARE, None])
+        if eps_c < MIN_EPSILON:
+            raise DPModelsError(f"epsilon={epsilon!r} is too small to split (the outside "
+                                f"counts' part {eps_c:.3g} is below {MIN_EPSILON:g})")
     if accountant is not None:
         accountant.check(epsilon, f"feature selection for {target!r}")
     codes, weights = selection_rows(data, domain, missing)
+    outside_exact = exact_outside(data, clip_axes)
     if math.isinf(epsilon):
         warnings.warn(
             "epsilon=inf: the selection is the non-private greedy choice, NOT differentially "
             "private. Use it only to compare with private selections.",
             NotPrivateWarning, stacklevel=user_stacklevel())
     return _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows,
-                          "rows handed in", random_state, accountant, weights=weights)
+                          "rows handed in", random_state, accountant, weights=weights,
+                          clip=(clip_axes, eps_sel, eps_c, outside_exact))
 
 
 def selection_rows(data, domain: Domain, missing: str):
@@ -715,20 +748,32 @@ def selection_rows(data, domain: Domain, missing: str):
 
 
 def _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_source,
-                   random_state, accountant, weights=None) -> FeatureSelection:
-    """Charge the accountant, then run PRIVATEKD on the coded rows."""
+                   random_state, accountant, weights=None, clip=None) -> FeatureSelection:
+    """Charge the accountant, then run PRIVATEKD on the coded rows.  ``clip``:
+    ``(axes, eps_sel, eps_c, exact counts)`` when ``epsilon`` was split with the
+    noisy counts of rows outside the bounds (`dpmodels.clipping`), drawn after
+    the selection; the selection then runs on ``eps_sel``."""
     budget = charge(accountant, epsilon, f"feature selection for {target!r}")
     bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
     private = math.isfinite(epsilon)
-    r = score_scale(epsilon, k, n_rows) if private else None
+    axes, eps_sel, eps_c, outside_exact = (clip if clip is not None
+                                           else ((), epsilon, 0.0, np.zeros(0, np.int64)))
+    r = score_scale(eps_sel, k, n_rows) if private else None
     sizes = [domain.axis(c).size for c in cand]
     q = domain.axis(target).size
     chosen = private_kd(codes[1:], sizes, codes[0], q, k, r, bits, weights)
     selected = tuple(cand[i] for i in chosen)
+    outside, split = None, ()  # type: OutsideBounds | None, tuple[tuple[str, float], ...]
+    if axes:
+        outside = release_outside(outside_exact, axes, n_rows, eps_c, bits)
+        warn_outside(outside, stacklevel=user_stacklevel())
+        if private:
+            split = (("the selection's steps (PRIVATEKD)", eps_sel),
+                     (clip_split_label(len(axes)), eps_c))
     report = SelectionReport(
         epsilon=epsilon, private=private, mechanism=MECHANISM, k=k, k_source=k_source,
-        epsilon_step=epsilon / (4 * k), score_scale=float(r) if r is not None else math.inf,
+        epsilon_step=eps_sel / (4 * k), score_scale=float(r) if r is not None else math.inf,
         sensitivity=2 * (n_rows - 1), target=target, candidates=tuple(cand), selected=selected,
         n=n_rows, n_source=n_source, variables=tuple(domain.describe().items()),
-        seeded=bits.seeded, budget=budget)
+        seeded=bits.seeded, budget=budget, split=split, outside_bounds=outside)
     return FeatureSelection(selected, report.dropped, target, report)

@@ -79,6 +79,16 @@ from mpmath.libmp import from_float, from_int, mpf_cmp, to_float
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_log, mpi_mul
 
 from .accountant import Accountant, charge
+from .budget import split_epsilon
+from .clipping import (
+    CLIP_SHARE,
+    OutsideBounds,
+    clipping_axes,
+    exact_outside,
+    release_outside,
+    warn_outside,
+)
+from .clipping import split_label as clip_split_label
 from .columns import columns_of, dtype_of, nrows, unreadable_values_error
 from .domain import Axis, Domain, build_domain
 from .engines import source_for
@@ -89,7 +99,7 @@ from .errors import (
     ReleaseWarning,
     UnknownVariableError,
 )
-from .exact import uniform_below
+from .exact import MIN_EPSILON, uniform_below
 from .formula import user_stacklevel
 from .histogram import count_cells
 from .keywords import checked_keywords
@@ -397,9 +407,10 @@ class SmoothedSampleReport(ReleaseReport):
         The exact rational ``delta`` used, ``"a/2**60"``.
     loss_bound : float
         ``size * log(1 + (1 - delta) m / (n delta))`` (upper end of its
-        rigorous enclosure): at most ``epsilon``.
+        rigorous enclosure): at most the sampling's part of ``epsilon``.
     split : tuple of (str, float)
-        The budget split: one part, the whole epsilon.
+        The budget split: the sampling, and the noisy counts of rows outside
+        the bounds when a variable can clip (`dpmodels.clipping`).
     size : int
         Number of synthetic rows.
     n : int
@@ -416,6 +427,9 @@ class SmoothedSampleReport(ReleaseReport):
         True when a ``random_state`` made the noise reproducible.
     budget : str
         How the release was charged to an `Accountant` ("no accountant" when none).
+    outside_bounds : OutsideBounds or None
+        Noisy counts of rows outside each bounded variable's declared bounds;
+        None when no variable can clip.
     """
 
     epsilon: float
@@ -433,6 +447,7 @@ class SmoothedSampleReport(ReleaseReport):
     missing: str
     seeded: bool
     budget: str = "no accountant"
+    outside_bounds: OutsideBounds | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs, in display order."""
@@ -620,22 +635,33 @@ def smoothed_sample(
                               n=max(n_public, 2), epsilon=epsilon, data_columns=cols)
     m = domain.size
     private = math.isfinite(epsilon)
+    # a share of epsilon for the rows outside the bounds (dpmodels.clipping) when a
+    # variable can clip; the sampling's Theorem 5 bound is met with the rest, eps_s
+    clip_axes = clipping_axes(domain)
+    eps_c, eps_s = math.inf, epsilon
+    if clip_axes and private:
+        eps_c, eps_s = split_epsilon(epsilon, [CLIP_SHARE, None])
+        if eps_c < MIN_EPSILON:
+            raise DPModelsError(f"epsilon={epsilon!r} is too small to split (the outside "
+                                f"counts' part {eps_c:.3g} is below {MIN_EPSILON:g})")
     if delta_given is None:
-        delta_used = smoothed_delta(epsilon, size, m, n_public)
+        delta_used = smoothed_delta(eps_s, size, m, n_public)
         if delta_used >= 1:
             raise DPModelsError(
                 f"no smoothing weight delta < 1 meets size*log(1+(1-delta)m/(n delta)) <= "
-                f"epsilon with size={size}, m={m}, n={n_public}, epsilon={epsilon:g}: draw "
+                f"epsilon with size={size}, m={m}, n={n_public}, epsilon={eps_s:g} (of "
+                f"{epsilon:g}): draw "
                 "fewer rows (size), use fewer cells (bins, variables) or a larger epsilon")
     else:
         delta_used = delta_given
         a = int(delta_used * _DELTA_DEN)
-        if private and not _meets(size, m, n_public, a, epsilon):
-            need = smoothed_delta(epsilon, size, m, n_public)
+        if private and not _meets(size, m, n_public, a, eps_s):
+            need = smoothed_delta(eps_s, size, m, n_public)
             raise DPModelsError(
                 f"delta={delta!r} does not meet Theorem 5's bound size*log(1+(1-delta)m/"
                 f"(n delta)) <= epsilon (size={size}, m={m}, n={n_public}, "
-                f"epsilon={epsilon:g}): it needs delta >= {float(need):.6g}; raise delta, "
+                f"epsilon={eps_s:g} of {epsilon:g}): it needs delta >= {float(need):.6g}; "
+                "raise delta, "
                 "draw fewer rows (size), use fewer cells (bins) or a larger epsilon")
     a = int(delta_used * _DELTA_DEN)
     loss = (to_float(_loss_interval(size, m, n_public, a)[1]) if private and a > 0
@@ -661,6 +687,7 @@ def smoothed_sample(
             exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
         except TypeError:
             raise unreadable_values_error(data, domain) from None
+    outside_exact = exact_outside(data, clip_axes)
 
     # ---- the draws: only after the counts were taken without error ----------------
     budget = charge(accountant, epsilon, f"smoothed sample of {list(names)}")
@@ -668,14 +695,21 @@ def smoothed_sample(
     cells = smoothed_cells(bits, exact.ids, exact.counts, n_public, m, delta_used, size)
     del exact
     frame = _frame(domain, cells, _unit_floats(bits, (size, _n_continuous(domain))))
+    outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+               if clip_axes else None)
+    warn_outside(outside, stacklevel=user_stacklevel())
+    split: tuple[tuple[str, float], ...] = (
+        ("the smoothed-histogram sampling (one step)", eps_s),)
+    if clip_axes and private:
+        split += ((clip_split_label(len(clip_axes)), eps_c),)
     report = SmoothedSampleReport(
         epsilon=epsilon, private=private,
         mechanism=MECHANISM if private else "none (rows drawn from the exact histogram)",
         delta=float(delta_used), delta_rational=f"{a}/2**{DELTA_BITS}", loss_bound=loss,
-        split=(("the smoothed-histogram sampling (one step)", epsilon),),
+        split=split,
         size=size, n=n_public, n_source="rows handed in", domain_cells=m,
         variables=tuple(domain.describe().items()),
         missing=("a row with a missing value, when picked, gives a uniform cell"
                  if missing == "drop" else "refused (missing='raise')"),
-        seeded=bits.seeded, budget=budget)
+        seeded=bits.seeded, budget=budget, outside_bounds=outside)
     return SmoothedSample(frame, report, domain)

@@ -244,6 +244,7 @@ def test_neighbouring_data_sets_write_the_same_metadata(tmp_path):
     for doc in docs:
         for key in ("released_cells", "noisy_total"):
             doc["report"].pop(key)
+        doc["report"]["outside_bounds"].pop("counts")  # noisy (issue 43)
         doc.pop("release")
     assert docs[0] == docs[1]
 

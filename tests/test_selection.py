@@ -39,6 +39,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
+from dpmodels.clipping import CLIP_SHARE
 from dpmodels.models.projected import ProjectedReport, restrict_formula
 from dpmodels.randomness import random_source
 from dpmodels.selection import (
@@ -51,7 +52,6 @@ from dpmodels.selection import (
 )
 
 from .audit_tools import ALPHA, loss_lower_bound, pooled_chisquare, tightness_margin
-
 
 # ---- reference: brute force -------------------------------------------------------------
 
@@ -229,8 +229,11 @@ def test_select_features_finds_the_signal_and_reports():
     assert sel.selected == ("x1",)
     rep = sel.report
     assert rep.private and rep.epsilon == 2.0 and rep.seeded
-    assert rep.sensitivity == 2 * (len(df) - 1) and rep.epsilon_step == 0.5
-    assert rep.score_scale == score_scale(2.0, 1, len(df))
+    # eps' = the steps' part / (4k): epsilon less the outside counts' share (issue 43)
+    steps = dict(rep.split)["the selection's steps (PRIVATEKD)"]
+    assert steps == pytest.approx(2.0 * (1 - CLIP_SHARE), rel=1e-12)
+    assert rep.sensitivity == 2 * (len(df) - 1) and rep.epsilon_step == steps / 4
+    assert rep.score_scale == score_scale(steps, 1, len(df))
     assert set(rep.dropped) == set(CANDS) - {"x1"}
     text = str(rep)
     assert "PRIVATEKD" in text and "x1" in text
@@ -277,6 +280,8 @@ def test_neighbours_give_the_same_selection_report_apart_from_the_selection(kind
     da, db = asdict(a.report), asdict(b.report)
     for noisy in ("selected",):
         da.pop(noisy), db.pop(noisy)
+    for d in (da, db):  # the noisy counts of rows outside the bounds (issue 43)
+        d["outside_bounds"].pop("counts")
     assert da == db
 
 
