@@ -27,7 +27,7 @@ import pytest
 
 import dpmodels as dpm
 from dpmodels.exact import MIN_EPSILON
-from dpmodels.models.projected import _split, smallest_epsilon
+from dpmodels.models.projected import _parts_work, _split, smallest_epsilon
 from dpmodels.saved import release_from_document
 from dpmodels.saving import SavedReleaseError, release_document
 
@@ -62,9 +62,43 @@ def test_select_with_a_part_below_min_epsilon_is_refused_before_any_charge(frame
     used = float(re.search(r"gamma = (\S+?)\)", str(info.value)).group(1))
     if gamma is not None:
         assert used == gamma
-        assert shown == 4e-15
+        assert shown == 8e-14  # the histogram's outside counts take 5% of its quarter
     g = gamma if gamma is not None else used
-    assert min(_split(shown, g)) >= MIN_EPSILON
+    assert min(_split(shown, g)) >= MIN_EPSILON and _parts_work(shown, g, True)
+
+
+def test_select_refuses_before_any_charge_when_the_histograms_own_split_is_too_small(frame):
+    # epsilon = 2e-14: the selection's 1.5e-14 and the histogram's 5e-15 are above
+    # MIN_EPSILON, but the histogram's outside counts would get 2.5e-16 (refused after
+    # the selection was charged, before)
+    acct = dpm.Accountant(1.0)
+    with pytest.raises(dpm.DPModelsError, match="smallest epsilon that works"):
+        dpm.dp_logit(FORMULA, frame, select=1, gamma=0.25, epsilon=2e-14, bounds=BOUNDS,
+                     levels=LEVELS, accountant=acct, random_state=0)
+    assert acct.spent == 0.0 and acct.ledger == ()
+
+
+def test_select_checks_the_spurious_cell_limit_on_the_cells_part_before_any_charge(frame):
+    from dpmodels.budget import split_epsilon
+    from dpmodels.clipping import CLIP_SHARE
+    from dpmodels.mechanisms import discrete_laplace_sf
+    from dpmodels.release import resolve_threshold
+
+    eps_h = _split(1.1, 0.5)[1]
+    cells = split_epsilon(eps_h, [CLIP_SHARE, None])[1]
+    m = 2 * 10  # y x one selected variable of 10 bins
+
+    def spurious(e):
+        return m * discrete_laplace_sf(resolve_threshold("enhanced", e, 400, 0.5).k, e)
+
+    assert spurious(eps_h) < spurious(cells)  # the same cut, more noise on the cells' part
+    limit = (spurious(eps_h) + spurious(cells)) / 2  # passed at eps_h, not at the cells'
+    acct = dpm.Accountant(2.0)
+    with pytest.raises(dpm.DomainTooLargeError, match="refused before the selection"):
+        dpm.dp_logit(FORMULA, frame, select=1, gamma=0.5, epsilon=1.1, bounds=BOUNDS,
+                     levels=LEVELS, bins=10, max_spurious_cells=limit, accountant=acct,
+                     random_state=0)
+    assert acct.spent == 0.0 and acct.ledger == ()
 
 
 def test_smallest_epsilon_is_the_smallest_float_that_splits():
@@ -72,6 +106,10 @@ def test_smallest_epsilon_is_the_smallest_float_that_splits():
         e = smallest_epsilon(gamma)
         assert min(_split(e, gamma)) >= MIN_EPSILON
         assert min(_split(math.nextafter(e, 0.0), gamma)) < MIN_EPSILON
+        for clip in (False, True):
+            e = smallest_epsilon(gamma, clip)
+            assert _parts_work(e, gamma, clip)
+            assert not _parts_work(math.nextafter(e, 0.0), gamma, clip)
 
 
 # ---- item 7: a fit on an earlier private selection reports the total ----------------

@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import patsy
 
-from ..budget import exact_parts, parts_fit
+from ..budget import exact_parts, parts_fit, split_epsilon
+from ..clipping import CLIP_SHARE, clipping_axes
 from ..columns import columns_of, dtype_of, nrows
 from ..domain import build_domain
 from ..engines import source_for
@@ -161,12 +162,6 @@ class ProjectedReport(ReleaseReport):
     @property
     def noisy_total(self) -> int:
         return self.histogram.noisy_total
-
-    @property
-    def outside_bounds(self):  # type: ignore[override]
-        """The histogram's noisy counts of rows outside the bounds of the selected
-        variables (`dpmodels.clipping`), shown in its rows; None when none can clip."""
-        return self.histogram.outside_bounds
 
     @property
     def budget(self) -> str:
@@ -323,39 +318,55 @@ def _split(epsilon: float, gamma: float) -> tuple[float, float]:
     return eps_p, eps_h
 
 
-def smallest_epsilon(gamma: float) -> float:
-    """The smallest float epsilon whose split (`_split`) gives the selection and
-    the histogram each at least `MIN_EPSILON` (a function of the public gamma).
+def _parts_work(epsilon: float, gamma: float, clip: bool) -> bool:
+    """True when every part of ``epsilon`` is at least `MIN_EPSILON`: the
+    selection's, the histogram's and, when the projection can clip, the
+    histogram's own split into its cells and its outside counts
+    (`dpmodels.release()`'s)."""
+    eps_p, eps_h = _split(epsilon, gamma)
+    if min(eps_p, eps_h) < MIN_EPSILON:
+        return False
+    return not clip or min(split_epsilon(eps_h, [CLIP_SHARE, None])) >= MIN_EPSILON
+
+
+def smallest_epsilon(gamma: float, clip: bool = False) -> float:
+    """The smallest float epsilon whose parts (`_parts_work`) are each at least
+    `MIN_EPSILON` (a function of the public gamma and domain).
 
     Examples
     --------
     >>> e = smallest_epsilon(0.25)
-    >>> min(_split(e, 0.25)) >= MIN_EPSILON > min(_split(math.nextafter(e, 0.0), 0.25))
+    >>> _parts_work(e, 0.25, False), _parts_work(math.nextafter(e, 0.0), 0.25, False)
+    (True, False)
+    >>> smallest_epsilon(0.25, clip=True) > 1e-14
     True
     """
-    e = MIN_EPSILON / min(gamma, 1.0 - gamma)
-    while min(_split(e, gamma)) < MIN_EPSILON:
+    e = MIN_EPSILON / min(1.0 - gamma, gamma * (CLIP_SHARE if clip else 1.0))
+    while not _parts_work(e, gamma, clip):
         e = math.nextafter(e, math.inf)
-    while min(_split(math.nextafter(e, 0.0), gamma)) >= MIN_EPSILON:
+    while _parts_work(math.nextafter(e, 0.0), gamma, clip):
         e = math.nextafter(e, 0.0)
     return e
 
 
-def _check_parts(epsilon: float, gamma: float, eps_p: float, eps_h: float) -> None:
-    """Refuse, before any charge and any noise, an epsilon whose selection or
-    histogram part is below `MIN_EPSILON` (both parts are public)."""
-    if math.isinf(epsilon) or min(eps_p, eps_h) >= MIN_EPSILON:
+def _check_parts(epsilon: float, gamma: float, clip: bool) -> None:
+    """Refuse, before any charge and any noise, an epsilon one of whose parts
+    would be below `MIN_EPSILON` (every part is a function of public inputs)."""
+    if math.isinf(epsilon) or _parts_work(epsilon, gamma, clip):
         return
-    low = smallest_epsilon(gamma)
+    eps_p, eps_h = _split(epsilon, gamma)
+    low = smallest_epsilon(gamma, clip)
     step = 10.0 ** (math.floor(math.log10(low)) - 2)  # three significant digits, rounded up
     shown = float(f"{math.ceil(low / step) * step:.2e}")
     while shown < low:
         shown = float(f"{shown + step:.2e}")
+    extra = (f" (a share {CLIP_SHARE:g} of it for the noisy counts of rows outside the bounds)"
+             if clip else "")
     raise DPModelsError(
         f"epsilon={epsilon:g} is too small to split between the feature selection and the "
         f"histogram (gamma = {gamma:.4g}): the selection would get {eps_p:.3g} and the "
-        f"histogram {eps_h:.3g}, and each part must be at least {MIN_EPSILON:g}. The smallest "
-        f"epsilon that works with this gamma is {shown:.3g}; nothing was spent")
+        f"histogram {eps_h:.3g}{extra}, and each part must be at least {MIN_EPSILON:g}. The "
+        f"smallest epsilon that works with this gamma is {shown:.3g}; nothing was spent")
 
 
 if TYPE_CHECKING:
@@ -462,7 +473,7 @@ class _Projected(_ChoiceModel):
             else:
                 gamma_used = gamma if gamma is not None else estimate_gamma(n_rows, q, sizes, k)
                 eps_p, eps_h = _split(epsilon, gamma_used)
-                _check_parts(epsilon, gamma_used, eps_p, eps_h)
+                _check_parts(epsilon, gamma_used, bool(clipping_axes(full)))
         if kind != "k":
             gamma_used, eps_p, eps_h = None, 0.0, epsilon
         if accountant is not None:
@@ -560,6 +571,8 @@ class _Projected(_ChoiceModel):
                            n=max(n_public, 2), epsilon=eps_h, data_columns=cols,
                            scales=dict(fv.scales))
         m = dom.size
+        if clipping_axes(dom) and math.isfinite(eps_h):  # the cells' part, as release() splits
+            eps_h = split_epsilon(eps_h, [CLIP_SHARE, None])[1]
         thr = resolve_threshold(threshold, eps_h, max(n_public, 2), threshold_A, m,
                                 max_spurious_cells)
         if math.isinf(eps_h):
