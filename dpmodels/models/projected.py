@@ -164,6 +164,12 @@ class ProjectedReport(ReleaseReport):
         return self.histogram.noisy_total
 
     @property
+    def outside_bounds(self):  # type: ignore[override]
+        """The histogram's noisy counts of rows outside the bounds of the selected
+        variables (`dpmodels.clipping`), shown in its rows; None when none can clip."""
+        return self.histogram.outside_bounds
+
+    @property
     def budget(self) -> str:
         """How the selection and the histogram were charged to an accountant."""
         sel = self.selection
