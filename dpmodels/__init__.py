@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .domain import Axis, Domain
     from .errors import (
         BudgetExceededError,
+        ClippingWarning,
         DomainError,
         DomainTooLargeError,
         DomainTypeError,
@@ -101,6 +102,7 @@ __all__ = [
     "BudgetExceededError",
     "NotPrivateWarning",
     "ReleaseWarning",
+    "ClippingWarning",
     "SeparationWarning",
     "SeparationError",
     "SingularDesignError",
@@ -132,7 +134,7 @@ _HOMES = {
         "DPModelsError", "DPModelsTypeError", "DomainError", "DomainTypeError",
         "DomainTooLargeError", "UnknownVariableError", "UndeclaredLevelError",
         "MissingValueError", "BudgetExceededError", "NotPrivateWarning", "ReleaseWarning",
-        "SeparationWarning", "SeparationError", "SingularDesignError")},
+        "ClippingWarning", "SeparationWarning", "SeparationError", "SingularDesignError")},
 }
 
 
