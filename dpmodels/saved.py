@@ -92,7 +92,8 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from .budget import parts_fit
+from .budget import exact_parts, parts_fit, split_epsilon
+from .clipping import CLIP_SHARE
 from .domain import (
     SCALES,
     Axis,
@@ -695,15 +696,11 @@ def _histogram_claim(report: PrivacyReport, m: int) -> None:
     """The split (when a variable can clip: the cells' part and the outside
     counts'), noise scale, sensitivity, threshold and spurious-cell bound of a
     histogram, rebuilt from its stated epsilon (`dpmodels.release`'s code)."""
-    from .budget import split_epsilon  # (lazy: the budget's import line is shared)
-
     eps = report.epsilon
     split = tuple(getattr(report, "split", ()))
     eps_h = eps  # the cells' epsilon: their noise, threshold and spurious law
     if split:
         _split_claim(split, eps, report.private)
-        from .clipping import CLIP_SHARE
-
         eps_c, eps_h = split_epsilon(eps, [CLIP_SHARE, None])
         _parts_claim(report, [eps_h, eps_c])
     if report.noise_scale != 2.0 / eps_h:
@@ -767,11 +764,7 @@ def _moments_claim(rel: PrivateMoments) -> None:
         if tuple(rel.noise_var) != (0.0, 0.0, 0.0):
             raise _claim_error("release.noise_var", tuple(rel.noise_var), (0.0, 0.0, 0.0), eps)
         return
-    from .budget import split_epsilon  # (lazy: the budget's import line is shared)
-
     if _clipped(report):
-        from .clipping import CLIP_SHARE
-
         eps_c, eps_s, eps_r, eps_m = split_epsilon(
             eps, [CLIP_SHARE, SCALE_SHARE, RADIUS_SHARE, None])
         want = [eps_s, eps_r, eps_m, eps_c]
@@ -806,15 +799,11 @@ def _step_noise(rel, eps_t: float, weight: float) -> tuple[float, float]:
 def _newton_claim(rel: PrivateNewton) -> None:
     """The split of a Newton-steps release (`dpmodels.newton.release_newton()`),
     rebuilt from the stated epsilon."""
-    from .budget import exact_parts  # (lazy: the budget's import line is shared)
-
     eps = rel.report.epsilon
     if not rel.report.private:
         raise SavedReleaseError("a Newton-steps release is always private: report.epsilon "
                                 "must be finite")
     clipped = _clipped(rel.report)
-    if clipped:
-        from .clipping import CLIP_SHARE
     eps_c = eps * CLIP_SHARE if clipped else 0.0
     eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
     steps = [(eps - eps_c - eps_s - eps_r) * share for share in STEP_SHARES]
@@ -832,15 +821,11 @@ def _quantile_claim(rel: PrivateQuantileSteps) -> None:
     """The split of a quantile-steps release
     (`dpmodels.quantile_steps.release_quantile_steps()`) and the noise
     variances of its quantile steps and level counts, rebuilt from the stated epsilon."""
-    from .budget import exact_parts  # (lazy: the budget's import line is shared)
-
     eps, taus, space = rel.report.epsilon, rel.quantiles, rel.space
     if not rel.report.private:
         raise SavedReleaseError("a quantile-steps release is always private: report.epsilon "
                                 "must be finite")
     clipped = _clipped(rel.report)
-    if clipped:
-        from .clipping import CLIP_SHARE
     eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
     eps_ls, eps_res = eps * LS_SHARE, eps * RESIDUAL_SHARE
     eps_lv = eps * LEVEL_SHARE if space.dummy.any() else 0.0
