@@ -1,11 +1,43 @@
 """Results classes' side of the noise-aware covariance: under
 ``cov_type="dp"`` the results own the bootstrap's covariance, standard
 errors, tests and intervals (`DPInferenceResultsMixin`), attached by
-`attach_dp_inference()`."""
+`attach_dp_inference()`.
+
+The results contract
+--------------------
+Every public name of every dpmodels results class is declared here, in
+`CONTRACTS` (one table per class), as one of
+
+* ``"release"``: an honest function of the noisy release and public inputs
+  (PRIVACY.md rule 5), the privacy noise included where it matters (the
+  standard errors, tests and intervals under ``cov_type="dp"``);
+* ``"statsmodels"``: statsmodels' own member, which is what statsmodels gives
+  on the same (released) cells and equals its value on the rows at
+  ``cov_type="naive"`` / ``epsilon=inf`` (metadata, the optimiser's record,
+  ``save`` / ``load``);
+* a `Refusal`: refused on a dp fit with a `ResultsRefusedError` (also an
+  ``AttributeError``: ``hasattr`` says no) whose message says why and names
+  the dp alternative -- a statistic of the cells that does not carry the
+  privacy noise (likelihoods, information criteria, residual normality and
+  score tests), one of individual rows a dp fit does not have (influence,
+  robust sandwich of cells), or one of points a release is handed to
+  statsmodels on that are not data (noisy Newton steps, noisy moments).
+
+tests/test_results_contract.py fits every (mechanism, family) of the
+registry and fails on any public name of ``dir(results)`` the table does not
+classify, so a statsmodels upgrade that adds a member cannot slip through.
+Summaries show a refused statistic as "n/a" (`quiet_refusals()`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import sys
 import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +48,181 @@ from .formula import user_stacklevel
 from .intervals import DPInference
 from .plots import plot_coefficients
 
-__all__ = ["DPInferenceResultsMixin", "attach_dp_inference"]
+__all__ = ["DPInferenceResultsMixin", "attach_dp_inference", "ResultsRefusedError", "Refusal",
+           "RELEASE", "STATSMODELS", "CONTRACTS", "results_contract", "install_contract",
+           "quiet_refusals"]
+
+
+class ResultsRefusedError(DPModelsError, AttributeError):
+    """A member of a dp results object that statsmodels has but a dp fit
+    cannot give honestly (e.g. ``llf`` of noisy cells, ``pred_table()`` of
+    noisy Newton steps' points).  The message says why and names the dp
+    alternative.  Also an ``AttributeError``: ``hasattr(res, name)`` is
+    False and ``getattr(res, name, default)`` gives the default."""
+
+
+#: Contract classes: an honest function of the release and public inputs.
+RELEASE = "release"
+#: Contract classes: statsmodels' own (equal to statsmodels' at cov_type="naive" / epsilon=inf).
+STATSMODELS = "statsmodels"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A member refused on a dp fit.
+
+    Attributes
+    ----------
+    why : str
+        Why the dp fit cannot give it.
+    use : str
+        The dp alternative, named in the message.
+    when : {"private", "release", "dp"}
+        "private": on a fit of a private release (at ``epsilon=inf`` the
+        member is statsmodels' own: the exact check); "release": on any fit
+        of a release; "dp": under ``cov_type="dp"`` (naive: statsmodels').
+    own : bool
+        The class's own member refuses (its message names ``use``); else the
+        contract installs the refusal.
+    """
+
+    why: str
+    use: str
+    when: str = "private"
+    own: bool = False
+
+    def applies(self, res) -> bool:
+        """Whether the member is refused on the results ``res``."""
+        if self.when == "dp":
+            return getattr(res, "cov_type", None) == "dp" and getattr(
+                res, "dp_inference", None) is not None
+        privacy = getattr(res, "privacy", None)
+        if privacy is None:
+            return False
+        return self.when == "release" or bool(getattr(privacy, "private", True))
+
+    def message(self, name: str) -> str:
+        return f"{name} is not available on a dp fit: {self.why}. Use {self.use} instead."
+
+
+Classification = str | Refusal
+
+#: Modules whose reads of a member are the results' own bookkeeping (statsmodels'
+#: and dpmodels' code computing what they publish), not a caller's.
+_INTERNAL = ("statsmodels.", "dpmodels.")
+_WRAPPER = ("statsmodels.base.wrapper", __name__)
+
+
+def _called_from_outside() -> bool:
+    """Whether the read being served comes from the caller's code (not from
+    statsmodels or dpmodels computing something else from it).  statsmodels'
+    wrapper passes the caller's reads on: its frames are skipped."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "") in _WRAPPER:
+        frame = frame.f_back
+    if frame is None:
+        return True
+    return not str(frame.f_globals.get("__name__", "")).startswith(_INTERNAL)
+
+
+class _Refused:
+    """The descriptor of a refused member: raises `ResultsRefusedError` on a
+    caller's read when the member's `Refusal` applies; otherwise (statsmodels'
+    own reads, a fit where it does not apply) the member it replaces."""
+
+    def __init__(self, name: str, owner: type, original: Any):
+        self.name, self.owner, self.original = name, owner, original
+
+    def _member(self, owner: type):
+        if self.original is not None:
+            return self.original
+        mro = owner.__mro__
+        for klass in mro[mro.index(self.owner) + 1:] if self.owner in mro else mro:
+            if self.name in vars(klass):
+                return vars(klass)[self.name]
+        raise AttributeError(self.name)
+
+    def __get__(self, obj, owner=None):
+        owner = type(obj) if owner is None else owner
+        if obj is None:
+            return self._member(owner)
+        if self.name in obj.__dict__:  # set on the instance (e.g. QuantReg's objective)
+            value = obj.__dict__[self.name]
+        else:
+            value = None
+        refusal = results_contract(obj).get(self.name)
+        if isinstance(refusal, Refusal) and refusal.applies(obj):
+            if obj.__dict__.get("_dp_quiet"):  # a summary: the row reads n/a
+                return _nan_method if inspect.isfunction(self._member(owner)) else np.nan
+            if _called_from_outside():
+                raise ResultsRefusedError(refusal.message(self.name))
+        if self.name in obj.__dict__:
+            return value
+        member = self._member(owner)
+        return member.__get__(obj, owner) if hasattr(member, "__get__") else member
+
+    def __set__(self, obj, value):
+        member = self._member(type(obj))
+        if hasattr(member, "__set__"):
+            member.__set__(obj, value)
+        else:
+            obj.__dict__[self.name] = value
+
+    def __delete__(self, obj):
+        member = self._member(type(obj))
+        if hasattr(member, "__delete__"):
+            member.__delete__(obj)
+        else:
+            del obj.__dict__[self.name]
+
+
+def _nan_method(*args, **kwargs) -> float:
+    return np.nan
+
+
+def results_contract(res) -> dict[str, Classification]:
+    """The classification of every public member of the results ``res`` (a
+    results object or its statsmodels wrapper): its class's table, with the
+    entries of its ``source`` ("moments": noisy moments) where they differ."""
+    inner = getattr(res, "_results", res)
+    cls = type(inner)
+    out = dict(getattr(cls, "_dp_contract", {}))
+    by_source = getattr(cls, "_dp_source_contract", {})
+    source = inner.__dict__.get("source", getattr(cls, "source", "cells"))
+    out.update(by_source.get(source, {}))
+    return out
+
+
+def install_contract(cls: type) -> None:
+    """Give the results class ``cls`` its table of `CONTRACTS` (by class name)
+    and install the refusals it declares (those not its own)."""
+    entry = CONTRACTS.get(cls.__qualname__)
+    if entry is None:
+        return  # a subclass dpmodels does not declare keeps its parent's table
+    table, by_source = entry
+    setattr(cls, "_dp_contract", dict(table))  # noqa: B010  (any results class)
+    setattr(cls, "_dp_source_contract", {k: dict(v) for k, v in by_source.items()})  # noqa: B010
+    names = dict(table)
+    for overrides in by_source.values():
+        names.update({k: v for k, v in overrides.items() if isinstance(v, Refusal)})
+    for name, how in names.items():
+        if isinstance(how, Refusal) and not how.own:
+            original = vars(cls).get(name)
+            if isinstance(original, _Refused):
+                continue
+            setattr(cls, name, _Refused(name, cls, original))
+
+
+@contextlib.contextmanager
+def quiet_refusals(res) -> Iterator[None]:
+    """While statsmodels builds a summary of ``res``, a refused member reads
+    NaN (a summary shows it as "n/a") instead of raising."""
+    inner = getattr(res, "_results", res)
+    inner.__dict__["_dp_quiet"] = True
+    try:
+        yield
+    finally:
+        inner.__dict__.pop("_dp_quiet", None)
 
 
 def _contrast_cov(R: np.ndarray, V: np.ndarray) -> np.ndarray:
@@ -69,6 +275,10 @@ class DPInferenceResultsMixin(_Results):
     """
 
     dp_inference: DPInference | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        install_contract(cls)  # the class's table of CONTRACTS and its refusals
 
     def _dp_active(self) -> bool:
         return self._active_inference() is not None
@@ -230,9 +440,11 @@ class DPInferenceResultsMixin(_Results):
     def fvalue(self):
         """F statistic that every slope is 0; under cov_type "dp" with
         coefficients the release does not measure (infinite SE), over the
-        measured ones (`measured_wald()`), NaN when none is."""
+        measured ones (`measured_wald()`), NaN when none is; so too on the discrete
+        models, for which statsmodels has no F statistic."""
         if not self._dp_no_information():
-            return super().fvalue
+            with contextlib.suppress(AttributeError):  # (statsmodels' discrete results have none)
+                return super().fvalue
         test = self.measured_wald()
         return np.nan if test is None else test[0] / test[1]
 
@@ -240,7 +452,8 @@ class DPInferenceResultsMixin(_Results):
     def f_pvalue(self):
         """p-value of `fvalue` (F with the residual degrees of freedom)."""
         if not self._dp_no_information():
-            return super().f_pvalue
+            with contextlib.suppress(AttributeError):  # (statsmodels' discrete results have none)
+                return super().f_pvalue
         test = self.measured_wald()
         return np.nan if test is None else float(
             stats.f.sf(test[0] / test[1], test[1], self.df_resid))
@@ -484,3 +697,157 @@ def attach_dp_inference(res, inference: DPInference, *, warn: bool = True) -> No
         names = list(names) if names is not None and len(names) == inference.params.size else None
         warnings.warn(inference.unmeasured_message(names), ReleaseWarning,
                       stacklevel=user_stacklevel())
+
+
+# ---- the contract of every results class ---------------------------------------------------
+#
+# Each table maps every public name of the class's dir() to RELEASE, STATSMODELS or a
+# Refusal.  A name missing here fails tests/test_results_contract.py.
+
+R, S = RELEASE, STATSMODELS
+
+_LIKELIHOOD = ("the likelihood of the released cells weighted by noisy counts is not the "
+               "likelihood of the rows and does not carry the privacy noise, so likelihood "
+               "ratios and information criteria built on it are not valid")
+_WALD = "res.wald_test(...) / res.compare_f_test(restricted) (Wald tests with the dp covariance)"
+_ROWS = ("it is a property of individual rows, and a dp fit has no rows, only released cells "
+         "weighted by noisy counts")
+_SANDWICH = ("a robust (sandwich) covariance of the released cells treats each cell as one "
+             "row and ignores the privacy noise")
+_DP_COV = "res.bse / res.cov_params() under cov_type='dp' (the bootstrap of the release)"
+_POINTS = ("the fit is handed to statsmodels on points that carry the released statistics, "
+           "not on data or cells, so per-point values describe no rows")
+_PREDICT = "res.predict(new_data) / res.get_prediction(new_data) on covariate values you choose"
+
+#: The members of every statsmodels-derived results class (DPInferenceResultsMixin and
+#: statsmodels' LikelihoodModelResults).
+_COMMON: dict[str, Classification] = {
+    # the estimate and its dp inference
+    "params": R, "bse": R, "cov_params": R, "tvalues": R, "pvalues": R, "conf_int": R,
+    "t_test": R, "f_test": R, "wald_test": R, "wald_test_terms": R, "t_test_pairwise": R,
+    "fvalue": R, "f_pvalue": R, "measured_wald": R, "compare_f_test": R,
+    "plot_coefficients": R, "get_prediction": R, "predict": R, "summary": R, "summary2": R,
+    "dp_inference": R, "cov_type": R, "cov_kwds": R, "use_t": R, "privacy": R, "release": R,
+    "nobs": R, "df_resid": R, "model": R,
+    # statsmodels' own
+    "df_model": S, "k_constant": S, "normalized_cov_params": S, "initialize": S,
+    "save": S, "load": S, "remove_data": S,
+    # refused
+    "compare_lr_test": Refusal(_LIKELIHOOD, "compare_f_test", when="dp", own=True),
+    "compare_lm_test": Refusal("the LM statistic of the released cells ignores the privacy "
+                               "noise", "compare_f_test", when="dp", own=True),
+    "get_influence": Refusal(_ROWS, "res.dp_inference (how the bootstrap moves each "
+                             "coefficient) or res.summary() (the binning check)",
+                             when="release"),
+    "outlier_test": Refusal(_ROWS, "res.summary() (the binning check) and "
+                            "release.plot() (the released counts)", when="release"),
+    "llf": Refusal(_LIKELIHOOD, _WALD),
+    "aic": Refusal(_LIKELIHOOD, _WALD),
+    "bic": Refusal(_LIKELIHOOD, _WALD),
+    "info_criteria": Refusal(_LIKELIHOOD, _WALD),
+}
+
+_SANDWICHES = {name: Refusal(_SANDWICH, _DP_COV, when="release") for name in (
+    "HC0_se", "HC1_se", "HC2_se", "HC3_se", "cov_HC0", "cov_HC1", "cov_HC2", "cov_HC3",
+    "get_robustcov_results")}
+
+#: statsmodels' RegressionResults (OLS of cells or moments, quantile regression).
+_REGRESSION: dict[str, Classification] = {
+    **_COMMON, **_SANDWICHES,
+    "scale": R, "ssr": R, "ess": R, "centered_tss": R, "uncentered_tss": R, "mse_model": R,
+    "mse_resid": R, "mse_total": R, "rsquared": R, "rsquared_adj": R, "condition_number": R,
+    "eigenvals": R, "fittedvalues": R, "resid": R, "wresid": R, "resid_pearson": R,
+    "source": R,
+}
+
+_OLS: dict[str, Classification] = {
+    **_REGRESSION,
+    "effects": Refusal("type 1 (sequential) sums of squares of the cells do not carry the "
+                       "privacy noise", "anova_lm(res, typ=2)", when="dp", own=True),
+}
+#: Noisy moments: statsmodels gets points that carry the released moments.
+_MOMENTS: dict[str, Classification] = {
+    name: Refusal(_POINTS, _PREDICT, when="release")
+    for name in ("fittedvalues", "resid", "wresid", "resid_pearson")}
+
+_QUANTREG: dict[str, Classification] = {
+    **_REGRESSION,
+    "effects": R, "prsquared": R, "objective": R, "mse": R, "q": R, "bandwidth": R,
+    "bandwidth_name": R, "kernel_name": R, "vcov_type": R, "sparsity": R, "unresolved": R,
+    "unresolved_message": R, "iterations": S, "history": S,
+}
+_NOT_RELEASED = ("the quantile steps release no check loss or residuals: " + _POINTS)
+_NEWTON_QUANTREG: dict[str, Classification] = {
+    **_QUANTREG,
+    **{name: Refusal(_NOT_RELEASED, _PREDICT, when="release") for name in (
+        "fittedvalues", "resid", "wresid", "resid_pearson", "effects", "ssr", "ess",
+        "centered_tss", "uncentered_tss", "mse", "mse_model", "mse_resid", "mse_total",
+        "rsquared", "rsquared_adj")},
+    **{name: Refusal(_NOT_RELEASED, "res.conf_int() / res.t_test(...) (the dp inference)",
+                     when="release") for name in ("prsquared", "objective")},
+}
+
+_NULL = ("the null model's likelihood of the released cells does not carry the privacy "
+         "noise")
+_DISCRETE: dict[str, Classification] = {
+    **_COMMON,
+    "fittedvalues": R, "resid_pearson": R, "resid_response": R, "get_distribution": R,
+    "pred_table": R, "separation": R, "response_coding": R, "dp_wald_pvalue": R, "source": R,
+    "scale": S, "converged": S, "method": S, "mle_retvals": S, "mle_settings": S,
+    "set_null_options": S,
+    "llnull": Refusal(_NULL, "res.dp_wald_pvalue() (the Wald test that every slope is 0, "
+                      "dp covariance)"),
+    "llr": Refusal(_NULL, "res.dp_wald_pvalue()"),
+    "llr_pvalue": Refusal(_NULL, "res.dp_wald_pvalue()"),
+    "prsquared": Refusal(_NULL, "res.dp_wald_pvalue() for the test; no dp pseudo R-squared "
+                         "is released"),
+    "score_test": Refusal("the score (LM) test of the released cells ignores the privacy "
+                          "noise", _WALD, when="dp"),
+    "im_ratio": Refusal("the information-matrix ratio of the released cells ignores the "
+                        "privacy noise", _DP_COV, when="dp"),
+    "get_margeff": Refusal("statsmodels averages marginal effects over rows, and a dp fit "
+                           "has released cells weighted by noisy counts", _PREDICT,
+                           when="release"),
+}
+_LOGIT: dict[str, Classification] = {**_DISCRETE, "resid_dev": R, "resid_generalized": R}
+_NEWTON_LOGIT: dict[str, Classification] = {
+    **_LOGIT,
+    **{name: Refusal("the Newton steps release no likelihood: " + _POINTS, _WALD,
+                     when="release") for name in (
+        "llf", "aic", "bic", "info_criteria", "llnull", "llr", "llr_pvalue", "prsquared")},
+    **{name: Refusal(_POINTS, _PREDICT, when="release") for name in (
+        "fittedvalues", "resid_pearson", "resid_response", "resid_dev", "resid_generalized",
+        "get_distribution")},
+    "pred_table": Refusal(
+        "a prediction table counts rows by response and prediction, and the Newton steps "
+        "release no rows: statsmodels would count the points that carry the released "
+        "statistics, whose responses are the fitted probabilities (a perfect table)",
+        "res.predict(rows) on data you hold and may use, or a histogram release "
+        "(method='histogram'), whose pred_table() counts noisy cells", when="release"),
+}
+_MNLOGIT: dict[str, Classification] = {
+    **_DISCRETE, "J": S, "K": S, "resid_misclassified": R,
+    "margeff": Refusal("statsmodels' deprecated member", "res.get_prediction(new_data)",
+                       when="release"),
+}
+
+_SAMPLE_AGGREGATE: dict[str, Classification] = {
+    **{name: R for name in (
+        "params", "bse", "tvalues", "pvalues", "conf_int", "cov_params", "cov_type", "t_test",
+        "f_test", "wald_test", "get_prediction", "predict", "privacy", "release", "model",
+        "nobs", "q", "summary", "summary2")},
+    "save": S, "load": S,
+}
+
+#: Every results class's contract: ``{class name: (table, {source: overrides})}``.
+CONTRACTS: Mapping[str, tuple[Mapping[str, Classification],
+                              Mapping[str, Mapping[str, Classification]]]] = {
+    "FreqRegressionResults": (_OLS, {"moments": _MOMENTS}),
+    "FreqQuantRegResults": (_QUANTREG, {}),
+    "NewtonQuantRegResults": (_NEWTON_QUANTREG, {}),
+    "FreqLogitResults": (_LOGIT, {}),
+    "NewtonLogitResults": (_NEWTON_LOGIT, {}),
+    "FreqMNLogitResults": (_MNLOGIT, {}),
+    "SampleAggregateResults": (_SAMPLE_AGGREGATE, {}),
+}
+del R, S

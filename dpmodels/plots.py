@@ -758,18 +758,20 @@ def _spurious_per_position(release, positions: int) -> float:
     return rep.expected_spurious_cells / positions * mean_tail
 
 
-def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
+def plot_release(release: PrivateHistogram, x: str | None = None, y: str | None = None,
                  ax: Axes | None = None) -> Figure:
     """Bars (one variable) or a heat map (two variables) of a histogram
-    release's marginal counts.
+    release's marginal counts; without ``x``, the release's default view: the
+    bars of every variable, one panel each.
 
     Parameters
     ----------
     release : PrivateHistogram
         The release (also available as ``release.plot(x, y)``).
-    x : str
+    x : str, optional
         A variable of the release: bars over its bins (continuous) or levels
-        (discrete, in declared order).
+        (discrete, in declared order).  Default: every variable's bars, one
+        panel each (on ``ax``, when given: the first variable's).
     y : str, optional
         A second variable: a heat map of the 2-D marginal, ``x`` across and
         ``y`` up.
@@ -805,6 +807,16 @@ def plot_release(release: PrivateHistogram, x: str, y: str | None = None,
     (2, 8)
     """
     plt = require_pyplot()
+    if x is None:
+        names = list(release.domain.names)
+        if y is not None:
+            raise DPModelsError("plot(y=...) needs x=: name the variable across as well")
+        if ax is not None or len(names) == 1:
+            return plot_release(release, names[0], ax=ax)
+        fig, axes = plt.subplots(len(names), 1, figsize=(6.4, 3.4 * len(names)), squeeze=False)
+        for name, panel in zip(names, axes[:, 0]):
+            plot_release(release, name, ax=panel)
+        return fig
     ax_x = _axis_of(release, x)
     names = [x]
     if y is not None:

@@ -258,15 +258,16 @@ class PrivateHistogram(Release):
         """
         return save_release(self, path)
 
-    def plot(self, x: str, y: str | None = None, ax=None):
+    def plot(self, x: str | None = None, y: str | None = None, ax=None):
         """Bars (``x``) or a heat map (``x`` by ``y``) of the released marginal
-        counts, the threshold marked (post-processing: free); returns the
-        matplotlib Figure.  See `dpmodels.plots.plot_release()`.
+        counts, the threshold marked (post-processing: free); without ``x``,
+        every variable's bars, one panel each.  Returns the matplotlib
+        Figure.  See `dpmodels.plots.plot_release()`.
 
         Parameters
         ----------
-        x : str
-            The variable on the horizontal axis.
+        x : str, optional
+            The variable on the horizontal axis (default: every variable).
         y : str, optional
             A second variable: a heat map of ``x`` by ``y``.
         ax : matplotlib Axes, optional

@@ -21,7 +21,8 @@ from .keywords import suggestion
 from .methods import CHOOSERS, HISTOGRAM_OPTIONS
 from .quantile_steps import _quantiles
 
-__all__ = ["Call", "Route", "ROUTES", "route", "check_options", "dispatch", "build_model"]
+__all__ = ["Call", "Route", "ROUTES", "route", "check_options", "check_release_family",
+           "dispatch", "build_model"]
 
 
 @dataclass
@@ -136,11 +137,39 @@ def check_options(family: str, options: dict) -> None:
         + ("; ".join(hints + close) if hints or close else f"its options are {known}") + ")")
 
 
+def check_release_family(call) -> None:
+    """Refuse a release handed in as ``data`` to a ``dp_*`` family its
+    mechanism does not serve (a quantile-steps release to ``dp_ols``), naming
+    the ``dp_*`` functions it does serve, before anything is read or spent.
+    Releases are recognised by the registry's ``release_type`` (public: the
+    argument's type).
+
+    Examples
+    --------
+    >>> check_release_family(Call("ols", "y ~ x", data=None))
+    """
+    kind = type(call.data)
+    if not kind.__module__.startswith("dpmodels."):
+        return
+    makers = [m for m in _registry.MECHANISMS if m.release_type == kind.__name__]
+    if not makers or any(call.family in m.families for m in makers):
+        return
+    served = [f for f in _registry.FAMILIES if any(f in m.families for m in makers)]
+    fit = " or ".join(f"dp_{f}(formula, release)" for f in served)
+    raise DPModelsError(
+        f"a {kind.__name__} release ({', '.join(m.name for m in makers)}) serves "
+        f"{', '.join('dp_' + f for f in served)} only, not dp_{call.family}: fit {fit}, or "
+        f"make a release dp_{call.family} can use from the rows (dp_{call.family}(formula, "
+        "rows, epsilon=..., ...), or dpm.release(...) for a histogram any dp_* model can "
+        "use; a new release spends its epsilon again)")
+
+
 def dispatch(call):
     """The model of a ``dp_*`` call: the first route that applies, else the
     mechanism that the family's method choice (`dpmodels.methods.CHOOSERS`,
     public inputs only) names.  Options no release takes, a bad ``q`` and a
     misspelt method are refused here, before anything is read or spent."""
+    check_release_family(call)
     routed = route(call)
     if routed is not None:
         return routed

@@ -11,7 +11,7 @@ from statsmodels.iolib.tableformatting import fmt_2cols
 from .report import MomentsReport, ReleaseReport
 
 __all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block2",
-           "inference_notes"]
+           "inference_notes", "dp_header", "dp_header2", "dp_model_name", "public_df_resid"]
 
 
 #: Width at which the privacy block's values wrap (summary() and summary2()).
@@ -71,17 +71,14 @@ def dp_header(smry: Summary, results) -> None:
     OLS (noisy moments)" (not the helper class, "FreqWLS"), "No. Observations:"
     the public n, and "Noisy total:" (in place of the clock's "Time:") the
     noisy number of rows the fit weighs (statsmodels' nobs, which its degrees
-    of freedom use).  A header or diagnostics statistic the release does not
+    of freedom use), "Df Residuals:" the public n less the parameters
+    (`public_df_resid()`: never above n).  A header or diagnostics statistic the release does not
     give (numpy's ``nan``: Durbin-Watson of cells, the moments' residual
     diagnostics, a test with no measured coefficient) reads "n/a"."""
     report = getattr(results, "privacy", None)
     if report is None or not smry.tables:
         return
-    family = _FAMILIES.get(type(results.model).__name__, type(results.model).__name__)
-    source = _SOURCES.get(getattr(results, "source", "cells"), "histogram")
-    if family == "QuantReg" and source == "Newton steps":
-        source = "quantile steps"
-    values = {"Model:": f"DP {family} ({source})", "No. Observations:": f"{int(report.n):,}"}
+    values = {"Model:": dp_model_name(results), "No. Observations:": f"{int(report.n):,}"}
     for k, table in enumerate(smry.tables):
         if k == 1:  # the coefficients' table shows what the fit gives
             continue
@@ -98,6 +95,61 @@ def dp_header(smry: Summary, results) -> None:
             elif key == "Time:":
                 cell.data = "Noisy total:"
                 cells[i + 1].data = f"{float(results.nobs):,.1f}"
+            elif key == "Df Residuals:" and (df := public_df_resid(results)) is not None:
+                cells[i + 1].data = f"{df:,}"
+
+
+def dp_model_name(results) -> str:
+    """The dp model's name a summary's header shows, e.g. "DP OLS (noisy moments)"."""
+    family = _FAMILIES.get(type(results.model).__name__, type(results.model).__name__)
+    source = _SOURCES.get(getattr(results, "source", "cells"), "histogram")
+    if family == "QuantReg" and source == "Newton steps":
+        source = "quantile steps"
+    return f"DP {family} ({source})"
+
+
+def public_df_resid(results) -> int | None:
+    """Residual degrees of freedom from the public n: n less the number of
+    estimated parameters (statsmodels' ``df_resid`` is the noisy total's, which
+    can exceed n).  None without a privacy report."""
+    report = getattr(results, "privacy", None)
+    n = getattr(report, "n", None)
+    if n is None:
+        return None
+    used = int(round(float(results.nobs) - float(results.df_resid)))
+    return max(int(n) - used, 0)
+
+
+def dp_header2(smry, results) -> None:
+    """`dp_header()` for statsmodels' ``summary2``: "Model:" the dp model,
+    "No. Observations:" the public n, "Df Residuals:" from the public n,
+    "Noisy total:" (in place of "Date:") the noisy number of rows the fit
+    weighs, and a statistic the release does not give (NaN) "n/a"."""
+    import pandas as pd
+
+    report = getattr(results, "privacy", None)
+    if report is None or not smry.tables:
+        return
+    df = public_df_resid(results)
+    values = {"Model:": dp_model_name(results), "No. Observations:": f"{int(report.n):,}"}
+    if df is not None:
+        values["Df Residuals:"] = f"{df:,}"
+    for k, table in enumerate(smry.tables):
+        if k == 1 or not isinstance(table, pd.DataFrame):  # the coefficients: what the fit gives
+            continue
+        table = table.copy()
+        for j in range(table.shape[1]):
+            for i in range(table.shape[0]):
+                cell = str(table.iat[i, j]).strip()
+                if cell.lower() == "nan":
+                    table.iat[i, j] = "n/a"
+                elif k == 0 and j + 1 < table.shape[1]:
+                    if cell in values:
+                        table.iat[i, j + 1] = values[cell]
+                    elif cell == "Date:":
+                        table.iat[i, j] = "Noisy total:"
+                        table.iat[i, j + 1] = f"{float(results.nobs):,.1f}"
+        smry.tables[k] = table
 
 
 def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[str] | None = None,
@@ -121,10 +173,15 @@ def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[s
 
 
 
-def add_privacy_block2(smry, report: ReleaseReport | None, notes: list[str] | None = None):
+def add_privacy_block2(smry, report: ReleaseReport | None, notes: list[str] | None = None,
+                       results=None):
     """Append the privacy report and the notes to a statsmodels ``summary2``
-    (`statsmodels.iolib.summary2.Summary`), as ``summary()`` shows them."""
+    (`statsmodels.iolib.summary2.Summary`), as ``summary()`` shows them (and,
+    given the ``results``, the header of `dp_header2()`)."""
     import pandas as pd
+
+    if results is not None:
+        dp_header2(smry, results)
 
     if report is not None:
         title = "Differential privacy" + ("" if report.private else

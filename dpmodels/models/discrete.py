@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 from scipy import sparse, stats
 from scipy.optimize import linprog
 from scipy.special import logsumexp
@@ -51,7 +52,7 @@ from statsmodels.discrete.discrete_model import (
 from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
-from ..dp_results import DPInferenceResultsMixin
+from ..dp_results import DPInferenceResultsMixin, quiet_refusals
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = [
@@ -231,31 +232,33 @@ class _FreqResults(DPInferenceResultsMixin):
         dpmodels.summary.DPSummary
             Renders with ``as_text()``, ``as_html()`` and ``as_latex()``.
         """
-        top_left = [
-            ("Dep. Variable:", None),
-            ("Model:", [self._model_label]),
-            ("Method:", [self.method]),
-            ("Date:", None),
-            ("Time:", None),
-            ("converged:", [f"{self.mle_retvals['converged']}"]),
-            ("Covariance Type:", [self.cov_type]),
-        ]
-        top_right = [
-            ("No. Observations:", None),
-            ("Df Residuals:", None),
-            ("Df Model:", None),
-            ("Pseudo R-squ.:", [f"{self.prsquared:#6.4g}"]),
-            ("Log-Likelihood:", None),
-            ("LL-Null:", [f"{self.llnull:#8.5g}"]),
-            ("LLR p-value:", [f"{self.llr_pvalue:#6.4g}"]),
-        ]
-        if self.cov_type == "dp":  # the likelihood ratio of noisy cells is not a test
-            top_right[-1] = ("Wald p-value (dp):", [f"{self.dp_wald_pvalue():#6.4g}"])
-        smry = Summary()
-        yname, yname_list = self._get_endog_name(yname, yname_list)
-        smry.add_table_2cols(self, gleft=top_left, gright=top_right, yname=yname, xname=xname,
-                             title=self._summary_title(title))
-        smry.add_table_params(self, yname=yname_list, xname=xname, alpha=alpha, use_t=self.use_t)
+        with quiet_refusals(self):  # a refused statistic reads n/a
+            top_left = [
+                ("Dep. Variable:", None),
+                ("Model:", [self._model_label]),
+                ("Method:", [self.method]),
+                ("Date:", None),
+                ("Time:", None),
+                ("converged:", [f"{self.mle_retvals['converged']}"]),
+                ("Covariance Type:", [self.cov_type]),
+            ]
+            top_right = [
+                ("No. Observations:", None),
+                ("Df Residuals:", None),
+                ("Df Model:", None),
+                ("Pseudo R-squ.:", [f"{self.prsquared:#6.4g}"]),
+                ("Log-Likelihood:", None),
+                ("LL-Null:", [f"{self.llnull:#8.5g}"]),
+                ("LLR p-value:", [f"{self.llr_pvalue:#6.4g}"]),
+            ]
+            if self.cov_type == "dp":  # the likelihood ratio of noisy cells is not a test
+                top_right[-1] = ("Wald p-value (dp):", [f"{self.dp_wald_pvalue():#6.4g}"])
+            smry = Summary()
+            yname, yname_list = self._get_endog_name(yname, yname_list)
+            smry.add_table_2cols(self, gleft=top_left, gright=top_right, yname=yname,
+                                 xname=xname, title=self._summary_title(title))
+            smry.add_table_params(self, yname=yname_list, xname=xname, alpha=alpha,
+                                  use_t=self.use_t)
         notes = self._summary_notes()
         return add_privacy_block(smry, self.privacy, notes, results=self)
 
@@ -315,8 +318,11 @@ class _FreqResults(DPInferenceResultsMixin):
     def summary2(self, alpha=0.05, float_format="%.4f", **kwargs):
         """statsmodels' ``summary2`` layout with the notes and privacy block of
         `summary()`."""
-        smry = super().summary2(alpha=alpha, float_format=float_format, **kwargs)
-        return add_privacy_block2(smry, self.privacy, self._summary_notes())
+        with quiet_refusals(self):  # a refused statistic reads n/a
+            title = self._summary_title(kwargs.pop("title", None))
+            smry = super().summary2(alpha=alpha, float_format=float_format, **kwargs)
+            smry.add_title(title)  # (statsmodels' would name the helper class, "FreqLogit")
+        return add_privacy_block2(smry, self.privacy, self._summary_notes(), results=self)
 
 
 class FreqLogit(_FreqWeights, Logit):
@@ -575,6 +581,17 @@ class FreqMNLogitResults(_FreqResults, MultinomialResults):
         super().__init__(model, mlefit)
         self._set_freq_nobs()
 
+    @cache_readonly
+    def fittedvalues(self):
+        """Linear predictors of the non-base classes at each released cell,
+        one column per equation (statsmodels' own wrapper cannot label
+        MNLogit's: it raises on pandas data)."""
+        fitted = np.asarray(self.model.exog) @ np.asarray(self.params)
+        ynames = getattr(self.model, "_ynames_map", {})
+        index = getattr(self.model.data, "row_labels", None)
+        return pd.DataFrame(fitted, index=index,
+                            columns=[ynames.get(j, j) for j in range(1, fitted.shape[1] + 1)])
+
     def pred_table(self):
         """``J x J`` prediction table of the expanded data."""
         ju = self.model.J - 1
@@ -590,7 +607,11 @@ wrap.populate_wrapper(FreqLogitResultsWrapper, FreqLogitResults)
 
 
 class FreqMNLogitResultsWrapper(MultinomialResultsWrapper):
-    """statsmodels' wrapper around `FreqMNLogitResults` (its own ``conf_int``)."""
+    """statsmodels' wrapper around `FreqMNLogitResults` (its own ``conf_int``;
+    ``fittedvalues`` labelled by the results)."""
+
+    _wrap_attrs = {k: v for k, v in MultinomialResultsWrapper._wrap_attrs.items()
+                   if k != "fittedvalues"}
 
 
 wrap.populate_wrapper(FreqMNLogitResultsWrapper, FreqMNLogitResults)

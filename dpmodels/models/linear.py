@@ -29,7 +29,7 @@ from statsmodels.regression.linear_model import (
 from statsmodels.tools._decorators import cache_readonly, cache_writable
 from statsmodels.tools.tools import pinv_extended
 
-from ..dp_results import DPInferenceResultsMixin
+from ..dp_results import DPInferenceResultsMixin, quiet_refusals
 from ..errors import DPModelsError
 from ..summary import add_privacy_block, add_privacy_block2, inference_notes
 from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
@@ -248,11 +248,14 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
 
     def _diagnostic_cache(self) -> dict:
         """Residual diagnostics of the expanded data (NaN on moments, which do not
-        release residuals); Durbin-Watson is NaN (cells have no order)."""
+        release residuals, and on the cells of a private release, whose tests
+        would ignore the privacy noise); Durbin-Watson is NaN (cells have no order)."""
         cache = self.__dict__.setdefault("_summary_cache", {})
         w = self.model.weights
         if "jarque_bera" not in cache:
-            if np.all(w > 0) and self.source != "moments":
+            privacy = self.privacy
+            private = privacy is not None and bool(getattr(privacy, "private", True))
+            if np.all(w > 0) and self.source != "moments" and not private:
                 cache["jarque_bera"] = weighted_jarque_bera(self.resid, w)
                 cache["omni_normtest"] = weighted_omni_normtest(self.resid, w)
             else:
@@ -273,13 +276,23 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
                   "available from moments."] if self.source == "moments" else
                  ["Fitted on released histogram cells weighted by their noisy counts; "
                   "nobs and degrees of freedom are those of the noisy total."])
+        if self.privacy is not None and self.privacy.private:
+            notes.append("The log-likelihood, AIC, BIC" + (
+                "" if self.source == "moments" else " and the residual normality tests "
+                "(omnibus, skew, kurtosis, Jarque-Bera)") + " of the released "
+                + ("moments" if self.source == "moments" else "cells")
+                + " do not carry the privacy noise: not given (n/a); use res.wald_test or "
+                "res.compare_f_test.")
         return notes + inference_notes(self)
 
     def summary(self, yname=None, xname=None, title=None, alpha=0.05, slim=False):
         """OLS-layout summary of the expanded data, plus the privacy block.
 
         Residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are those
-        of the expanded data; Durbin-Watson is left out (cells have no order).
+        of the expanded data at ``epsilon=inf`` and n/a on a private release
+        (they would ignore the privacy noise), as are the log-likelihood, AIC
+        and BIC (`dpmodels.dp_results.CONTRACTS`); Durbin-Watson is left out
+        (cells have no order).
 
         Parameters
         ----------
@@ -299,8 +312,9 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
         statsmodels.iolib.summary.Summary
         """
         self._diagnostic_cache()
-        smry = super().summary(yname=yname, xname=xname, title=self._summary_title(title),
-                               alpha=alpha, slim=slim)
+        with quiet_refusals(self):  # a refused statistic reads n/a
+            smry = super().summary(yname=yname, xname=xname, title=self._summary_title(title),
+                                   alpha=alpha, slim=slim)
         return add_privacy_block(smry, self.privacy, self._summary_notes(), results=self)
 
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
@@ -348,10 +362,11 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
                       "Kurtosis:": f(kurtosis), "Jarque-Bera (JB):": f(jb), "Prob(JB):": f(jbpv),
                       "Condition No.:": f"{self.condition_number:.0f}"}
         smry = summary2.Summary()
-        smry.add_base(results=self, alpha=alpha, float_format=float_format, xname=xname,
-                      yname=yname, title=self._summary_title(title))
+        with quiet_refusals(self):  # a refused statistic reads n/a
+            smry.add_base(results=self, alpha=alpha, float_format=float_format, xname=xname,
+                          yname=yname, title=self._summary_title(title))
         smry.add_dict(diagnostic)
-        return add_privacy_block2(smry, self.privacy, self._summary_notes())
+        return add_privacy_block2(smry, self.privacy, self._summary_notes(), results=self)
 
 
 class FreqRegressionResultsWrapper(RegressionResultsWrapper):

@@ -49,7 +49,7 @@ from statsmodels.regression.quantile_regression import (
 from statsmodels.tools._decorators import cache_readonly
 from statsmodels.tools.validation import string_like
 
-from ..dp_results import DPInferenceResultsMixin, attach_dp_inference
+from ..dp_results import DPInferenceResultsMixin, attach_dp_inference, quiet_refusals
 from ..errors import ReleaseWarning
 from ..formula import formula_variables, user_stacklevel
 from ..intervals import DPInference
@@ -343,8 +343,9 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
         -------
         statsmodels.iolib.summary.Summary
         """
-        smry = QuantRegResults.summary(self, yname=yname, xname=xname,
-                                       title=self._summary_title(title), alpha=alpha)
+        with quiet_refusals(self):  # a refused statistic reads n/a
+            smry = QuantRegResults.summary(self, yname=yname, xname=xname,
+                                           title=self._summary_title(title), alpha=alpha)
         return add_privacy_block(smry, self.privacy, self._summary_notes(), results=self)
 
     def summary2(self, yname=None, xname=None, title=None, alpha=0.05, float_format="%.4f"):
@@ -372,9 +373,10 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
         from statsmodels.iolib import summary2
 
         smry = summary2.Summary()
-        smry.add_base(results=self, alpha=alpha, float_format=float_format, xname=xname,
-                      yname=yname, title=self._summary_title(title))
-        return add_privacy_block2(smry, self.privacy, self._summary_notes())
+        with quiet_refusals(self):  # a refused statistic reads n/a
+            smry.add_base(results=self, alpha=alpha, float_format=float_format, xname=xname,
+                          yname=yname, title=self._summary_title(title))
+        return add_privacy_block2(smry, self.privacy, self._summary_notes(), results=self)
 
 
 class FreqQuantRegResultsWrapper(RegressionResultsWrapper):

@@ -21,6 +21,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 
+from ..dp_results import install_contract
 from ..errors import DPModelsError, DPModelsTypeError
 from ..keywords import checked_keywords
 from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
@@ -654,6 +655,9 @@ class _SAPrediction:
         return pd.DataFrame({"mean": self.predicted_mean, "mean_se": self.se_mean,
                              "mean_ci_lower": ci[:, 0], "mean_ci_upper": ci[:, 1]},
                             index=self.index)
+
+
+install_contract(SampleAggregateResults)  # its table of dpmodels.dp_results.CONTRACTS
 
 
 def build_sample_aggregate(call):
