@@ -94,6 +94,10 @@ def dp_ols(
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
         ``representatives``: see `dpmodels.release()` (histogram only,
         except ``missing``).
+        ``plan_epsilon``: the epsilon ``method="auto"`` and ``bins="auto"``
+        choose at, when this release runs at another (``epsilon=inf`` to check
+        a script: the pipeline planned, without its noise; a positive finite
+        number, public, spends nothing; ``docs/privacy.md``).
 
     Returns
     -------
@@ -192,6 +196,10 @@ def dp_logit(
         feature selection on ``(1 - gamma) * epsilon``, then the histogram
         of the response and the selected variables on the rest; the terms of
         dropped variables are not estimated (`dpmodels.models.projected`).
+        ``plan_epsilon``: the epsilon ``method="auto"`` and ``bins="auto"``
+        choose at, when this release runs at another (``epsilon=inf`` to check
+        a script: the pipeline planned, without its noise; a positive finite
+        number, public, spends nothing; ``docs/privacy.md``).
 
     Returns
     -------
@@ -323,6 +331,10 @@ def dp_quantreg(
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``: see
         `dpmodels.release()`.
+        ``plan_epsilon``: the epsilon ``method="auto"`` and ``bins="auto"``
+        choose at, when this release runs at another (``epsilon=inf`` to check
+        a script: the pipeline planned, without its noise; a positive finite
+        number, public, spends nothing; ``docs/privacy.md``).
 
     Returns
     -------
@@ -419,6 +431,10 @@ def dp_mnlogit(
         feature selection on ``(1 - gamma) * epsilon``, then the histogram
         of the response and the selected variables on the rest
         (`dpmodels.models.projected`).
+        ``plan_epsilon``: the epsilon ``method="auto"`` and ``bins="auto"``
+        choose at, when this release runs at another (``epsilon=inf`` to check
+        a script: the pipeline planned, without its noise; a positive finite
+        number, public, spends nothing; ``docs/privacy.md``).
 
     Returns
     -------

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from . import registry as _registry
 from .columns import columns_of, dtype_of, nrows
-from .domain import MAX_BINS
+from .domain import MAX_BINS, auto_bins
 from .engines import source_for
 from .errors import DPModelsError, ReleaseWarning
 from .exact import MIN_EPSILON
@@ -44,7 +44,7 @@ __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_me
            "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "LOGIT_HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS", "MNLOGIT_METHODS", "FAMILY_METHODS", "METHOD_RELEASES",
-           "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES"]
+           "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES", "plan_bins"]
 
 #: The tables below are views of `dpmodels.registry.MECHANISMS`, the one
 #: place a mechanism is declared.
@@ -218,7 +218,10 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
     fewer than ``HISTOGRAM_MIN_CELLS`` level combinations and
     ``n * epsilon >= NEWTON_MIN_N_EPSILON`` (the public n: declared, or the
     rows handed in); unless histogram options are given or the data are an
-    engine's frame.
+    engine's frame.  ``epsilon`` is the caller's ``plan_epsilon`` when given
+    (`dpmodels.routing.Call`); at ``epsilon=inf`` without it the planned
+    epsilon is unknown and this last rule keeps the histogram.  The Newton
+    steps run at ``epsilon=inf`` too (without noise, not private).
 
     Examples
     --------
@@ -241,8 +244,8 @@ def choose_logit_method(method: str, formula: str, data, *, bounds=None, levels=
         if d >= NEWTON_MIN_CONTINUOUS:
             return True
         rows = public_rows(data, n)
-        if rows is None or epsilon is None:  # n or epsilon unknown: no preference
-            return False
+        if rows is None or epsilon is None or _is_infinite(epsilon):
+            return False  # n or the epsilon the caller plans unknown: no preference
         try:
             n_eps = rows * float(epsilon)
         except (TypeError, ValueError):
@@ -297,8 +300,6 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen = "histogram"
     elif method != "auto":
         chosen = method
-    elif other == "newton" and _is_infinite(epsilon):
-        chosen = "histogram"  # the exact check: the Newton-type releases are private only
     elif _declares_unbounded(formula, data, bounds, levels, namespace or {}):
         chosen = "histogram"  # the other releases need finite bounds (dpmodels.unbounded)
     elif _stateful(formula):
@@ -319,6 +320,34 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
             f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
+
+
+def plan_bins(formula: str, data, *, bounds=None, levels=None, n: int | None = None,
+              plan_epsilon: float, namespace: Mapping | None = None):
+    """The ``bins`` a histogram release of ``data`` would take by ``bins="auto"``
+    at ``plan_epsilon`` (`dpmodels.domain.auto_bins()` of the public n, the
+    formula's continuous variables and its level combinations), as a dict by
+    variable: what ``plan_epsilon=`` hands the histogram released at another
+    epsilon (``epsilon=inf``: the bins the planned release will have, not the
+    exact table's finer ones).  ``"auto"`` where it cannot be told (a release
+    handed in, an invalid formula: the release's own checks say why).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0] * 10_000, "a": [0.0] * 10_000})
+    >>> plan_bins("y ~ a", df, bounds={"a": (0, 1)}, levels={"y": [0, 1]},
+    ...           plan_epsilon=1.0, namespace={})
+    {'a': 11}
+    """
+    if isinstance(data, Release):
+        return "auto"
+    shape = _shape_of(formula, data, bounds, levels, namespace or {})
+    rows = public_rows(data, n)
+    if shape is None or rows is None or not shape[0]:
+        return "auto"
+    cont, cells = shape
+    return dict.fromkeys(cont, auto_bins(rows, plan_epsilon, len(cont), cells))
 
 
 def _stateful(formula) -> bool:

@@ -41,6 +41,8 @@ iteration.  The parts of epsilon add up to epsilon (PRIVACY.md rule 8).
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -52,7 +54,7 @@ from .accountant import Accountant, charge
 from .budget import exact_parts
 from .clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
 from .clipping import split_label as clip_split_label
-from .errors import DomainError, DPModelsError
+from .errors import DomainError, DPModelsError, NotPrivateWarning
 from .exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from .formula import caller_namespace, user_stacklevel
 from .histogram import undeclared_error
@@ -78,7 +80,8 @@ from .moments import (
 from .randomness import random_source
 from .report import MomentsReport
 
-__all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split"]
+__all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split",
+           "NOISELESS", "warn_not_private"]
 
 #: How the Newton steps share their part of epsilon: the first steps only need
 #: to come close (from b = 0, three steps are not enough at 8 covariates); the
@@ -95,6 +98,21 @@ NEWTON_UNITS = 2**14
 #: Largest L1 length of one Newton step, in scaled units (a guard against a
 #: noise-swamped first step; the public bound of a sensible logit slope).
 MAX_STEP = 10.0
+
+
+#: The noise parameter each stage of a Newton-type release takes at ``epsilon = inf``
+#: (not private): the exact sampler's scale ``2 / NOISELESS`` draws 0, so every stage
+#: runs as it does under privacy, on exact statistics.
+NOISELESS = sys.float_info.max
+
+
+def warn_not_private(what: str) -> None:
+    """The `NotPrivateWarning` of a Newton-type release at ``epsilon = inf``."""
+    warnings.warn(
+        f"epsilon=inf: {what} run without noise on EXACT statistics, NOT differentially "
+        "private; use them only to check the pipeline you will run at a finite epsilon (not "
+        "statsmodels' fit: the rows are clipped and quantized and the steps are few)",
+        NotPrivateWarning, stacklevel=user_stacklevel())
 
 
 @dataclass(frozen=True, eq=False)
@@ -425,15 +443,18 @@ def release_newton(
             "method='newton' needs a formula with an intercept (the scaled rows are centred); "
             "use method='histogram' for a model without one")
     private = math.isfinite(epsilon)
-    if not private:
-        raise DPModelsError("method='newton' is a private mechanism; for an exact fit use "
-                            "method='histogram' with epsilon=inf")
     clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
-    eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
-    eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
-    eps_steps = [(epsilon - eps_c - eps_s - eps_r) * share for share in STEP_SHARES]
-    eps_c, eps_s, eps_r, *eps_steps = exact_parts(epsilon, [eps_c, eps_s, eps_r, *eps_steps])
-    check_split(epsilon, [eps_s, eps_r] + eps_steps + ([eps_c] if clip_axes else []))
+    if private:
+        eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
+        eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
+        eps_steps = [(epsilon - eps_c - eps_s - eps_r) * share for share in STEP_SHARES]
+        eps_c, eps_s, eps_r, *eps_steps = exact_parts(epsilon,
+                                                      [eps_c, eps_s, eps_r, *eps_steps])
+        check_split(epsilon, [eps_s, eps_r] + eps_steps + ([eps_c] if clip_axes else []))
+    else:  # the same pipeline without its noise (NOT private): every stage exact
+        eps_c, eps_s, eps_r, eps_steps = math.inf, NOISELESS, NOISELESS, [NOISELESS] * len(
+            STEP_SHARES)
+        warn_not_private("the Newton steps")
     if accountant is not None:
         accountant.check(epsilon, f"Newton steps of {list(names)}")
 
@@ -459,6 +480,8 @@ def release_newton(
         H, score, noise_var, delta, g = noisy_step(passes, space, offsets, scales, radius, b,
                                                    eps_t, bits)
         floor = 2.0 * math.sqrt(q + 1) * math.sqrt(noise_var[0])
+        if not private:  # no noise: a floor at rounding level keeps a flat direction solvable
+            floor = 1e-12 * max(float(np.max(np.abs(np.diag(H)))), 1e-300)
         if t == 0:  # at b = 0 every weight is 1/4: H = (1/4) sum (1, v)(1, v)'
             moments = design_moments(4.0 * H)
         step_noise.append(noise_var)
@@ -469,15 +492,20 @@ def release_newton(
     assert moments is not None  # recorded at the first step (STEP_SHARES is not empty)
     outside = None
     if clip_axes:
-        split.append((clip_split_label(len(clip_axes)), eps_c))
+        if private:
+            split.append((clip_split_label(len(clip_axes)), eps_c))
         outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         warn_outside(outside, stacklevel=user_stacklevel())
+    mechanism = ("logistic regression by noisy Newton steps (rows centred and scaled "
+                 "privately, clipped to an L1 ball of private radius, quantized; exact "
+                 "discrete Laplace on each step's information and score)")
+    if not private:
+        mechanism = (f"none: the Newton steps' pipeline without its noise ({len(STEP_SHARES)} "
+                     "Newton steps from b = 0 on exact statistics of rows centred and scaled "
+                     "on binned locations, clipped to an L1 ball, quantized)")
     report = MomentsReport(
-        epsilon=epsilon, private=True,
-        mechanism=("logistic regression by noisy Newton steps (rows centred and scaled "
-                   "privately, clipped to an L1 ball of private radius, quantized; exact "
-                   "discrete Laplace on each step's information and score)"),
-        split=tuple(split), n=n_public, n_source=n_source,
+        epsilon=epsilon, private=private, mechanism=mechanism,
+        split=tuple(split) if private else (), n=n_public, n_source=n_source,
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)

@@ -82,6 +82,7 @@ from .moments import (
 )
 from .newton import (
     LEVELS,
+    NOISELESS,
     _floored,
     _newton_bound,
     _quantum,
@@ -90,6 +91,7 @@ from .newton import (
     newton_update,
     noisy_step,
     scaled_params,
+    warn_not_private,
 )
 from .randomness import random_source
 from .report import MomentsReport
@@ -490,9 +492,9 @@ def release_quantile_steps(
                         missing=missing, namespace=namespace, domain_check=domain_check)
     data, epsilon, domain, fv = pub.data, pub.epsilon, pub.domain, pub.fv
     names, n_public, n_source = fv.names, pub.n, pub.n_source
-    if not math.isfinite(epsilon):
-        raise DPModelsError("method='newton' is a private mechanism; for an exact fit use "
-                            "method='histogram' with epsilon=inf")
+    private = math.isfinite(epsilon)
+    if not private:
+        warn_not_private("the quantile steps")
     full = design_space(formula, domain, namespace, response=True)
     response_axis = [domain.axis(r) for r in fv.response]
     if any(a.kind == "discrete" for a in response_axis):
@@ -504,21 +506,26 @@ def release_quantile_steps(
             "method='newton' needs a formula with an intercept (the scaled rows are centred); "
             "use method='histogram' for a model without one")
     y_centre, y_half = float(full.centre[-1]), float(full.half[-1])
-    eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
-    eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
-    eps_lv = epsilon * LEVEL_SHARE if space.dummy.any() else 0.0
     clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
-    eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
-    eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / len(taus)
-    eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
-    # every quantile's steps are a part of its own: the exact sum over all of them
-    fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
-                         + eps_steps * len(taus))
-    eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
-    eps_steps = [min(fitted[6 + t * len(eps_steps) + i] for t in range(len(taus)))
-                 for i in range(len(eps_steps))]
-    check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv) + eps_steps
-                + [eps_c] * bool(clip_axes), f"over {len(taus)} quantile(s)")
+    if private:
+        eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
+        eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
+        eps_lv = epsilon * LEVEL_SHARE if space.dummy.any() else 0.0
+        eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
+        eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / len(taus)
+        eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
+        # every quantile's steps are a part of its own: the exact sum over all of them
+        fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
+                             + eps_steps * len(taus))
+        eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
+        eps_steps = [min(fitted[6 + t * len(eps_steps) + i] for t in range(len(taus)))
+                     for i in range(len(eps_steps))]
+        check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv)
+                    + eps_steps + [eps_c] * bool(clip_axes), f"over {len(taus)} quantile(s)")
+    else:  # the same pipeline without its noise (NOT private): every stage exact
+        eps_s = eps_r = eps_ls = eps_res = NOISELESS
+        eps_lv = NOISELESS if space.dummy.any() else 0.0
+        eps_c, eps_steps = math.inf, [NOISELESS] * len(QUANTILE_STEP_SHARES)
     if accountant is not None:
         accountant.check(epsilon, f"quantile steps of {list(names)}")
     # ---- the rows: every check happens in the first pass ------------------------------
@@ -599,17 +606,23 @@ def release_quantile_steps(
     shown = ", ".join(f"{t:g}" for t in taus)
     outside = None
     if clip_axes:
-        split.append((clip_split_label(len(clip_axes)), eps_c))
+        if private:
+            split.append((clip_split_label(len(clip_axes)), eps_c))
         outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         warn_outside(outside, stacklevel=user_stacklevel())
+    mechanism = (f"quantile regression (q = {shown}) by a least-squares step and noisy "
+                 "Newton steps of the check loss (rows centred and scaled privately, "
+                 "clipped to an L1 ball of private radius, quantized; exact discrete "
+                 "Laplace on the least-squares step's moments, the residual histogram and "
+                 "each quantile step's band count and score)")
+    if not private:
+        mechanism = (f"none: the quantile steps' pipeline without its noise (q = {shown}: a "
+                     f"least-squares step and {len(QUANTILE_STEP_SHARES)} Newton steps of the "
+                     "check loss with a kernel band, on exact statistics of rows centred and "
+                     "scaled on binned locations, clipped to an L1 ball, quantized)")
     report = MomentsReport(
-        epsilon=epsilon, private=True,
-        mechanism=(f"quantile regression (q = {shown}) by a least-squares step and noisy "
-                   "Newton steps of the check loss (rows centred and scaled privately, "
-                   "clipped to an L1 ball of private radius, quantized; exact discrete "
-                   "Laplace on the least-squares step's moments, the residual histogram and "
-                   "each quantile step's band count and score)"),
-        split=tuple(split), n=n_public, n_source=n_source,
+        epsilon=epsilon, private=private, mechanism=mechanism,
+        split=tuple(split) if private else (), n=n_public, n_source=n_source,
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)

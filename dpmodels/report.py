@@ -360,8 +360,8 @@ class MomentsReport(ReleaseReport):
         rows += [
             ("Public n:", f"{self.n} ({self.n_source})"),
             ("Noisy rows:", noisy_count_text(self.noisy_rows)),
-            ("Clip radius:", "none" if not self.private else
-             f"{self.radius:.4g} (L1, scaled units); noisy rows at or beyond it: "
-             f"{noisy_count_text(self.clipped_rows)}"),
+            ("Clip radius:", "none" if not math.isfinite(self.radius) else
+             f"{self.radius:.4g} (L1, scaled units); {'noisy ' if self.private else ''}rows "
+             f"at or beyond it: {noisy_count_text(self.clipped_rows)}"),
         ]
         return rows + closing_rows(self)

@@ -11,18 +11,21 @@ the family's method choice names the release.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import registry as _registry
 from .errors import DPModelsError
+from .exact import MIN_EPSILON
 from .keywords import suggestion
-from .methods import CHOOSERS, HISTOGRAM_OPTIONS
+from .methods import CHOOSERS, HISTOGRAM_OPTIONS, plan_bins
 from .quantile_steps import _quantiles
 
-__all__ = ["Call", "Route", "ROUTES", "route", "check_options", "check_release_family",
-           "dispatch", "build_model"]
+__all__ = ["Call", "Route", "ROUTES", "route", "check_options", "check_plan_epsilon",
+           "check_release_family", "dispatch", "build_model"]
 
 
 @dataclass
@@ -49,6 +52,10 @@ class Call:
     q: Any = None
     namespace: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+    #: The epsilon ``method="auto"`` chooses at (`check_plan_epsilon()`): the
+    #: one the caller plans to release at, when this call runs at another
+    #: (``epsilon=inf`` to check a script); None: ``epsilon``.
+    plan_epsilon: float | None = None
 
     @property
     def quantiles(self) -> tuple[float, ...]:
@@ -60,6 +67,52 @@ class Call:
         # once, so that every route's ``applies`` reads the call without changing it
         if "select" in self.options and self.options["select"] is None:
             self.options.pop("select")
+        # plan_epsilon= is the method choice's, no release's: taken (and checked) here,
+        # before anything is read or drawn
+        if "plan_epsilon" in self.options:
+            self.plan_epsilon = self.options.pop("plan_epsilon")
+        self.plan_epsilon = check_plan_epsilon(self.plan_epsilon)
+
+    @property
+    def choice_epsilon(self):
+        """The epsilon the method choice reads: ``plan_epsilon`` when given."""
+        return self.epsilon if self.plan_epsilon is None else self.plan_epsilon
+
+
+def check_plan_epsilon(plan_epsilon) -> float | None:
+    """``plan_epsilon`` as a float (None stays None), or a DPModelsError
+    before anything is read or drawn: it must be a positive finite number, the
+    epsilon the caller plans to release at.
+
+    ``dp_*(..., epsilon=inf, plan_epsilon=1)`` makes ``method="auto"``
+    choose the release it would choose at epsilon 1 and runs that release at
+    epsilon = inf (no noise, NOT private): the pipeline a script will run,
+    checked before the budget is spent.  The release itself uses ``epsilon``
+    only; ``plan_epsilon`` is public and spends nothing.
+
+    Examples
+    --------
+    >>> check_plan_epsilon(1)
+    1.0
+    >>> check_plan_epsilon(float("inf"))
+    Traceback (most recent call last):
+    ...
+    dpmodels.errors.DPModelsError: plan_epsilon must be a positive finite number (the epsilon you plan to release at, e.g. plan_epsilon=1.0), got inf
+    """  # noqa: E501
+    if plan_epsilon is None:
+        return None
+    bad = isinstance(plan_epsilon, bool) or not isinstance(plan_epsilon, numbers.Real)
+    if not bad:
+        value = float(plan_epsilon)
+        bad = not (math.isfinite(value) and value > 0)
+    if bad:
+        raise DPModelsError(
+            "plan_epsilon must be a positive finite number (the epsilon you plan to release "
+            f"at, e.g. plan_epsilon=1.0), got {plan_epsilon!r}")
+    if value < MIN_EPSILON:
+        raise DPModelsError(f"plan_epsilon={value:g} is below {MIN_EPSILON:g}, the smallest "
+                            "epsilon a release takes")
+    return value
 
 
 @dataclass(frozen=True)
@@ -98,7 +151,7 @@ def route(call: Call):
 DEFAULT_OPTIONS = ("missing",) + HISTOGRAM_OPTIONS
 #: The dp_* functions' own arguments (for "did you mean" in the error message).
 COMMON_ARGUMENTS = ("formula", "data", "epsilon", "bounds", "levels", "bins", "threshold", "n",
-                    "random_state", "accountant", "method", "q")
+                    "random_state", "accountant", "method", "q", "plan_epsilon")
 #: Where the options of the routes belong, for the error message.
 _OPTION_HOMES = {
     "blocks": "method='sample-aggregate'", "param_bounds": "method='sample-aggregate'",
@@ -179,7 +232,13 @@ def dispatch(call):
     chosen = CHOOSERS[call.family](
         call.method, call.formula, call.data, bounds=call.bounds, levels=call.levels,
         bins=call.bins, threshold=call.threshold, options=call.options,
-        namespace=call.namespace, n=call.n, epsilon=call.epsilon)
+        namespace=call.namespace, n=call.n, epsilon=call.choice_epsilon)
+    if (chosen == "histogram" and call.plan_epsilon is not None
+            and isinstance(call.bins, str) and call.bins == "auto"):
+        # the planned release's bins, not those bins="auto" gives at this epsilon
+        call.bins = plan_bins(call.formula, call.data, bounds=call.bounds, levels=call.levels,
+                              n=call.n, plan_epsilon=call.plan_epsilon,
+                              namespace=call.namespace)
     return build_model(call, chosen)
 
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
+from typing import Any
 
+import numpy as np
 from statsmodels.iolib.summary import Summary, summary_return
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols
 
-from .report import MomentsReport, ReleaseReport
+from .report import MomentsReport, PrivacyReport, ReleaseReport
 
 __all__ = ["DPSummary", "privacy_table", "add_privacy_block", "add_privacy_block2",
-           "inference_notes", "dp_header", "dp_header2", "dp_model_name", "public_df_resid"]
+           "inference_notes", "dp_header", "dp_header2", "dp_model_name", "public_df_resid",
+           "not_private_warning", "inf_pipeline"]
 
 
 #: Width at which the privacy block's values wrap (summary() and summary2()).
@@ -152,6 +156,61 @@ def dp_header2(smry, results) -> None:
         smry.tables[k] = table
 
 
+def not_private_warning(report: ReleaseReport, results=None) -> str:
+    """The summary's warning at ``epsilon = inf``: NOT private, and which
+    pipeline ran and how far it is from statsmodels' own fit, as far as the
+    release tells (`inf_pipeline()`)."""
+    pipeline = inf_pipeline(report, results)
+    return ("WARNING: epsilon = inf. These results are NOT differentially private."
+            + (" " + pipeline if pipeline else ""))
+
+
+def inf_pipeline(report: ReleaseReport, results=None) -> str:
+    """At ``epsilon = inf``: the mechanism that ran without its noise and what
+    still separates it from statsmodels' fit on the raw rows (binning,
+    clipping, quantization, a fixed number of steps), with the distance where
+    the release measures it (the last step's move); "" when private."""
+    if report.private:
+        return ""
+    release: Any = getattr(results, "release", None)
+    mechanism = str(getattr(report, "mechanism", ""))
+    if isinstance(report, MomentsReport) and mechanism.startswith("none (exact moments)"):
+        return ("Pipeline: the noisy moments without noise, i.e. the exact moments of the "
+                "rows (values outside the bounds clipped to them): the estimates are "
+                "statsmodels' OLS on those rows, to rounding.")
+    if isinstance(report, MomentsReport) and mechanism.startswith("none: "):  # Newton-type
+        quantile = hasattr(release, "quantiles")
+        try:
+            if quantile:
+                i = release.index(getattr(results, "q", None))
+                move = release.design_params(release.beta[i]) - release.design_params(
+                    release.start[i])
+            else:
+                move = release.design_params(release.beta) - release.design_params(
+                    release.start)
+            names = list(getattr(results.model, "exog_names", []))
+            j = int(np.argmax(np.abs(move)))
+            moved = (f"; the last step moved the coefficients by at most {abs(move[j]):.3g} "
+                     f"({names[j] if j < len(names) else j}), a measure of how far the steps are "
+                     "from converged")
+        except Exception:  # (a results object without its release: say what ran)
+            moved = ""
+        return (f"Pipeline: {mechanism.removeprefix('none: ')}: NOT statsmodels' fit, which "
+                f"converges on the unclipped, unquantized rows{moved}.")
+    if isinstance(report, PrivacyReport):
+        binned = [(name, m.group(1)) for name, desc in report.variables
+                  for m in [re.search(r"(\d+) bins", desc)] if m is not None]
+        if not binned:
+            return ("Pipeline: the histogram without noise or threshold, i.e. the exact counts "
+                    "of the discrete variables: the fit is statsmodels' on those rows.")
+        cut = ", ".join(f"{name} ({k} bins)" for name, k in binned)
+        return (f"Pipeline: the histogram without noise or threshold, i.e. the exact counts of "
+                f"the BINNED rows: {cut} enter at their bins' representative points, so these "
+                "estimates are NOT statsmodels' fit on the raw rows (the release cannot say how "
+                "far they are from it; the binning check, where shown, bounds the bins' shift).")
+    return ""
+
+
 def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[str] | None = None,
                       results=None) -> DPSummary:
     """Return ``smry`` as a `DPSummary` with the privacy table and notes
@@ -164,10 +223,11 @@ def add_privacy_block(smry: Summary, report: ReleaseReport | None, notes: list[s
     if report is not None:
         out.privacy_table = privacy_table(report)
         out.tables.append(out.privacy_table)
-        if not report.private:
-            out.add_extra_txt(["WARNING: epsilon = inf. These results are NOT differentially private."])
-    if notes:
-        out.add_extra_txt(notes)
+    # (statsmodels' add_extra_txt replaces the text: the warning and the notes go at once)
+    extra = ([not_private_warning(report, results)]
+             if report is not None and not report.private else [])
+    if extra or notes:
+        out.add_extra_txt(extra + list(notes or []))
     return out
 
 
@@ -190,7 +250,7 @@ def add_privacy_block2(smry, report: ReleaseReport | None, notes: list[str] | No
         smry.add_df(pd.DataFrame(rows, columns=[title, ""]), index=False, header=True,
                     align="l")
         if not report.private:
-            smry.add_text("WARNING: epsilon = inf. These results are NOT differentially private.")
+            smry.add_text(not_private_warning(report, results))
     if notes:
         smry.add_text("Notes:")
         for i, note in enumerate(notes, 1):
