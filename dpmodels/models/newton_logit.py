@@ -13,8 +13,10 @@ design (from the first step's information) with responses
 ``p = 1/(1 + exp(-x'b))`` at the estimate: their score is 0 there, so
 statsmodels' Newton solver returns the estimate itself and every method
 (``predict``, ``conf_int``, ``t_test``, ``summary``) works.  The
-log-likelihood is not released: ``llf``, ``llnull``, ``prsquared`` and
-``llr_pvalue`` are NaN.
+log-likelihood is not released: ``llf``, ``llnull``, ``prsquared``,
+``llr_pvalue``, ``aic`` and ``bic`` are refused (`ResultsRefusedError`, n/a in
+the summary), and so are ``pred_table()``, ``fittedvalues`` and the residuals
+of those points (`dpmodels.dp_results.CONTRACTS`).
 
 Standard errors (cov_type "dp")
 -------------------------------
@@ -84,7 +86,9 @@ class NewtonLogitResults(FreqLogitResults):
     """Logit results of a noisy-Newton release (`DPNewtonLogit`): as
     `FreqLogitResults`, but the likelihood is not released, so ``llf``,
     ``llnull``, ``llr``, ``llr_pvalue``, ``prsquared``, ``aic`` and ``bic``
-    are NaN.
+    are refused (`dpmodels.dp_results.ResultsRefusedError`; NaN to
+    statsmodels' own code, n/a in the summary), as are ``pred_table()`` and
+    the per-point members (`dpmodels.dp_results.CONTRACTS`).
 
     Attributes
     ----------

@@ -13,7 +13,8 @@ the released mean and covariance of the design, each with a response above
 and one below the fitted plane (weights ``1 - tau`` and ``tau``: the check
 loss's subgradient is 0 at the estimate), so ``predict``, ``conf_int``,
 ``t_test`` and ``summary`` work.  The check loss itself is not released:
-``prsquared`` and ``objective`` are NaN.  ``bandwidth`` is the release's
+``prsquared`` and ``objective`` are refused (`ResultsRefusedError`, n/a in the
+summary), as are the residuals and sums of squares of those points.  ``bandwidth`` is the release's
 band (response units) and ``sparsity`` ``1 / density`` at the quantile.
 
 Standard errors (cov_type "dp")
@@ -92,7 +93,8 @@ __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
 class NewtonQuantRegResults(FreqQuantRegResults):
     """Quantile-regression results of a quantile-steps release
     (`DPNewtonQuantReg`): as `FreqQuantRegResults`, but the check loss is
-    not released, so ``prsquared`` is NaN.
+    not released, so ``prsquared`` is refused (n/a in the summary), as are
+    ``objective`` and the per-point members (`dpmodels.dp_results.CONTRACTS`).
 
     Attributes
     ----------
