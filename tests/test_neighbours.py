@@ -357,6 +357,8 @@ def published(case: Case, data, fit_kw: dict) -> tuple[dict, dict]:
         report = asdict(rel.report)
         for noisy in ("released_cells", "noisy_total"):
             report.pop(noisy)
+        if report.get("outside_bounds"):  # the noisy counts outside the bounds (issue 43)
+            report["outside_bounds"].pop("counts")
         out_release = {
             "release.cells": _frame_sig(rel.cells),
             "model.cells": _frame_sig(model.cells),

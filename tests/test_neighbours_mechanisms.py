@@ -179,7 +179,8 @@ def _sa_published(case: Case, data, param_bounds) -> tuple[dict, dict]:
         except dpm.DPModelsError as exc:
             return _error(exc), {"warnings": rec.sig()}
         rel = model.release
-        rep = asdict(rel.report)  # range_source included: decided from public k, p, epsilon
+        # range_source included: decided from public k, p, epsilon
+        rep = _outside_public(asdict(rel.report))
         release = {
             "report": rep,
             "report text": mask(str(rel.report)),
@@ -249,11 +250,28 @@ def _target_and_candidates(case: Case) -> tuple[str, list[str]]:
     return target, [c for c in case.base.columns if c not in ("y", target)]
 
 
+def _outside_public(rep: dict) -> dict:
+    """A report's dict without the noisy counts of rows outside the bounds
+    (issue 43): their names, n, epsilon part and noise SD stay compared."""
+    if rep.get("outside_bounds"):
+        rep["outside_bounds"] = {k: v for k, v in rep["outside_bounds"].items() if k != "counts"}
+    return rep
+
+
+_OUTSIDE_ROW = re.compile(r"(Rows outside bounds:)(.*?)(\n\S|</td>|$)", re.S)
+
+
+def _outside_masked(text: str) -> str:
+    """A report's text or HTML, the numbers of its "Rows outside bounds" row masked."""
+    return _OUTSIDE_ROW.sub(lambda m: m.group(1) + re.sub(r"\d[\d,.]*", "#", m.group(2))
+                            + m.group(3), text)
+
+
 def _selection_published(case: Case, data, k) -> tuple[dict, dict]:
     target, candidates = _target_and_candidates(case)
     with _Recorder() as rec:
         sel = dpm.select_features(data, target, candidates, k=k, random_state=7, **case.kw)
-        rep = asdict(sel.report)
+        rep = _outside_public(asdict(sel.report))
         chosen = rep.pop("selected")
         text = str(sel.report)
 
@@ -296,9 +314,10 @@ def _projected_published(case: Case, data, select) -> tuple[dict, dict]:
             choice["selection.selected"] = sel.pop("selected")
         for noisy in ("released_cells", "noisy_total"):
             hist.pop(noisy)
-        # the histogram's domain is the selected variables'
+        # the histogram's domain is the selected variables' (so are its outside counts)
         hist_choice = {key: hist.pop(key) for key in ("variables", "domain_cells",
                                                       "expected_spurious_cells")}
+        hist_choice["outside_bounds"] = _outside_public(hist).pop("outside_bounds", None)
         release = {"projected": proj, "selection": sel, "histogram": hist,
                    "selection object": (type(model.selection).__name__,
                                         getattr(model.selection, "target", None)),
@@ -391,9 +410,14 @@ def _synthetic_published(case: Case, data, within: str) -> tuple[dict, dict]:
     kw = {k: v for k, v in case.kw.items() if k in ("epsilon", "bounds", "levels", "bins")}
     with _Recorder() as rec:
         syn = dpm.smoothed_sample(data, columns=columns, size=12, random_state=7, **kw)
-        # nothing in the smoothed sample's report is computed from the data: unmasked
-        release = {"report": syn.report, "report text": str(syn.report),
-                   "report html": syn.report._repr_html_(), "repr": repr(syn),
+        # nothing in the smoothed sample's report is computed from the data but the noisy
+        # counts of rows outside the bounds (issue 43): only those are masked
+        out = syn.report.outside_bounds
+        report = (syn.report if out is None else dataclasses.replace(
+            syn.report, outside_bounds=dataclasses.replace(out, counts=())))
+        release = {"report": report, "report text": _outside_masked(str(syn.report)),
+                   "report html": _outside_masked(syn.report._repr_html_()),
+                   "repr": _outside_masked(repr(syn)),
                    "privacy": syn.privacy is syn.report, "len": len(syn),
                    "domain": syn.domain.describe(), "frame": _sized_sig(syn.frame),
                    "warnings": rec.sig()}
