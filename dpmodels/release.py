@@ -57,9 +57,9 @@ from .validation import (
     INT64_MAX,
     check_dtypes,
     check_epsilon,
+    check_noise_cells,
     check_release_arguments,
     check_row_count,
-    check_signed_size,
     check_used_columns,
 )
 
@@ -554,8 +554,8 @@ def release(
             "threshold='enhanced' with a larger threshold_A; or a number), or raise "
             "max_spurious_cells"
         )
-    if thr.k is None and math.isfinite(epsilon):  # its memory, from the public domain alone
-        check_signed_size(m)
+    if math.isfinite(epsilon):  # the noise's memory, known from public inputs alone
+        check_noise_cells(expected_spurious, m, signed=thr.k is None)
     if n is not None and source is None:  # (an engine would need a counting query)
         check_row_count(n, nrows(data))  # no empty input; a declared n far from it warns
     if accountant is not None:

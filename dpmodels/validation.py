@@ -95,8 +95,8 @@ __all__ = [
     "check_eval_env",
     "check_choice",
     "check_formula_transforms",
-    "check_signed_size",
-    "MAX_SIGNED_CELLS",
+    "check_noise_cells",
+    "MAX_NOISE_CELLS",
 ]
 
 #: Largest int64: integer cuts and the public n must fit in it.
@@ -429,40 +429,52 @@ def check_dtypes(dtypes: Mapping[str, object]) -> None:
             )
 
 
-#: Largest domain a signed release (``threshold=None``) perturbs: it holds every
-#: cell's noisy count in memory (8 bytes each) and, while the noise is drawn, about
-#: `SIGNED_BYTES_PER_CELL` bytes a cell (2**25 cells: 256 MiB of counts, ~6.5 GiB
-#: at the peak).  ``max_spurious_cells`` (2e6 by default) usually refuses first.
-MAX_SIGNED_CELLS = 2**25
-#: Peak bytes per cell of `dpmodels.mechanisms.noisy_signed_dense()` (measured:
-#: the counts, two geometric draws a cell and their float temporaries).
+#: Most cells of pure noise a release may hold in memory: a signed release
+#: (``threshold=None``) perturbs all m cells of its domain, a thresholded one
+#: draws the empty cells that cross the threshold (about ``m P(Z >= k)``).  Their
+#: number is known in advance from public inputs; ``max_spurious_cells`` (2e6 by
+#: default) usually refuses first, but a caller may raise it to any number.
+MAX_NOISE_CELLS = 2**25
+#: Peak bytes per cell while the noise is drawn (measured): a signed release's
+#: counts, two geometric draws a cell and their float temporaries; a thresholded
+#: release's spurious cells (positions, tail draws, ids and counts).
 SIGNED_BYTES_PER_CELL = 200
+SPURIOUS_BYTES_PER_CELL = 120
 
 
-def check_signed_size(m: int) -> None:
-    """Refuse a signed release (``threshold=None``) of a domain of ``m`` cells
-    too large to perturb in memory, before anything is read, charged or drawn
-    (PRIVACY.md rule 10): every cell gets noise, so its memory is known from
-    the public domain alone, whatever ``max_spurious_cells`` allows.
+def check_noise_cells(cells: float, m: int, signed: bool) -> None:
+    """Refuse a release whose cells of pure noise (``cells``: all ``m`` for a
+    signed release, the expected spurious cells for a thresholded one) are
+    too many to draw in memory, before anything is read, charged or drawn
+    (PRIVACY.md rule 10), from public inputs only, whatever
+    ``max_spurious_cells`` allows.
 
     Examples
     --------
-    >>> check_signed_size(1000)
-    >>> check_signed_size(27 * 10**9)
+    >>> check_noise_cells(1000, 1000, signed=True)
+    >>> check_noise_cells(27e9, 27 * 10**9, signed=True)
     Traceback (most recent call last):
     ...
     dpmodels.errors.DomainTooLargeError: a signed release (threshold=None) ...
     """
-    m = int(m)
-    if m > MAX_SIGNED_CELLS:
-        gib = 2.0**-30
+    if not cells > MAX_NOISE_CELLS:
+        return
+    gib = 2.0**-30
+    limit = (f"(the limit is {MAX_NOISE_CELLS:,} cells of noise, whatever max_spurious_cells "
+             "allows)")
+    if signed:
         raise DomainTooLargeError(
             f"a signed release (threshold=None) adds noise to every one of the {m:.3g} cells "
             f"of the domain in memory: {m * 8 * gib:.3g} GiB for the noisy counts alone, about "
-            f"{m * SIGNED_BYTES_PER_CELL * gib:.3g} GiB while the noise is drawn (the limit is "
-            f"{MAX_SIGNED_CELLS:,} cells, whatever max_spurious_cells allows). Use fewer bins "
-            "or fewer variables, or a threshold (threshold='auto' or 'enhanced': only the "
-            "empty cells that cross it are drawn, their number bounded by max_spurious_cells)")
+            f"{m * SIGNED_BYTES_PER_CELL * gib:.3g} GiB while the noise is drawn {limit}. Use "
+            "fewer bins or fewer variables, or a threshold (threshold='auto' or 'enhanced': "
+            "only the empty cells that cross it are drawn, their number bounded by "
+            "max_spurious_cells)")
+    raise DomainTooLargeError(
+        f"the threshold lets through about {cells:.3g} cells of pure noise in a domain of "
+        f"{m:.3g} cells: about {cells * SPURIOUS_BYTES_PER_CELL * gib:.3g} GiB while they are "
+        f"drawn {limit}. Use fewer bins or fewer variables, or a higher threshold "
+        "(threshold='auto', which scales with the domain; a larger threshold_A; or a number)")
 
 
 def check_row_count(n, rows) -> None:

@@ -324,3 +324,30 @@ def test_signed_release_of_a_huge_domain_is_refused_before_the_charge():
     ok = dpm.release(df, columns=["a", "b"], epsilon=1.0, threshold=None, bins=30,
                      bounds={"a": (0, 1), "b": (0, 1)}, random_state=0)
     assert ok.report.domain_cells == 900
+
+
+def test_thresholded_release_with_too_many_spurious_cells_is_refused_before_the_charge():
+    """The same with a threshold the caller set low and max_spurious_cells=1e300:
+    about 1e10 empty cells cross it, known in advance; refused before the
+    charge (it raised MemoryError after it), in release() and before a
+    projected model's selection."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.uniform(0, 1, (500, 3)), columns=["a", "b", "c"])
+    df["y"] = (df["a"] > 0.5).astype(np.int64)
+    bounds = {"a": (0, 1), "b": (0, 1), "c": (0, 1)}
+    bits = np.random.default_rng(1)
+    state = bits.bit_generator.state
+    acct = dpm.Accountant(5.0)
+    with pytest.raises(dpm.DomainTooLargeError) as info:
+        dpm.release(df, columns=["a", "b", "c"], epsilon=1.0, threshold=1,
+                    max_spurious_cells=1e300, bins=3000, bounds=bounds, accountant=acct,
+                    random_state=bits)
+    msg = str(info.value)
+    assert acct.spent == 0 and acct.ledger == () and bits.bit_generator.state == state
+    assert "cells of pure noise" in msg and "GiB" in msg and "higher threshold" in msg, msg
+    df["d"] = rng.uniform(0, 1, len(df))
+    with pytest.raises(dpm.DomainTooLargeError, match="GiB"):
+        dpm.dp_logit("y ~ a + b + c + d", df, epsilon=1.0, bounds=dict(bounds, d=(0, 1)),
+                     levels={"y": [0, 1]}, bins=1000, threshold=1, max_spurious_cells=1e300,
+                     select=3, accountant=acct, random_state=bits)
+    assert acct.spent == 0 and acct.ledger == () and bits.bit_generator.state == state

@@ -75,6 +75,7 @@ from ..validation import (
     check_epsilon,
     check_eval_env,
     check_formula_transforms,
+    check_noise_cells,
     check_random_state,
     check_release_arguments,
 )
@@ -590,6 +591,7 @@ class _Projected(_ChoiceModel):
                 f"{spurious:.3g} cells of pure noise (limit max_spurious_cells="
                 f"{max_spurious_cells:.3g}); refused before the selection: use a smaller k, "
                 "fewer bins or a higher threshold")
+        check_noise_cells(spurious, m, signed=thr.k is None)  # (release()'s memory check)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.original_formula!r}, selected="
