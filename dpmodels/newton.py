@@ -44,7 +44,7 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -160,6 +160,19 @@ class PrivateNewton(ScaledRows):
     def design_params(self, beta: np.ndarray) -> np.ndarray:
         """Coefficients on the design's columns from scaled ones (batched)."""
         return scaled_params(self.space, self.offsets, self.scales, beta)
+
+    def fit_count(self) -> float:
+        """The number of rows a fit weighs: the first step's noisy information at
+        b = 0 read as a count (four times its intercept entry), or, where the
+        noise swamped that one (not above the number of parameters + 1), the
+        count of the pooled design moments (`world_moments()`: the later steps
+        carry most of epsilon), at most the public n.  Post-processing of
+        released statistics and public n; the report's "Noisy rows"."""
+        count = float(self.moments[0])
+        if count > self.space.constant.size + 1:
+            return count
+        pooled = float(self.world_moments()[0][0])
+        return min(max(count, pooled), float(self.report.n))
 
     def world_moments(self) -> tuple[tuple, float]:
         """The design the bootstrap's worlds read: ``((count, mean, cov), sd)``,
@@ -509,5 +522,7 @@ def release_newton(
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    return PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
-                         radius, report, tuple(step_noise))
+    rel = PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
+                        radius, report, tuple(step_noise))
+    # the report's "Noisy rows" is the count the fit weighs, never a swamped entry's floor
+    return replace(rel, report=replace(report, noisy_rows=rel.fit_count()))

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -333,6 +333,18 @@ class PrivateQuantileSteps(ScaledRows):
     y_centre: float
     y_half: float
     report: MomentsReport
+
+    def fit_count(self) -> float:
+        """The number of rows a fit weighs: the least-squares step's noisy count
+        (its information's intercept entry), or, where the noise swamped it (not
+        above the number of parameters + 1), the released count of all rows of
+        the level counts when there is one, at most the public n.
+        Post-processing of released statistics and public n; the report's
+        "Noisy rows"."""
+        count = float(self.moments[0])
+        if count > self.space.constant.size + 1 or not self.level_counts.size:
+            return count
+        return min(max(count, float(self.level_counts[0])), float(self.report.n))
 
     def index(self, tau: float) -> int:
         """Position of quantile ``tau`` in `quantiles` (an error naming
@@ -626,8 +638,10 @@ def release_quantile_steps(
         variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
         columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,
         noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    return PrivateQuantileSteps(
+    rel = PrivateQuantileSteps(
         space, taus, np.array(betas), np.array(dens), H_ls, np.array(priors), np.array(scores),
         np.array(starts),
         np.array(widths), tuple(steps), ls_beta, ls_noise, noisy_res, edges, level_counts,
         level_var, moments, offsets, scales, radius, y_centre, y_half, report)
+    # the report's "Noisy rows" is the count the fit weighs, never a swamped entry's floor
+    return replace(rel, report=replace(report, noisy_rows=rel.fit_count()))

@@ -74,8 +74,10 @@ def test_anes96_default_logit_does_not_raise_after_the_charge(seed):
         random_state=seed, n_boot=200)
     assert model.method == "newton"  # the default at six continuous covariates
     _check_honest(res, rec)
-    # the count the fit weighs is at most the public n, never the floored entry
+    # the count the fit weighs is at most the public n, never the floored entry, and
+    # the report's "Noisy rows" is that count
     assert 1.0 < res.nobs <= len(data)
+    assert res.privacy.noisy_rows == pytest.approx(res.nobs)
     # the noise is large against n = 944: the intervals say so
     assert np.isinf(np.asarray(res.bse)).any()
 

@@ -238,19 +238,8 @@ class DPNewtonLogit(FormulaReleaseModel):
         return res
 
     def _count(self) -> float:
-        """The number of rows the fit weighs: the first step's noisy information
-        at b = 0 read as a count (four times its intercept entry), or, where the
-        noise swamped that one (not above the number of parameters + 1), the
-        count of the pooled design moments (`PrivateNewton.world_moments()`:
-        the later steps carry most of epsilon), at most the public n.
-        Post-processing of released statistics and public n."""
-        rel = self.release
-        count = float(rel.moments[0])
-        k = rel.space.constant.size
-        if check_noisy_rows(count, k):
-            return count
-        pooled = float(rel.world_moments()[0][0])
-        return min(max(count, pooled), float(rel.report.n))
+        """The number of rows the fit weighs (`PrivateNewton.fit_count()`)."""
+        return self.release.fit_count()
 
     def _uninformative(self, shrunk: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
         """Columns whose noisy information is within INFO_SDS noise SDs of

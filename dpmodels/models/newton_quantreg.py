@@ -264,16 +264,8 @@ class DPNewtonQuantReg(FormulaReleaseModel):
         return wrapped
 
     def _count(self) -> float:
-        """The number of rows the fit weighs: the least-squares step's noisy
-        count (its information's intercept entry), or, where the noise swamped
-        it (not above the number of parameters + 1), the released count of all
-        rows of the level counts when there is one, at most the public n.
-        Post-processing of released statistics and public n."""
-        rel = self.release
-        count = float(rel.moments[0])
-        if check_noisy_rows(count, rel.space.constant.size) or not rel.level_counts.size:
-            return count
-        return min(max(count, float(rel.level_counts[0])), float(rel.report.n))
+        """The number of rows the fit weighs (`PrivateQuantileSteps.fit_count()`)."""
+        return self.release.fit_count()
 
     def fit_many(self, qs=None, **kwargs) -> dict:
         """Results for several released quantiles (default: all of them), keyed by q.
