@@ -209,7 +209,10 @@ def test_declared_n_is_used_and_reported(mixed_frame):
         rel = dpm.release(mixed_frame, columns=["y", "x"], epsilon=1.0, bounds=MIXED_BOUNDS,
                           n=10_000, random_state=0)
     assert rel.report.n == 10_000 and rel.report.n_source == "declared by the caller"
-    assert rel.report.threshold == pytest.approx(0.5 * np.log(10_000))
+    # t = A log(n) / epsilon, epsilon the cells' part (95%: the rest counts the rows outside
+    # the bounds, issue 43)
+    assert rel.report.threshold == pytest.approx(0.5 * np.log(10_000) / rel.report.noise_epsilon)
+    assert rel.report.noise_epsilon == pytest.approx(0.95)
 
 
 def test_housing_default_fit_is_close_to_ols():
