@@ -796,13 +796,29 @@ def _step_noise(rel, eps_t: float, weight: float) -> tuple[float, float]:
     return var * (weight / (LEVELS * g * g)) ** 2, var / (w_g * LEVELS * g) ** 2
 
 
+def _noiseless_claim(report, what: str, noise_vars) -> None:
+    """A Newton-type release that says it is not private (``epsilon = inf``:
+    `dpmodels.newton.NOISELESS`) must say so throughout: an infinite epsilon,
+    no split, and no noise on any statistic; anything else is refused."""
+    if not (math.isinf(report.epsilon) and report.epsilon > 0):
+        raise SavedReleaseError(f"a {what} release that is not private must state "
+                                f"epsilon = inf, not {report.epsilon!r}")
+    if tuple(report.split):
+        raise SavedReleaseError(f"a {what} release at epsilon = inf has no split of epsilon; "
+                                f"this one states {report.split!r}")
+    if any(float(v) != 0.0 for v in noise_vars):
+        raise SavedReleaseError(f"a {what} release at epsilon = inf carries no noise; this "
+                                "one states non-zero noise variances")
+
+
 def _newton_claim(rel: PrivateNewton) -> None:
     """The split of a Newton-steps release (`dpmodels.newton.release_newton()`),
     rebuilt from the stated epsilon."""
     eps = rel.report.epsilon
-    if not rel.report.private:
-        raise SavedReleaseError("a Newton-steps release is always private: report.epsilon "
-                                "must be finite")
+    if not rel.report.private:  # epsilon = inf: the steps without noise (not private)
+        _noiseless_claim(rel.report, "Newton-steps",
+                         [v for pair in rel.step_noise for v in pair] + list(rel.noise_var))
+        return
     clipped = _clipped(rel.report)
     eps_c = eps * CLIP_SHARE if clipped else 0.0
     eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
@@ -822,9 +838,11 @@ def _quantile_claim(rel: PrivateQuantileSteps) -> None:
     (`dpmodels.quantile_steps.release_quantile_steps()`) and the noise
     variances of its quantile steps and level counts, rebuilt from the stated epsilon."""
     eps, taus, space = rel.report.epsilon, rel.quantiles, rel.space
-    if not rel.report.private:
-        raise SavedReleaseError("a quantile-steps release is always private: report.epsilon "
-                                "must be finite")
+    if not rel.report.private:  # epsilon = inf: the steps without noise (not private)
+        _noiseless_claim(rel.report, "quantile-steps",
+                         [x for per_q in rel.steps for pair in per_q for x in pair]
+                         + [rel.level_noise_var, *rel.ls_noise])
+        return
     clipped = _clipped(rel.report)
     eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
     eps_ls, eps_res = eps * LS_SHARE, eps * RESIDUAL_SHARE

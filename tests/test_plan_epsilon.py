@@ -146,3 +146,21 @@ def test_a_misspelt_plan_epsilon_gets_a_did_you_mean():
     with pytest.raises(DPModelsError, match="did you mean 'plan_epsilon'"):
         dpm.dp_logit("y ~ a", _frame(100), epsilon=1.0, plan_epsilom=1.0, bounds=BOUNDS,
                      levels=LEVELS)
+
+
+def test_a_noiseless_newton_release_saves_and_loads_as_not_private(tmp_path):
+    """A Newton-type release at epsilon = inf is saved and loaded as what it is
+    (NOT private: epsilon inf, no split, no noise), and fits the same."""
+    from dpmodels.saved import load_release
+
+    df = _frame(3_000)
+    for fn, formula in ((dpm.dp_logit, "y ~ a + b + c"), (dpm.dp_quantreg, "yc ~ a + b + c")):
+        model = _quiet(fn, formula, df, epsilon=math.inf, plan_epsilon=1.0, bounds=BOUNDS,
+                       levels=LEVELS, random_state=0)
+        assert _method(model) == "newton"
+        path = tmp_path / f"{_method(model)}-{fn.__name__}.dpm"
+        model.release.save(path)
+        loaded = load_release(path)
+        assert not loaded.report.private and math.isinf(loaded.report.epsilon)
+        again = _quiet(fn, formula, loaded).fit(cov_type="naive")
+        np.testing.assert_array_equal(again.params, model.fit(cov_type="naive").params)
