@@ -146,20 +146,22 @@ class _Refused:
         owner = type(obj) if owner is None else owner
         if obj is None:
             return self._member(owner)
-        if self.name in obj.__dict__:  # set on the instance (e.g. QuantReg's objective)
-            value = obj.__dict__[self.name]
-        else:
-            value = None
         refusal = results_contract(obj).get(self.name)
         if isinstance(refusal, Refusal) and refusal.applies(obj):
             if obj.__dict__.get("_dp_quiet"):  # a summary: the row reads n/a
-                return _nan_method if inspect.isfunction(self._member(owner)) else np.nan
+                return _nan_method if self._is_method(owner) else np.nan
             if _called_from_outside():
                 raise ResultsRefusedError(refusal.message(self.name))
-        if self.name in obj.__dict__:
-            return value
+        if self.name in obj.__dict__:  # set on the instance (e.g. QuantReg's objective)
+            return obj.__dict__[self.name]
         member = self._member(owner)
         return member.__get__(obj, owner) if hasattr(member, "__get__") else member
+
+    def _is_method(self, owner: type) -> bool:
+        try:
+            return inspect.isfunction(self._member(owner))
+        except AttributeError:  # an attribute set on the instance only
+            return False
 
     def __set__(self, obj, value):
         member = self._member(type(obj))
