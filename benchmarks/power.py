@@ -50,9 +50,12 @@ same public bounds and levels, the same epsilon):
   epsilon so the Jacobian term takes a quarter of the objective-perturbation
   epsilon (epsilon' = 3/4 of it, so Delta = 0), noise density
   ``exp(-epsilon'/2 ||b||)`` (norm Gamma(d, 2/epsilon'), direction uniform).
-  Parametric bootstrap: covariates Gaussian with the noisy moments, clipped to
-  the domain; responses Bernoulli from the released fit; the mechanism re-run
-  with fresh noise; basic interval.
+  The ridge's shrinkage is undone by post-processing (``f + Lambda H^-1 f``,
+  H the logit information on a large design drawn from the covariate model,
+  at the ridge fit).  Parametric bootstrap: covariates Gaussian with the
+  noisy moments, clipped to the domain; responses Bernoulli from the
+  de-shrunk fit; the mechanism and the same de-shrinking re-run with fresh
+  noise; basic interval.
 
 Each baseline's own validity is checked first on a synthetic population where
 the model is right (``--check``, printed and written to the results file): an
@@ -63,8 +66,8 @@ How to run (from the repository root)
 ::
 
     python benchmarks/power.py --quick                   # 1 case, eps 1, 2 reps
-    python benchmarks/power.py --reps 10 --eps 1 3 --check-reps 10 \
-        --out benchmarks/results/power.md
+    python benchmarks/power.py --reps 10 --eps 1 3 --check-reps 20
+    python benchmarks/power.py --check-only --check-reps 100 --eps 1 3
 
 Results: ``benchmarks/results/power*.md`` (the command line in the header) and
 the rows as ``*_rows.csv.gz``.  Seeds derive from ``--seed``, case, epsilon and
@@ -404,6 +407,8 @@ def ssp_boot(d, X, y, eps, rng, n_boot=200, alpha=0.05):
 C_LOGIT = 0.25  # |l''| <= 1/4 for the logistic loss, |l'| <= 1
 JACOBIAN_SHARE = 0.25
 MOMENTS_SHARE = 0.25
+#: fixed-point steps of the de-shrinking map (1: the information at the ridge fit)
+UNRIDGE_STEPS = 1
 
 
 def op_parameters(n, eps_op):
@@ -459,14 +464,33 @@ def objpert_boot(d, X, y, eps, rng, n_boot=100, alpha=0.05):
     cov = _floor(M[1:, 1:] - np.outer(mu, mu), 1e-6)
     Lc = np.linalg.cholesky(cov)
     box = np.array([k == "box" for k in d.kind[1:]])
+
+    def design(m):
+        Xs = mu + rng.standard_normal((m, p - 1)) @ Lc.T
+        Xs = np.where(box, np.clip(Xs, -1, 1), np.clip(Xs, 0, 1))
+        return np.column_stack([np.ones(m), Xs]) / R
+
+    # undoing the ridge: f solves score(f) = reg f + b / n, so the unpenalized fit
+    # is about f + reg H^-1 f, H the logit information at it; H from a large design
+    # drawn from the covariate model (post-processing of the released moments).
+    # The same map is applied to every bootstrap fit, so the bootstrap sees it.
+    big, reg = design(20_000), lam + delta
+
+    def unridge(v):
+        t = v
+        for _ in range(UNRIDGE_STEPS):
+            pr = 1 / (1 + np.exp(-(big @ t)))
+            H = (big * (pr * (1 - pr))[:, None]).T @ big / len(big)
+            t = v + reg * np.linalg.solve(H, v)
+        return t
+
+    theta = unridge(f)
     boots = np.empty((n_boot, p))
     for i in range(n_boot):
-        Xs = mu + rng.standard_normal((n, p - 1)) @ Lc.T
-        Xs = np.where(box, np.clip(Xs, -1, 1), np.clip(Xs, 0, 1))
-        Xs = np.column_stack([np.ones(n), Xs]) / R
-        ys = np.where(rng.random(n) < 1 / (1 + np.exp(-(Xs @ f))), 1.0, -1.0)
-        boots[i] = op_fit(Xs, ys, lam, delta, op_noise(p, eps_p, rng))
-    est = d.back(f / R)
+        Xs = design(n)
+        ys = np.where(rng.random(n) < 1 / (1 + np.exp(-(Xs @ theta))), 1.0, -1.0)
+        boots[i] = unridge(op_fit(Xs, ys, lam, delta, op_noise(p, eps_p, rng)))
+    est = d.back(theta / R)
     bx = np.array([d.back(v / R) for v in boots])
     lo = 2 * est - np.quantile(bx, 1 - alpha / 2, axis=0)
     hi = 2 * est - np.quantile(bx, alpha / 2, axis=0)
@@ -761,6 +785,11 @@ def main(argv=None):
                     help="replicates of the baselines' synthetic validity check")
     ap.add_argument("--seed", type=int, default=44)
     ap.add_argument("--quick", action="store_true", help="1 case, eps 1, 2 reps, 4 checks")
+    ap.add_argument("--check-only", action="store_true",
+                    help="only the baselines' validity check (results: power_check.md)")
+    ap.add_argument("--merge", default=None,
+                    help="rows (*_rows.csv.gz) of an earlier run: kept where this run does not "
+                    "rerun the (case, eps, method) cell; the header names that run's command")
     ap.add_argument("--out", default=None, help="markdown results (default "
                     "benchmarks/results/power.md, power_quick.md with --quick)")
     args = ap.parse_args(argv)
@@ -774,7 +803,22 @@ def main(argv=None):
     valid = baselines_valid(chk)
     ctext = check_table(chk)
     print(ctext, flush=True)
-    write = _writer(argv, out, t0, ctext, valid, chk)
+    if args.check_only:
+        out = args.out or os.path.join(RESULTS, "power_check.md")
+        with open(out, "w") as fh:
+            fh.write(f"# The baselines' own validity (issue 44)\n\nCommand: `python "
+                     f"benchmarks/power.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
+                     f", {time.perf_counter() - t0:.0f} s.\n\nSynthetic populations where the "
+                     "model is right (200,000 rows; y ~ x1 + x2 + C(g)), n = 2,000 rows drawn "
+                     "per replicate, truth = statsmodels on the population.\n\n" + ctext + "\n")
+        return dict(check=chk, valid=valid, text=ctext)
+    prior, prior_cmd = None, ""
+    if args.merge:
+        prior = pd.read_csv(args.merge, low_memory=False)
+        md = args.merge[:-len("_rows.csv.gz")] + ".md"
+        if os.path.exists(md):
+            prior_cmd = next((ln for ln in open(md) if ln.startswith("Command:")), "").strip()
+    write = _writer(argv, out, t0, ctext, valid, chk, prior, prior_cmd)
     rows = []
     for case in cases:
         fam = rv.CASES[case]["family"]
@@ -789,7 +833,7 @@ def main(argv=None):
     return write(rows, final=True)
 
 
-def _writer(argv, out, t0, ctext, valid, chk):
+def _writer(argv, out, t0, ctext, valid, chk, prior=None, prior_cmd=""):
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
                                 capture_output=True, text=True).stdout.strip()
@@ -799,11 +843,21 @@ def _writer(argv, out, t0, ctext, valid, chk):
     def write(rows, final=False):
         """(Re)write the results after every cell, so a stopped run keeps what it did."""
         raw = pd.DataFrame(rows).reindex(columns=COLUMNS)
+        if prior is not None:
+            done = set(zip(raw["case"], raw["eps"], raw["method"]))
+            keep = [(c, e, m) not in done for c, e, m in
+                    zip(prior["case"], prior["eps"], prior["method"])]
+            raw = pd.concat([prior[keep].reindex(columns=COLUMNS), raw], ignore_index=True)
+            order = {c: i for i, c in enumerate(CASES_RUN)}
+            raw = raw.sort_values(["case", "eps"], key=lambda c: c.map(order) if c.name == "case"
+                                  else c, kind="stable").reset_index(drop=True)
         summ = summarize(raw)
         head = (f"# Power and valid baselines (issue 44)\n\nCommand: `python benchmarks/power.py "
                 f"{' '.join(argv if argv is not None else sys.argv[1:])}` at commit {commit} "
                 f"(working tree), {time.perf_counter() - t0:.0f} s"
                 f"{'' if final else ' (partial: the run was still going)'}.\n\n"
+                + (f"Merged with the rows of an earlier run (the cells this run did not redo)"
+                   f", whose header said: {prior_cmd}\n\n" if prior is not None else "") +
                 "power: share of coefficients with non-private |z| > 3 on the resample (held: "
                 "their count over replicates) whose 95% interval excludes 0 on the non-private "
                 "sign (a refusal counts as not declared); width: median of width / non-private "
