@@ -367,8 +367,13 @@ def _ssp_fit(S, n, p, floor):
     return b, s2, XX
 
 
-def ssp_boot(d, X, y, eps, rng, n_boot=200, alpha=0.05):
+#: bootstrap replicates per interval (``--quick`` uses fewer)
+N_BOOT = {"ssp": 200, "objpert": 100}
+
+
+def ssp_boot(d, X, y, eps, rng, n_boot=None, alpha=0.05):
     """(est, lo, hi) on the original scale."""
+    n_boot = n_boot or N_BOOT["ssp"]
     Zx = d.scale_x(X)
     Z = np.column_stack([Zx, d.scale_y(y)])
     n, p = Zx.shape
@@ -447,8 +452,9 @@ def op_noise(dim, eps_p, rng):
     return u / np.linalg.norm(u) * rng.gamma(dim, 2.0 / eps_p)
 
 
-def objpert_boot(d, X, y, eps, rng, n_boot=100, alpha=0.05):
+def objpert_boot(d, X, y, eps, rng, n_boot=None, alpha=0.05):
     """(est, lo, hi) on the original scale (log-odds)."""
+    n_boot = n_boot or N_BOOT["objpert"]
     Zx = d.scale_x(X)
     n, p = Zx.shape
     eps_x, eps_op = MOMENTS_SHARE * eps, (1 - MOMENTS_SHARE) * eps
@@ -602,7 +608,12 @@ COLUMNS = ["case", "family", "n", "eps", "rep", "seed", "method", "picked", "coe
 # the baselines' own validity: synthetic populations where the model is right
 # ---------------------------------------------------------------------------
 
-def _synthetic_population(family, rng, N=200_000):
+#: rows of the synthetic populations; row pairs of the sensitivity audit (``--quick``: fewer)
+SYNTH_N = {"rows": 200_000, "audit": 3000}
+
+
+def _synthetic_population(family, rng, N=None):
+    N = N or SYNTH_N["rows"]
     x1 = rng.uniform(0, 10, N)
     x2 = np.clip(rng.normal(5, 2, N), 0, 10)
     g = rng.choice(["a", "b", "c"], N, p=[0.5, 0.3, 0.2])
@@ -638,7 +649,7 @@ def check_baselines(reps, eps_list, seed, n=2000):
         rv.CASES[case] = dict(spec, loader=loader)
         truth = rv.truth_of(case)
         d = Design(case, with_y=spec["family"] == "ols")
-        audit = sensitivity_audit(d, np.random.default_rng(seed))
+        audit = sensitivity_audit(d, np.random.default_rng(seed), SYNTH_N["audit"])
         for eps in eps_list:
             hits = {c: [] for c in truth}
             widths = []
@@ -784,7 +795,8 @@ def main(argv=None):
     ap.add_argument("--check-reps", type=int, default=None,
                     help="replicates of the baselines' synthetic validity check")
     ap.add_argument("--seed", type=int, default=44)
-    ap.add_argument("--quick", action="store_true", help="1 case, eps 1, 2 reps, 4 checks")
+    ap.add_argument("--quick", action="store_true",
+                    help="1 case, eps 1, 2 reps, 4 checks, few bootstrap draws")
     ap.add_argument("--check-only", action="store_true",
                     help="only the baselines' validity check (results: power_check.md)")
     ap.add_argument("--merge", default=None,
@@ -798,6 +810,9 @@ def main(argv=None):
     reps = args.reps or (2 if args.quick else 10)
     creps = args.check_reps or (4 if args.quick else 20)
     out = args.out or os.path.join(RESULTS, "power_quick.md" if args.quick else "power.md")
+    if args.quick:  # a check of the script, not of the baselines: fewer bootstrap draws
+        N_BOOT.update(ssp=40, objpert=20)
+        SYNTH_N.update(rows=20_000, audit=600)
     t0 = time.perf_counter()
     chk = check_baselines(creps, epss, args.seed)
     valid = baselines_valid(chk)
