@@ -66,6 +66,7 @@ from scipy import stats
 import dpmodels as dpm
 import dpmodels.moments as moments
 from dpmodels.accountant import Accountant
+from dpmodels.clipping import CLIP_SHARE
 from dpmodels.domain import build_domain
 from dpmodels.errors import BudgetExceededError, DPModelsError, NotPrivateWarning
 from dpmodels.exact import discrete_laplace
@@ -559,7 +560,11 @@ def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, formula, epsilon
                           levels=LEVELS, random_state=4, accountant=acct, namespace=NS)
     split = mom.report.split
     parts = [e for _, e in split]
-    assert len(parts) == 3 and all(e > 0 for e in parts)
+    # the moments' three parts, then the noisy counts of rows outside the bounds (issue 43:
+    # CLIP_SHARE of epsilon, their noise drawn by dpmodels.clipping, tests/test_clipped_rows.py)
+    assert len(parts) == 4 and all(e > 0 for e in parts)
+    assert split[3][0].startswith("rows outside bounds")
+    assert math.isclose(parts[3], CLIP_SHARE * epsilon, rel_tol=1e-12)
     assert math.isclose(math.fsum(parts), epsilon, rel_tol=1e-12)
     # the accountant is charged the whole epsilon, once
     assert len(acct.ledger) == 1 and acct.ledger[0].epsilon == epsilon

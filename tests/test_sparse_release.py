@@ -23,6 +23,8 @@ import pytest
 from scipy import stats
 
 import dpmodels as dpm
+from dpmodels.budget import split_epsilon
+from dpmodels.clipping import CLIP_SHARE
 from dpmodels.domain import auto_bins
 from dpmodels.mechanisms import discrete_laplace, noisy_signed_dense, noisy_threshold_sparse
 
@@ -332,14 +334,18 @@ def test_enhanced_threshold_and_expected_spurious_in_report(epsilon, A):
                       levels={"g": ["u", "v", "w"]}, bins=20, threshold="enhanced", threshold_A=A,
                       random_state=1)
     rep = rel.report
-    t = A * math.log(n) / epsilon
+    # the cells' part of epsilon: the rest counts the rows outside x0's bounds (issue 43)
+    eps_cells = rep.noise_epsilon
+    assert eps_cells == split_epsilon(epsilon, [CLIP_SHARE, None])[1] < epsilon
+    t = A * math.log(n) / eps_cells
     assert rep.threshold_rule == "enhanced"
     assert math.isclose(rep.threshold, t, rel_tol=1e-12)
     assert rep.threshold_A == A and rep.n == n and rep.domain_cells == 60
-    assert math.isclose(rep.expected_spurious_cells, 60 * dl_sf(math.ceil(t), epsilon), rel_tol=1e-9)
+    assert math.isclose(rep.expected_spurious_cells, 60 * dl_sf(math.ceil(t), eps_cells),
+                        rel_tol=1e-9)
     assert rel.counts.size == 0 or rel.counts.min() >= math.ceil(t)
     assert rep.released_cells == rel.cell_ids.size and rep.noisy_total == int(rel.counts.sum())
-    assert rep.noise_scale == 2.0 / epsilon and rep.sensitivity == 2 and rep.seeded
+    assert rep.noise_scale == 2.0 / eps_cells and rep.sensitivity == 2 and rep.seeded
 
 
 @pytest.mark.parametrize("threshold, k", [(3.5, 4), (4.0, 4), ("zero", 1), (-1.5, -1)])
@@ -351,7 +357,9 @@ def test_fixed_and_zero_thresholds(threshold, k):
     df = _frame(300, seed=2)
     rel = dpm.release(df, columns=["x0", "g"], epsilon=1.0, bounds={"x0": (0, 10)},
                       levels={"g": ["u", "v", "w"]}, bins=200, threshold=threshold, random_state=3)
-    assert math.isclose(rel.report.expected_spurious_cells, 600 * dl_sf(k, 1.0), rel_tol=1e-9)
+    # (the cells' part of epsilon: the rest counts the rows outside x0's bounds, issue 43)
+    assert math.isclose(rel.report.expected_spurious_cells,
+                        600 * dl_sf(k, rel.report.noise_epsilon), rel_tol=1e-9)
     assert rel.counts.min() >= k
     assert (rel.counts == k).any()
 
@@ -399,7 +407,7 @@ def test_max_spurious_cells_boundary_is_m_times_tail_probability():
     df = _frame(500, seed=4)
     kw = dict(columns=["x0", "g"], epsilon=1.0, bounds={"x0": (0, 10)}, levels={"g": ["u", "v", "w"]},
               bins=50, threshold=2.0)
-    bound = 150 * dl_sf(2, 1.0)
+    bound = 150 * dl_sf(2, split_epsilon(1.0, [CLIP_SHARE, None])[1])  # the cells' part
     rel = dpm.release(df, max_spurious_cells=bound * (1 + 1e-9), random_state=0, **kw)
     assert math.isclose(rel.report.expected_spurious_cells, bound, rel_tol=1e-12)
     rng = np.random.default_rng(0)
@@ -421,7 +429,7 @@ def test_trillion_cell_domain_releases_quickly():
     rel = dpm.release(df, columns=SIX, epsilon=1.0, bounds={v: (0, 1) for v in SIX}, bins=100,
                       threshold=40, random_state=22)
     m = 100**6
-    p = dl_sf(40, 1.0)
+    p = dl_sf(40, rel.report.noise_epsilon)  # the cells' part of epsilon (issue 43)
     assert rel.report.domain_cells == m
     assert math.isclose(rel.report.expected_spurious_cells, m * p, rel_tol=1e-9)
     codes = np.minimum(np.floor(df.to_numpy() * 100), 99).astype(np.int64)
@@ -452,7 +460,8 @@ def test_threshold_and_auto_bins_depend_on_public_n_not_on_rows_left():
 
     rel1 = dpm.release(df1, random_state=11, **kw)
     assert rel1.report.n == n1 and rel1.report.n_source == "rows handed in"
-    assert math.isclose(rel1.report.threshold, 0.5 * math.log(n1), rel_tol=1e-12)
+    assert math.isclose(rel1.report.threshold, 0.5 * math.log(n1) / rel1.report.noise_epsilon,
+                        rel_tol=1e-12)  # (the cells' part of epsilon: issue 43)
     assert rel1.domain.axis("x0").bins == auto_bins(n1, 1.0, 1, 3)
 
     # The rows left after the drop (n0) with n = n1 declared: same public
@@ -476,7 +485,8 @@ def test_threshold_and_auto_bins_depend_on_public_n_not_on_rows_left():
     # Without the NaN rows and without a declaration, n0 is the public n.
     rel_small = dpm.release(df0, random_state=11, **kw)
     assert rel_small.report.n == n0
-    assert math.isclose(rel_small.report.threshold, 0.5 * math.log(n0), rel_tol=1e-12)
+    assert math.isclose(rel_small.report.threshold, 0.5 * math.log(n0) / rel_small.report.noise_epsilon,
+                        rel_tol=1e-12)
     assert rel_small.domain.axis("x0").bins == auto_bins(n0, 1.0, 1, 3)
 
 
