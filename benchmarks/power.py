@@ -799,9 +799,9 @@ def main(argv=None):
                     help="1 case, eps 1, 2 reps, 4 checks, few bootstrap draws")
     ap.add_argument("--check-only", action="store_true",
                     help="only the baselines' validity check (results: power_check.md)")
-    ap.add_argument("--merge", default=None,
-                    help="rows (*_rows.csv.gz) of an earlier run: kept where this run does not "
-                    "rerun the (case, eps, method) cell; the header names that run's command")
+    ap.add_argument("--merge", nargs="+", default=None,
+                    help="rows (*_rows.csv.gz) of earlier runs: kept where this run does not "
+                    "rerun the (case, eps, method) cell; the header names those runs' commands")
     ap.add_argument("--out", default=None, help="markdown results (default "
                     "benchmarks/results/power.md, power_quick.md with --quick)")
     args = ap.parse_args(argv)
@@ -829,10 +829,15 @@ def main(argv=None):
         return dict(check=chk, valid=valid, text=ctext)
     prior, prior_cmd = None, ""
     if args.merge:
-        prior = pd.read_csv(args.merge, low_memory=False)
-        md = args.merge[:-len("_rows.csv.gz")] + ".md"
-        if os.path.exists(md):
-            prior_cmd = next((ln for ln in open(md) if ln.startswith("Command:")), "").strip()
+        prior = pd.concat([pd.read_csv(f, low_memory=False) for f in args.merge],
+                          ignore_index=True)
+        cmds = []
+        for f in args.merge:
+            md = f[:-len("_rows.csv.gz")] + ".md"
+            if os.path.exists(md):
+                with open(md) as fh:
+                    cmds.append(next((ln for ln in fh if ln.startswith("Command:")), "").strip())
+        prior_cmd = "; ".join(cmds)
     write = _writer(argv, out, t0, ctext, valid, chk, prior, prior_cmd)
     rows = []
     for case in cases:
@@ -871,8 +876,8 @@ def _writer(argv, out, t0, ctext, valid, chk, prior=None, prior_cmd=""):
                 f"{' '.join(argv if argv is not None else sys.argv[1:])}` at commit {commit} "
                 f"(working tree), {time.perf_counter() - t0:.0f} s"
                 f"{'' if final else ' (partial: the run was still going)'}.\n\n"
-                + (f"Merged with the rows of an earlier run (the cells this run did not redo)"
-                   f", whose header said: {prior_cmd}\n\n" if prior is not None else "") +
+                + (f"Merged with the rows of earlier runs (the cells this run did not redo)"
+                   f", whose headers said: {prior_cmd}\n\n" if prior is not None else "") +
                 "power: share of coefficients with non-private |z| > 3 on the resample (held: "
                 "their count over replicates) whose 95% interval excludes 0 on the non-private "
                 "sign (a refusal counts as not declared); width: median of width / non-private "
