@@ -797,6 +797,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=44)
     ap.add_argument("--quick", action="store_true",
                     help="1 case, eps 1, 2 reps, 4 checks, few bootstrap draws")
+    ap.add_argument("--tabulate", action="store_true",
+                    help="measure nothing: tabulate the --merge rows (later files replace "
+                    "earlier ones' cells) with a fresh baseline check")
     ap.add_argument("--check-only", action="store_true",
                     help="only the baselines' validity check (results: power_check.md)")
     ap.add_argument("--merge", nargs="+", default=None,
@@ -829,8 +832,14 @@ def main(argv=None):
         return dict(check=chk, valid=valid, text=ctext)
     prior, prior_cmd = None, ""
     if args.merge:
-        prior = pd.concat([pd.read_csv(f, low_memory=False) for f in args.merge],
-                          ignore_index=True)
+        prior = None
+        for f in args.merge:
+            new = pd.read_csv(f, low_memory=False)
+            if prior is not None:
+                done = set(zip(new["case"], new["eps"], new["method"]))
+                prior = prior[[(c, e, m) not in done for c, e, m in
+                               zip(prior["case"], prior["eps"], prior["method"])]]
+            prior = pd.concat([prior, new], ignore_index=True)
         cmds = []
         for f in args.merge:
             md = f[:-len("_rows.csv.gz")] + ".md"
@@ -840,6 +849,8 @@ def main(argv=None):
         prior_cmd = "; ".join(cmds)
     write = _writer(argv, out, t0, ctext, valid, chk, prior, prior_cmd)
     rows = []
+    if args.tabulate:
+        cases = []
     for case in cases:
         fam = rv.CASES[case]["family"]
         methods = [m for m in DP_METHODS[fam] + (BASELINE[fam],)
