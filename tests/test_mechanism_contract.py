@@ -427,7 +427,7 @@ def test_report(entry):
     if is_dataclass(rep):
         for f in fields(rep):
             assert getattr(rep, f.name) is not None or f.name in ("threshold", "threshold_A",
-                                                                  "selection"), \
+                                                                  "selection", "earlier"), \
                 f"{entry.id}: report.{f.name} is None"
     assert rep.epsilon == EPSILON and rep.private and rep.is_finite, rep.epsilon
     assert rep.seeded is True and rep.n == len(FRAME)
