@@ -21,6 +21,8 @@ import pytest
 import dpmodels as dpm
 import dpmodels.exact as exact
 import dpmodels.randomness as randomness
+from dpmodels.budget import split_epsilon
+from dpmodels.clipping import CLIP_SHARE
 from dpmodels.exact import (
     MIN_EPSILON,
     LogRate,
@@ -226,12 +228,35 @@ def test_epsilon_below_the_exact_limit_is_refused_before_anything(epsilon):
     assert acct.spent == 0
 
 
+def _smallest_accepted_with_bounds() -> float:
+    """The public rule: with a variable of finite bounds, CLIP_SHARE of epsilon goes
+    to the outside counts, and that part must reach MIN_EPSILON."""
+    eps = MIN_EPSILON / CLIP_SHARE
+    while split_epsilon(eps, [CLIP_SHARE, None])[0] < MIN_EPSILON:  # float rounding
+        eps = float(np.nextafter(eps, math.inf))
+    return eps
+
+
 def test_smallest_accepted_epsilon_releases_exact_int64_counts():
-    df = pd.DataFrame({"x": np.arange(100.0)})
-    rel = dpm.release(df, columns=["x"], epsilon=MIN_EPSILON, bounds={"x": (0, 100)}, bins=3,
+    df = pd.DataFrame({"x": np.arange(100.0), "g": ["a", "b", "c", "d"] * 25})
+    # no variable can clip: all of epsilon goes to the cells, MIN_EPSILON is accepted
+    rel = dpm.release(df, columns=["g"], levels={"g": ["a", "b", "c", "d"]}, epsilon=MIN_EPSILON,
                       threshold=0.0, random_state=1)
     assert rel.counts.dtype == np.int64
     assert rel.report.noisy_total == sum(int(c) for c in rel.counts)
+    # a bounded variable: the smallest accepted epsilon is MIN_EPSILON / CLIP_SHARE
+    eps = _smallest_accepted_with_bounds()
+    kw = dict(columns=["x"], bounds={"x": (0, 100)}, bins=3, threshold=0.0, random_state=1)
+    acct = dpm.Accountant(1.0)
+    rel = dpm.release(df, epsilon=eps, accountant=acct, **kw)
+    assert rel.counts.dtype == np.int64
+    assert rel.report.noisy_total == sum(int(c) for c in rel.counts)
+    assert acct.spent == eps
+    # one float below is refused, before any charge
+    acct = dpm.Accountant(1.0)
+    with pytest.raises(dpm.DPModelsError, match="too small to split"):
+        dpm.release(df, epsilon=float(np.nextafter(eps, 0.0)), accountant=acct, **kw)
+    assert acct.spent == 0 and not acct.ledger
 
 
 def test_default_release_reads_the_os_secure_generator(monkeypatch):
