@@ -26,7 +26,7 @@ from dpmodels.errors import DomainError, DPModelsError
 from dpmodels.methods import choose_quantreg_method
 from dpmodels.models.newton_quantreg import DPNewtonQuantReg
 from dpmodels.models.quantreg import DPQuantReg
-from dpmodels.moments import _NO_NA, published_frame, _RowPasses, design_space
+from dpmodels.moments import _NO_NA, _RowPasses, design_space, published_frame
 from dpmodels.newton import _step_scale, _step_statistics
 from dpmodels.quantile_steps import (
     QUANTILE_STEP_SHARES,
@@ -34,8 +34,8 @@ from dpmodels.quantile_steps import (
     _level_counts,
     _residual_counts,
     _score_statistics,
-    level_sensitivity,
     least_squares_family,
+    level_sensitivity,
     residual_edges,
     score_sensitivity,
 )
@@ -258,6 +258,15 @@ def _coverage(design: str, bounds: dict, seed0: int, reps: int) -> np.ndarray:
     return covered
 
 
+def test_bootstrap_covers_population_coefficients_fast():
+    """The default run's version of the next test: 10 data sets, each
+    coefficient covered at least ``_min_covered(10)`` = 8 times (3 binomial
+    SDs below 95%)."""
+    covered = _coverage("normal", BOUNDS, 100, 10)
+    assert np.all(covered >= _min_covered(10)), covered
+
+
+@pytest.mark.slow
 def test_bootstrap_covers_population_coefficients():
     """40 data sets of 20,000 rows (normal covariates clipped to +-4, the
     design of tests/test_newton.py) at epsilon 1: each coefficient's 95%
@@ -267,6 +276,7 @@ def test_bootstrap_covers_population_coefficients():
     assert np.all(covered >= _min_covered(40)), covered
 
 
+@pytest.mark.slow
 def test_bootstrap_covers_population_coefficients_uniform_design():
     """The same, 30 data sets, on benchmarks/validity.py's median4 shape
     (uniform covariates on [-1, 1]: shrinking a row into the clipping ball

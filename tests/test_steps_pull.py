@@ -24,11 +24,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpmodels as dpm
 from dpmodels.models.shrinkage import calibrate
+
 
 def _benchmark_cases() -> dict:
     """The real-data cases of benchmarks/real_validity.py (formula, codebook
@@ -60,6 +62,7 @@ def _bound(pairs: int, rate: float) -> int:
     return int(stats.binom.ppf(0.999, pairs, rate))
 
 
+@pytest.mark.slow
 def test_the_newton_logit_is_not_confidently_wrong_on_fair():
     """Six releases of the fair logit (18 coefficients, n = 6,366) at epsilon
     3.  Before the calibration 69 of these 108 pairs missed and 7 were
