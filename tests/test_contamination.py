@@ -22,6 +22,7 @@ import dpmodels as dpm
 from dpmodels.errors import ReleaseWarning
 from dpmodels.information import CONTAMINATION_LIMIT, level_contamination
 from dpmodels.mechanisms import discrete_laplace_sf
+from dpmodels.thresholds import auto_threshold
 
 FORMULA = "y ~ C(g) + x1 + x2 + x3"
 BOUNDS = {"x1": (0, 1), "x2": (0, 1), "x3": (0, 1)}
@@ -96,8 +97,9 @@ def test_the_shares_follow_the_spurious_law_and_a_common_level_is_not_flagged():
     assert np.all(np.isfinite(res.bse))
     rep = m.release.report
     k = math.ceil(rep.threshold)
-    q = math.exp(-rep.epsilon / 2)
-    per_cell = discrete_laplace_sf(k, rep.epsilon) * (k + q / (1 - q))
+    # the cells' noise law is at the cells' part of epsilon (noise scale 2 / noise_epsilon)
+    q = math.exp(-rep.noise_epsilon / 2)
+    per_cell = discrete_laplace_sf(k, rep.noise_epsilon) * (k + q / (1 - q))
     marg = m.release.marginal(["g"])
     mass = marg.set_index("g")[m.release.count_column]
     c = level_contamination(m.release, m.variables, m._design_builder(res), len(res.params))
@@ -120,7 +122,12 @@ def test_the_hint_names_the_auto_threshold_only_when_it_cuts_higher():
     df = _data(20_000, 100)
     m, res, texts = _fit(df, 0)
     named = next(t for t in texts if "rest on factor levels" in t)
-    assert 'threshold="auto" cuts at 8 here (this release: 5)' in named
+    # both thresholds are set at the cells' part of epsilon (0.95 of 1): the enhanced
+    # A log(n) / 0.95 = 5.2 cuts at 6, the auto threshold at 9
+    rep = m.release.report
+    assert math.ceil(rep.threshold_A * math.log(rep.n) / rep.noise_epsilon) == 6
+    assert auto_threshold(rep.domain_cells, rep.n, rep.noise_epsilon, rep.threshold_A) == 9
+    assert 'threshold="auto" cuts at 9 here (this release: 6)' in named
     m, res, texts = _fit(df, 0, threshold="auto")
     named = next(t for t in texts if "rest on factor levels" in t)
     assert 'threshold="auto"' not in named and "larger epsilon" in named

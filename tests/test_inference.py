@@ -90,7 +90,10 @@ def test_replicate_releases_follow_the_mechanism():
     assert not np.isin(chunk.extra_ids, sim.support).any()
     assert chunk.extra_ids.max() < rel.domain.size and chunk.extra_counts.min() >= sim.k
     per_rep = np.bincount(chunk.extra_rep, minlength=400)
-    p = discrete_laplace_sf(sim.k, 0.5)
+    # the cells' noise is at the cells' part of epsilon (the rest counts the rows
+    # outside the bounds): the release's law, which the replicates must follow
+    assert rel.report.noise_epsilon < 0.5 and sim.epsilon == rel.report.noise_epsilon
+    p = discrete_laplace_sf(sim.k, rel.report.noise_epsilon)
     mean, var = (sim.m - sim.support.size) * p, (sim.m - sim.support.size) * p * (1 - p)
     assert abs(per_rep.mean() - mean) < 4 * math.sqrt(var / 400)
     # each replicate's ids are distinct
