@@ -348,6 +348,8 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
     """Draw one forest panel on ``ax``."""
     from matplotlib.lines import Line2D
 
+    from ._plot_text import annotate_inside
+
     k = len(names)
     y = np.arange(k, dtype=float)
     lo, hi = _finite_span(est, dp if dp is not None else [], naive if naive is not None else [],
@@ -375,16 +377,18 @@ def _forest(ax, names: Sequence[str], est: np.ndarray, dp: np.ndarray | None,
                             arrowprops=dict(arrowstyle="-|>", color="C3", linewidth=1.5),
                             gid="infinite")
             if not (np.isfinite(lower) and np.isfinite(upper)):
+                # kept inside the Axes whatever the numbers (an estimate near the edge of
+                # the axis, a narrow panel): moved by the least amount at each drawing
                 if k > 1:  # above the arrow, in the room between rows
-                    ax.annotate("no information (interval unbounded)", xy=(est[i], y[i] + dy),
-                                xytext=(0, 6), textcoords="offset points", ha="center",
-                                fontsize=8, color="C3", gid="infinite-label")
+                    annotate_inside(ax, "no information (interval unbounded)",
+                                    xy=(est[i], y[i] + dy), xytext=(0, 6), ha="center",
+                                    fontsize=8, color="C3", gid="infinite-label")
                 else:  # a row of its own has no room above: on the arrow, at its right end
-                    ax.annotate("no information (interval unbounded)",
-                                xy=(1.0, y[i] + dy), xycoords=("axes fraction", "data"),
-                                xytext=(-12, 0), textcoords="offset points", ha="right",
-                                va="center", fontsize=7, color="C3", gid="infinite-label",
-                                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+                    annotate_inside(ax, "no information (interval unbounded)",
+                                    xy=(1.0, y[i] + dy), xycoords=("axes fraction", "data"),
+                                    xytext=(-12, 0), ha="right", va="center", fontsize=7,
+                                    color="C3", gid="infinite-label",
+                                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
         handles.append(Line2D([], [], **{k_: v for k_, v in _DP_STYLE.items()
                                          if k_ not in ("capsize", "elinewidth")},
                               label="dp interval (noise-aware)"))
