@@ -764,6 +764,9 @@ _REGRESSION: dict[str, Classification] = {
 
 _OLS: dict[str, Classification] = {
     **_REGRESSION,
+    # the summary's diagnostics dict: the released design's condition number; the residual
+    # normality tests NaN ("n/a") on a private release or moments (FreqRegressionResults.diagn)
+    "diagn": R,
     "effects": Refusal("type 1 (sequential) sums of squares of the cells do not carry the "
                        "privacy noise", "anova_lm(res, typ=2)", when="dp", own=True),
 }

@@ -264,6 +264,31 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
             cache["durbin_watson"] = np.nan
         return cache
 
+    @property
+    def diagn(self) -> dict:
+        """statsmodels' dict of the summary's diagnostics, always the
+        summary's values: the condition number and smallest eigenvalue of the
+        released design, and the residual normality tests (omnibus,
+        Jarque-Bera, skew, kurtosis) of the expanded data at ``epsilon=inf``,
+        NaN ("n/a" in the summary) on a private release or on moments, whose
+        tests would ignore the privacy noise (`_diagnostic_cache()`).
+
+        statsmodels sets ``diagn`` on the instance when ``summary()`` runs;
+        here it is a member of the class, so ``dir(res)`` is the same before
+        and after a summary and the privacy-aware values cannot be replaced
+        by statsmodels' tests of the cells."""
+        cache = self._diagnostic_cache()
+        jb, jbpv, skew, kurtosis = cache["jarque_bera"]
+        omni, omnipv = cache["omni_normtest"]
+        return dict(condno=self.condition_number, mineigval=np.asarray(self.eigenvals)[-1],
+                    jb=jb, jbpv=jbpv, skew=skew, kurtosis=kurtosis, omni=omni, omnipv=omnipv)
+
+    @diagn.setter
+    def diagn(self, value) -> None:
+        """statsmodels' ``summary()`` assigns (and then updates) its dict; the
+        property above gives the same statistics from the same cache, the
+        refused ones NaN, so the assignment is not kept."""
+
     def _summary_title(self, title):
         if title is not None:
             return title
