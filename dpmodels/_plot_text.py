@@ -22,7 +22,7 @@ class InsideAnnotation(Annotation):
 
     def __init__(self, text, xy, xytext, **kwargs):
         super().__init__(text, xy, xytext=xytext, **kwargs)
-        self._nominal = tuple(float(v) for v in xytext)
+        self._nominal = (float(xytext[0]), float(xytext[1]))
 
     def update_positions(self, renderer):
         self.xyann = self._nominal  # from the requested place each time (resizes)
