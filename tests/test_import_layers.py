@@ -35,7 +35,7 @@ LAYERS = {
     # the schema, the argument checks), and the code that writes public values out
     # (files, figures), which the releases and results call
     "data": "engines engines.dask engines.lazy histogram columns validation saving plots "
-            "clipping",
+            "_plot_text clipping",
     # one module per mechanism (plus the histogram's own simulation for the bootstrap)
     "releases": "population simulation release moments newton quantile_steps selection "
                 "sample_aggregate local synthetic",
