@@ -30,6 +30,7 @@ from .engines import source_for
 from .errors import DPModelsError, ReleaseWarning
 from .exact import MIN_EPSILON
 from .formula import formula_variables, user_stacklevel
+from .intervals import BINNING_MIN_BINS_ONE
 from .moments import PrivateMoments, stateful_transform
 from .newton import PrivateNewton
 from .quantile_steps import PrivateQuantileSteps
@@ -44,7 +45,8 @@ __all__ = ["Release", "RELEASES", "OLS_METHODS", "LOGIT_METHODS", "choose_ols_me
            "NEWTON_MIN_CONTINUOUS", "NEWTON_MIN_N_EPSILON", "HISTOGRAM_MAX_CONTINUOUS",
            "LOGIT_HISTOGRAM_MAX_CONTINUOUS",
            "HISTOGRAM_MIN_CELLS", "MNLOGIT_METHODS", "FAMILY_METHODS", "METHOD_RELEASES",
-           "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES", "plan_bins"]
+           "ENGINES", "RELEASE_ENGINES", "OTHER_RELEASES", "plan_bins", "coarse_covariates",
+           "MIN_COVARIATE_BINS"]
 
 #: The tables below are views of `dpmodels.registry.MECHANISMS`, the one
 #: place a mechanism is declared.
@@ -86,6 +88,15 @@ OTHER_RELEASES = {m.name: tuple(m.release.split(":")) for m in _registry.MECHANI
 #: the histogram's grid stays fine and it is the more accurate release
 #: (benchmarks/peers.py, docs/accuracy.md).  Everywhere else, the moments.
 HISTOGRAM_MAX_CONTINUOUS = 3
+#: ... and only where ``bins="auto"`` gives every continuous covariate at least
+#: this many bins (`dpmodels.intervals.BINNING_MIN_BINS_ONE`) at the public n and
+#: epsilon.  With fewer, the fit flags those covariates' coefficients unmeasured but
+#: the columns correlated with them take over their effect with finite intervals
+#: (benchmarks/power.py, statsmodels' grunfeld, ``np.log(invest) ~ np.log(value) +
+#: np.log(capital) + C(firm)``, n = 220, epsilon 3: 2 bins, every firm's interval
+#: shifted by the log-value effect, per-firm coverage down to 20%); the moments keep
+#: the covariates whole (`coarse_covariates()`).
+MIN_COVARIATE_BINS = BINNING_MIN_BINS_ONE
 HISTOGRAM_MIN_CELLS = 8
 #: "auto" takes dp_logit's Newton steps from this many continuous covariates ...
 NEWTON_MIN_CONTINUOUS = 3
@@ -158,7 +169,9 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
 
     "auto" takes the histogram when the factors carry the model (at most
     ``HISTOGRAM_MAX_CONTINUOUS`` continuous variables and at least
-    ``HISTOGRAM_MIN_CELLS`` level combinations), when histogram options are
+    ``HISTOGRAM_MIN_CELLS`` level combinations) and ``bins="auto"`` gives each
+    continuous covariate at least ``MIN_COVARIATE_BINS`` bins at the public n
+    and ``epsilon`` (`coarse_covariates()`), when histogram options are
     given, or for an engine's data frame; the moments otherwise.  When the
     only histogram option is ``bins`` and it makes the grid too fine for the
     threshold (``SPARSE_GRID_RATIO``), the moments, with a ReleaseWarning.
@@ -173,11 +186,18 @@ def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=No
     >>> lv = {"c": list(range(12))}
     >>> choose_ols_method("auto", "y ~ a + C(c)", df, bounds=b, levels=lv, namespace={})
     'histogram'
+
+    At n = 100 and epsilon 3, ``bins="auto"`` would cut ``a`` into 2 bins:
+
+    >>> choose_ols_method("auto", "y ~ a + C(c)", df, bounds=b, levels=lv, namespace={},
+    ...                   n=100, epsilon=3.0)
+    'moments'
     """
     return _choose(method, OLS_METHODS, "moments", PrivateMoments, formula, data, bounds,
                    levels, bins, threshold, options, namespace,
                    lambda d, cells: not (d <= HISTOGRAM_MAX_CONTINUOUS
-                                         and cells >= HISTOGRAM_MIN_CELLS), n=n, epsilon=epsilon)
+                                         and cells >= HISTOGRAM_MIN_CELLS), n=n, epsilon=epsilon,
+                   whole_covariates=True)
 
 
 def choose_quantreg_method(method: str, formula: str, data, *, bounds=None, levels=None,
@@ -277,7 +297,8 @@ CHOOSERS = {"ols": choose_ols_method, "logit": choose_logit_method,
 
 
 def _choose(method, choices, other, other_release, formula, data, bounds, levels, bins,
-            threshold, options, namespace, prefers_other, n=None, epsilon=None) -> str:
+            threshold, options, namespace, prefers_other, n=None, epsilon=None,
+            whole_covariates=False) -> str:
     method = check_choice("method", method, choices + ROUTED_METHODS)
     if method in ROUTED_METHODS:
         raise DPModelsError(f"method={method!r} is taken by the dp_* functions' routes "
@@ -311,6 +332,9 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         chosen, hist_opts = other, []
     elif hist_opts:
         chosen = "histogram"
+    elif whole_covariates and coarse_covariates(formula, data, bounds=bounds, levels=levels,
+                                                n=n, epsilon=epsilon, namespace=namespace):
+        chosen = other  # the other release keeps the covariates bins="auto" would cut coarsely
     else:
         shape = _shape(formula, data, bounds, levels, namespace or {})
         # (None: invalid formula or declarations; the histogram's checks say what is wrong)
@@ -348,6 +372,47 @@ def plan_bins(formula: str, data, *, bounds=None, levels=None, n: int | None = N
         return "auto"
     cont, cells = shape
     return dict.fromkeys(cont, auto_bins(rows, plan_epsilon, len(cont), cells))
+
+
+def coarse_covariates(formula: str, data, *, bounds=None, levels=None, n: int | None = None,
+                      epsilon=None, namespace: Mapping | None = None) -> tuple[str, ...]:
+    """The continuous covariates (not the response) that a histogram release
+    with ``bins="auto"`` would cut into fewer than ``MIN_COVARIATE_BINS`` bins
+    at the public n and ``epsilon`` (`dpmodels.domain.auto_bins()`); empty when
+    that cannot be told (n or a finite epsilon unknown, an invalid formula).
+    Public inputs only.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0.0], "a": [0.0], "c": [0]})
+    >>> b, lv = {"y": (0, 1), "a": (0, 1)}, {"c": list(range(12))}
+    >>> coarse_covariates("y ~ a + C(c)", df, bounds=b, levels=lv, n=100, epsilon=3.0,
+    ...                   namespace={})
+    ('a',)
+    >>> coarse_covariates("y ~ a + C(c)", df, bounds=b, levels=lv, n=100_000, epsilon=3.0,
+    ...                   namespace={})
+    ()
+    """
+    shape = _shape_of(formula, data, bounds, levels, namespace or {})
+    rows = public_rows(data, n)
+    try:
+        eps = float(epsilon)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ()
+    if shape is None or rows is None or not shape[0] or not (MIN_EPSILON <= eps < math.inf):
+        return ()
+    cont, cells = shape
+    try:
+        source = source_for(data)
+        cols = source.columns() if source is not None else columns_of(data)
+        response = set(formula_variables(formula, cols, namespace or {}).response)
+    except Exception:  # an invalid formula: the release's own checks say what is wrong
+        return ()
+    covariates = tuple(v for v in cont if v not in response)
+    if not covariates or auto_bins(rows, eps, len(cont), cells) >= MIN_COVARIATE_BINS:
+        return ()
+    return covariates
 
 
 def _stateful(formula) -> bool:
