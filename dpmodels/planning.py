@@ -80,7 +80,7 @@ Guess: TypeAlias = pd.DataFrame | Callable[[np.random.Generator, int], pd.DataFr
 #: The columns of `Plan.table`, in order (the first nine are those of the first version).
 TABLE_COLUMNS = ["epsilon", "coef", "rmse", "bias", "median_width", "no_information",
                  "sampling_sd", "method", "n_ok", "requested", "noise_sd", "rmse_se", "bias_se",
-                 "n_intervals", "bins"]
+                 "n_intervals", "bins", "power", "np_power"]
 
 #: Markers and line styles that, with the 10 colours, tell up to 150 lines apart.
 _MARKERS = ("o", "s", "^", "D", "v")
@@ -190,7 +190,11 @@ class Plan:
         ``method=`` value simulated), ``noise_sd`` (standard deviation, divisor
         ``n_ok``, of the difference: ``rmse**2 == bias**2 + noise_sd**2``),
         ``rmse_se`` and ``bias_se`` (Monte Carlo standard errors of ``rmse``
-        and ``bias``) and ``n_intervals``.
+        and ``bias``), ``n_intervals``, ``bins``, ``power`` (share of those
+        ``n_intervals`` data sets whose dp interval excludes 0 on the side of
+        the non-private estimate: the effect found) and ``np_power`` (share
+        of them whose non-private interval of the same level excludes 0: what
+        the data hold without privacy).
     formula : str
         The formula simulated, as given.
     model : str
@@ -386,6 +390,19 @@ class Plan:
             f"median width of the dp {100 * (1 - self.alpha):g}% interval"
             + (f" (over {k} data set{'s' if k > 1 else ''} per cell):" if k else ":"),
             _text(self.pivot("median_width"), float_format=_fmt),
+        ]
+        if "power" in self.table.columns and np.isfinite(self.table["power"]).any():
+            lines += [
+                "",
+                textwrap.fill(
+                    f"power: share of the {k} data set{'s' if k and k > 1 else ''} per cell "
+                    f"whose dp {100 * (1 - self.alpha):g}% interval excludes 0 on the side of "
+                    "the non-private estimate (the effect found); last column, the share "
+                    "whose non-private interval does (what the data hold without privacy):",
+                    TEXT_WIDTH),
+                _text(self._power_table(), float_format=lambda v: f"{100 * v:.0f}%"),
+            ]
+        lines += [
             "",
             "sampling sd of the non-private estimate (error without privacy):",
             self.table.groupby("coef", sort=False)["sampling_sd"].first()
@@ -395,6 +412,14 @@ class Plan:
             lines += ["", "failed simulations: " + "; ".join(
                 f"epsilon {e:g}: {len(v)}" for e, v in self.failures.items())]
         return "\n".join(lines)
+
+    def _power_table(self) -> pd.DataFrame:
+        """`pivot` of ``power`` with the non-private power as the last column."""
+        out = self.pivot("power")
+        nonprivate = self.table.groupby("coef", sort=False)["np_power"].first()
+        key = ("no privacy", "") if isinstance(out.columns, pd.MultiIndex) else "no privacy"
+        out[key] = nonprivate.reindex(out.index)
+        return out
 
     def _str_v1(self) -> str:
         methods = ", ".join(f"{e:g}: {m}" for e, m in self.table.groupby("epsilon")["method"]
@@ -625,9 +650,9 @@ def _flat_params(results) -> pd.Series:
     return pd.Series(np.asarray(inner.params, dtype=float).ravel(order="F"), index=labels)
 
 
-def _dp_widths(results, alpha: float) -> np.ndarray:
-    ci = np.asarray(results.conf_int(alpha), dtype=float).reshape(-1, 2)
-    return ci[:, 1] - ci[:, 0]
+def _dp_intervals(results, alpha: float) -> np.ndarray:
+    """The dp intervals of level ``1 - alpha``, ``(k, 2)``, flattened as `_flat_params()`."""
+    return np.asarray(results.conf_int(alpha), dtype=float).reshape(-1, 2)
 
 
 def _coded(model: str, formula: str, data: pd.DataFrame, namespace: dict,
@@ -649,11 +674,15 @@ def _coded(model: str, formula: str, data: pd.DataFrame, namespace: dict,
 
 
 def _fit_design(model: str, y: pd.DataFrame, X: pd.DataFrame, labels: list | None,
-                q: float) -> pd.Series:
-    """statsmodels' fit of ``y`` on ``X``, flattened and named like the dp fit.
-    A column that is 0 on every row (a level the data set lacks) is left out,
-    as statsmodels' formula interface leaves it out: its coefficient is NaN."""
+                q: float, alpha: float = 0.05) -> pd.DataFrame:
+    """statsmodels' fit of ``y`` on ``X``, flattened and named like the dp fit:
+    columns ``params`` and ``side`` (+1 / -1 where the fit's interval of level
+    ``1 - alpha``, estimate -/+ the normal quantile times its standard error,
+    lies above / below 0; 0 where it holds 0).  A column that is 0 on every
+    row (a level the data set lacks) is left out, as statsmodels' formula
+    interface leaves it out: its coefficient is NaN."""
     import statsmodels.api as sm
+    from scipy import stats
 
     if y.shape[1] != 1:
         raise ValueError(f"the response has {y.shape[1]} columns; declare its levels")
@@ -663,19 +692,27 @@ def _fit_design(model: str, y: pd.DataFrame, X: pd.DataFrame, labels: list | Non
         Xk = X.loc[:, keep]
         endog = y.iloc[:, 0]
         if model == "ols":
-            params = sm.OLS(endog, Xk).fit().params
+            res = sm.OLS(endog, Xk).fit()
         elif model == "quantreg":
-            params = sm.QuantReg(endog, Xk).fit(q=q).params
+            res = sm.QuantReg(endog, Xk).fit(q=q)
         else:
-            params = sm.Logit(endog, Xk).fit(disp=0).params
-        return params.reindex(names)
-    res = sm.MNLogit(y.iloc[:, 0], X.loc[:, keep]).fit(disp=0)
-    classes = np.unique(np.asarray(res.model.endog)).astype(int)
-    eq = [str(labels[c]) if labels is not None else str(c) for c in classes[1:]]
-    kept = [nm for nm, k in zip(names, keep) if k]
-    flat = pd.Series(np.asarray(res.params, dtype=float).ravel(order="F"),
-                     index=[f"{x} (eq. {e})" for e in eq for x in kept])
-    return flat.reindex([f"{x} (eq. {e})" for e in eq for x in names])
+            res = sm.Logit(endog, Xk).fit(disp=0)
+        params, bse = res.params.reindex(names), res.bse.reindex(names)
+    else:
+        res = sm.MNLogit(y.iloc[:, 0], X.loc[:, keep]).fit(disp=0)
+        classes = np.unique(np.asarray(res.model.endog)).astype(int)
+        eq = [str(labels[c]) if labels is not None else str(c) for c in classes[1:]]
+        kept = [nm for nm, k in zip(names, keep) if k]
+        index = [f"{x} (eq. {e})" for e in eq for x in kept]
+        every = [f"{x} (eq. {e})" for e in eq for x in names]
+        params = pd.Series(np.asarray(res.params, dtype=float).ravel(order="F"),
+                           index=index).reindex(every)
+        bse = pd.Series(np.asarray(res.bse, dtype=float).ravel(order="F"),
+                        index=index).reindex(every)
+    half = stats.norm.ppf(1.0 - alpha / 2.0) * bse
+    side = np.where(params - half > 0, 1.0, np.where(params + half < 0, -1.0, 0.0))
+    return pd.DataFrame({"params": params, "side": np.where(np.isfinite(half), side, 0.0)},
+                        index=params.index)
 
 
 class _NonPrivate:
@@ -689,9 +726,10 @@ class _NonPrivate:
     """
 
     def __init__(self, model: str, formula: str, guess, namespace: dict,
-                 levels: Mapping | None, q: float):
+                 levels: Mapping | None, q: float, alpha: float = 0.05):
         self.model, self.formula, self.namespace, self.levels, self.q = (
             model, formula, namespace, levels, q)
+        self.alpha = alpha
         self.design: tuple[pd.DataFrame, pd.DataFrame, list | None] | None = None
         if isinstance(guess, pd.DataFrame) and not _stateful_formula(formula):
             try:
@@ -714,7 +752,7 @@ class _NonPrivate:
                                return_type="dataframe")
         return y, X, labels
 
-    def __call__(self, data: pd.DataFrame, rows: np.ndarray | None) -> pd.Series | None:
+    def __call__(self, data: pd.DataFrame, rows: np.ndarray | None) -> pd.DataFrame | None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -722,9 +760,10 @@ class _NonPrivate:
                     y, X, labels = self.design
                     at = self.position[rows]
                     at = at[at >= 0]
-                    return _fit_design(self.model, y.iloc[at], X.iloc[at], labels, self.q)
+                    return _fit_design(self.model, y.iloc[at], X.iloc[at], labels, self.q,
+                                       self.alpha)
                 y, X, labels = self._build(data)
-                return _fit_design(self.model, y, X, labels, self.q)
+                return _fit_design(self.model, y, X, labels, self.q, self.alpha)
         except Exception:  # e.g. perfect separation in a simulated data set
             return None
 
@@ -766,7 +805,7 @@ def _check_methods(method, model: str) -> tuple[str, ...]:
 def _simulate(fit_dp, formula: str, data: pd.DataFrame, eps: float, method: str, seed: int,
               interval: bool, *, bounds, levels, bins, namespace, extra: dict,
               n_boot: int | None, alpha: float):
-    """One simulated release and fit: (model, flat params, dp interval widths or None).
+    """One simulated release and fit: (model, flat params, dp intervals ``(k, 2)`` or None).
 
     The dp bootstrap runs only when ``interval``; otherwise the release is
     fitted with ``cov_type="naive"`` (the same estimates, no bootstrap), and
@@ -785,7 +824,7 @@ def _simulate(fit_dp, formula: str, data: pd.DataFrame, eps: float, method: str,
             kw["n_boot"] = n_boot
         if interval:
             res = mdl.fit(**kw)
-            return mdl, _flat_params(res), _dp_widths(res, alpha)
+            return mdl, _flat_params(res), _dp_intervals(res, alpha)
         try:
             res = mdl.fit(cov_type="naive")
         except SingularDesignError:
@@ -804,9 +843,14 @@ def _bins_of(mdl) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items())
 
 
-def _summaries(D: np.ndarray, W: np.ndarray, T: np.ndarray, k: int) -> dict[str, np.ndarray]:
+def _summaries(D: np.ndarray, W: np.ndarray, T: np.ndarray, k: int,
+               F: np.ndarray | None = None, S: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per coefficient: rmse, bias, noise_sd, their Monte Carlo standard errors,
-    median width, no-information share, sampling sd."""
+    median width, no-information share, sampling sd; with ``F`` (the dp
+    intervals' found side, +1 / -1 / 0, one row per interval data set) and
+    ``S`` (the non-private intervals' side on the same data sets), the power
+    (F equal to the non-private estimate's side, given as ``S``'s sign where
+    ``S`` is 0 too: see `plan()`) and the non-private power."""
     nan = np.full(k, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -823,8 +867,13 @@ def _summaries(D: np.ndarray, W: np.ndarray, T: np.ndarray, k: int) -> dict[str,
         width = np.median(W, axis=0) if len(W) else nan
         noinfo = np.mean(~np.isfinite(W), axis=0) if len(W) else nan
         sd = np.nanstd(T, axis=0, ddof=1) if len(T) > 1 else nan
+        power = np_power = nan
+        if F is not None and S is not None and len(F):
+            power = np.mean((F != 0) & (F == S[:, :, 0]), axis=0)
+            np_power = np.mean(S[:, :, 1] != 0, axis=0)
     return dict(rmse=rmse, bias=bias, noise_sd=noise, rmse_se=rmse_se, bias_se=bias_se,
-                median_width=width, no_information=noinfo, sampling_sd=sd)
+                median_width=width, no_information=noinfo, sampling_sd=sd, power=power,
+                np_power=np_power)
 
 
 @checked_keywords
@@ -1019,8 +1068,9 @@ def plan(
             raise cls(f"method={m!r} cannot serve this plan (the other methods can): {exc}") from exc
         drawn += [_draw(guess, rng, n) for _ in range(reps - 1)]
         datasets = [d for d, _ in drawn]
-        nonprivate = _NonPrivate(model, formula, guess, namespace, levels, q)
-        truths = [nonprivate(d, rows) for d, rows in drawn]
+        nonprivate = _NonPrivate(model, formula, guess, namespace, levels, q, float(alpha))
+        fits = [nonprivate(d, rows) for d, rows in drawn]
+        truths = [f["params"] if f is not None else None for f in fits]
 
         # ---- the simulation -----------------------------------------------------------------
         rows, failures = [], {}
@@ -1028,6 +1078,7 @@ def plan(
         for m in methods:
             for e, eps in enumerate(epsilons):
                 widths, diffs, used, grid = [], [], None, ""
+                found, sides = [], []  # the dp and non-private intervals' sides
                 for r in range(reps):
                     try:
                         out = first.pop(m) if (e == 0 and r == 0) else run(m, e, r)
@@ -1043,7 +1094,11 @@ def plan(
                     if names is None:
                         names = list(b.index)
                     if w is not None:
-                        widths.append(pd.Series(w, index=b.index).reindex(names).to_numpy(float))
+                        ci = pd.DataFrame(w, index=b.index).reindex(names).to_numpy(float)
+                        widths.append(ci[:, 1] - ci[:, 0])
+                        found.append(np.where(ci[:, 0] > 0, 1.0, np.where(ci[:, 1] < 0, -1.0,
+                                                                          0.0)))
+                        sides.append(_np_sides(fits[r], names))
                     b = b.reindex(names)
                     t = truths[r]
                     diffs.append((b - (t.reindex(names) if t is not None else np.nan))
@@ -1055,7 +1110,9 @@ def plan(
                 D = np.vstack(diffs) if diffs else np.full((0, k), np.nan)
                 T = np.vstack([t.reindex(names).to_numpy(float) for t in truths if t is not None]) \
                     if any(t is not None for t in truths) else np.full((0, k), np.nan)
-                s = _summaries(D, W, T, k)
+                F = np.vstack(found) if found else None
+                S = np.stack(sides) if sides else None
+                s = _summaries(D, W, T, k, F, S)
                 for j, nm in enumerate(names):
                     rows.append({"epsilon": eps, "coef": nm,
                                  **{c: s[c][j] for c in ("rmse", "bias", "median_width",
@@ -1063,7 +1120,8 @@ def plan(
                                  "method": used if used is not None else m, "n_ok": len(D),
                                  "requested": m, "noise_sd": s["noise_sd"][j],
                                  "rmse_se": s["rmse_se"][j], "bias_se": s["bias_se"][j],
-                                 "n_intervals": len(W), "bins": grid})
+                                 "n_intervals": len(W), "bins": grid,
+                                 "power": s["power"][j], "np_power": s["np_power"][j]})
         if not rows:
             raise DPModelsError(
                 "every simulated release failed: "
@@ -1072,6 +1130,19 @@ def plan(
     return Plan(table=table, formula=formula, model=model, n=n, reps=reps, alpha=float(alpha),
                 failures=failures, methods=methods, interval_reps=interval_reps,
                 seconds=time.perf_counter() - started)
+
+
+def _np_sides(fit: pd.DataFrame | None, names: list[str]) -> np.ndarray:
+    """``(k, 2)``: per coefficient the side a dp interval must be on to count
+    as found (the sign of the non-private estimate) and the side the
+    non-private interval is on (+1 / -1 / 0); 0 and 0 where the data set has
+    no non-private fit."""
+    if fit is None:
+        return np.zeros((len(names), 2))
+    f = fit.reindex(names)
+    est = f["params"].to_numpy(float)
+    return np.column_stack([np.where(np.isfinite(est), np.sign(est), 0.0),
+                            f["side"].fillna(0.0).to_numpy(float)])
 
 
 def _simulation_failure(exc: Exception) -> bool:

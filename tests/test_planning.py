@@ -184,23 +184,30 @@ def test_the_non_private_fit_from_the_pilot_is_statsmodels_formula_fit(model, fo
     seen_missing_level = False
     for seed in range(6):
         data, rows = _draw(pilot, np.random.default_rng(seed), 250)
-        got = fit(data, rows)
+        fitted = fit(data, rows)
+        got = fitted["params"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if model == "ols":
-                want = smf.ols(formula, data).fit().params
+                res = smf.ols(formula, data).fit()
             elif model == "quantreg":
-                want = smf.quantreg(formula, data).fit(q=0.5).params
+                res = smf.quantreg(formula, data).fit(q=0.5)
             elif model == "logit":
-                want = smf.logit(formula, data).fit(disp=0).params
+                res = smf.logit(formula, data).fit(disp=0)
             else:
                 res = smf.mnlogit(formula, data, eval_env=1).fit(disp=0)
-                want = pd.Series(np.asarray(res.params).ravel(order="F"),
-                                 index=[f"{x} (eq. {e})" for e in (1, 2)
-                                        for x in res.model.exog_names])
+            names = ([f"{x} (eq. {e})" for e in (1, 2) for x in res.model.exog_names]
+                     if model == "mnlogit" else list(res.params.index))
+            want = pd.Series(np.asarray(res.params).ravel(order="F"), index=names)
+            bse = pd.Series(np.asarray(res.bse).ravel(order="F"), index=names)
         seen_missing_level |= bool(got.isna().any())
         np.testing.assert_allclose(got.reindex(want.index), want, rtol=1e-6, atol=1e-8)
         assert got.drop(want.index).isna().all()
+        # the side of the non-private 95% interval (normal quantile) the power reads
+        z = 1.959963984540054
+        side = np.where(want - z * bse > 0, 1.0, np.where(want + z * bse < 0, -1.0, 0.0))
+        np.testing.assert_array_equal(fitted["side"].reindex(want.index).to_numpy(), side)
+        assert (fitted["side"].drop(want.index) == 0).all()
     if "C(g)" in formula:
         assert seen_missing_level  # the check above met a level a draw lacks
 
@@ -505,3 +512,39 @@ def test_the_bias_benchmark_script_runs(tmp_path):
     text = out.read_text()
     assert text.count("| Intercept |") == 3 and "bins per continuous variable: 3 at 1" in text
     assert "bins per continuous variable: 5 at 1, 5 at 3" in text  # bins=5 fixed
+
+
+def test_plan_reports_power_beside_the_non_private_power():
+    """``power``: the share of the bootstrapped data sets whose dp interval
+    excludes 0 on the non-private estimate's side; ``np_power``: the share
+    whose non-private interval does.  A strong slope at a large epsilon is
+    found in every data set, as without privacy; at a tiny epsilon the same
+    data sets find nothing (an infinite or wide interval is no power), while
+    ``np_power`` is unchanged (it reads the same data sets)."""
+    def strong(rng, n):
+        x = rng.uniform(0, 10, n)
+        g = rng.choice(["a", "b", "c"], n)
+        return pd.DataFrame({"x": x, "g": g, "y": 1 + 0.8 * x + rng.normal(size=n)})
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = dpm.plan("y ~ x + C(g)", guess=strong, n=3000, epsilon=[0.01, 30.0],
+                     bounds=BOUNDS, levels={"g": ["a", "b", "c"]}, reps=3, interval_reps=3,
+                     n_boot=60, random_state=1, method="moments")
+    t = p.table.set_index(["epsilon", "coef"])
+    assert (t["n_intervals"] == 3).all()
+    assert t.loc[(30.0, "x"), "power"] == 1.0 and t.loc[(30.0, "x"), "np_power"] == 1.0
+    assert t.loc[(0.01, "x"), "power"] == 0.0 and t.loc[(0.01, "x"), "np_power"] == 1.0
+    # every share is a count over the 3 data sets
+    assert np.allclose(3 * t["power"], np.round(3 * t["power"]))
+    assert "power: share of the 3 data sets per cell" in str(p)
+    assert "no privacy" in str(p)
+
+
+def test_plan_without_bootstrapped_intervals_has_no_power():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = dpm.plan("y ~ x + C(g)", guess=guess_fn, method="moments", interval_reps=0,
+                     **PLAN_ARGS)
+    assert p.table["power"].isna().all() and p.table["np_power"].isna().all()
+    assert "power:" not in str(p)
