@@ -54,3 +54,38 @@ def test_sensitivity_is_per_block(bench):
     # blocks: (1, factor) 2; (1, 2 boxes + y) 3 x 2; squares of 3 boxes 3 x 1;
     # box pairs 3 x 2; (box, factor) 3 x 2
     assert d.delta == 2 + 6 + 3 + 6 + 6
+
+
+def test_quick_quantreg_case_has_power_and_no_baseline(bench, tmp_path):
+    """A quantile regression case at q = 0.9: rows with every column, the
+    non-private side (statsmodels at the case's q) held coefficients and a
+    finite power figure; no baseline row, and the table says there is none."""
+    out = tmp_path / "power_q.md"
+    res = bench.main(["--quick", "--cases", "engel_q90_quantreg", "--methods", "auto",
+                      "histogram", "--reps", "1", "--check-reps", "2", "--out", str(out)])
+    raw, summ = res["raw"], res["summary"]
+    assert list(raw.columns) == bench.COLUMNS
+    assert set(raw["method"]) == {"auto", "histogram"}
+    assert set(raw["coef"]) == {"Intercept", "income"}
+    assert np.isfinite(raw["np_est"].astype(float)).all()
+    assert np.isfinite(raw["np_z"].astype(float)).all()
+    assert (summ["held"] > 0).all() and np.isfinite(summ["power"]).all()
+    assert (summ["picked"][summ["method"] == "auto"] != "").all()
+    # the truth is statsmodels' fit at the case's q, not the median
+    t90, t50 = bench.truth("engel_q90_quantreg"), bench.truth("engel_q50_quantreg")
+    assert abs(t90["income"] - t50["income"]) > 0.05
+    assert "No valid baseline was implemented for quantreg" in out.read_text()
+
+
+def test_multinomial_z_in_flatten_order(bench):
+    """The non-private z of a multinomial fit line up with rv.flatten's
+    class-major names."""
+    case = "modechoice_mnlogit"
+    res = bench.nonprivate_fit(case, bench.rv.data_of(case))
+    names = bench.rv.flatten(res)[0]
+    z = bench.z_values(res)
+    tv = res.tvalues
+    for j, nm in enumerate(names):
+        level, coef = nm.split(":", 1)
+        col = [c for c in range(tv.shape[1]) if str(res.model._ynames_map[c + 1]) == level][0]
+        assert z[j] == tv.loc[coef].iloc[col]
