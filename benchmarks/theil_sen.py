@@ -35,18 +35,35 @@ written here from the description of Alabi, McMillan, Sarathy, Smith & Vadhan
   rows once.)
 * **Bootstrap model** (``SHARE["xhist"]``, ``SHARE["scale"]``): a noisy
   histogram of x (``XBINS`` equal bins of the public x range, Laplace noise of
-  scale 2 / eps, replace-one L1 sensitivity 2) and the DP median of the absolute
-  residuals ``|y_i - a - b x_i|`` (exponential mechanism, sensitivity 1).  These
-  two are released only to build the bootstrap population.
+  scale 2 / eps, replace-one L1 sensitivity 2) and, in each of ``XGROUPS`` x
+  groups (cut where the noisy histogram's cdf crosses 1/3 and 2/3:
+  post-processing; one group where ``n * eps < GROUP_MIN_NEPS``, a public
+  rule: below it a group's median is mostly noise), the DP median of the
+  absolute residuals ``|y_i - a - b x_i|``, released on the log scale over
+  ``[log(rmax) - LOG_SPAN, log(rmax)]``, rmax their public maximum
+  (exponential mechanism, sensitivity 1; a row is in one group, and a
+  row moving between two groups moves each group's utility by 1/2, so the
+  groups together cost the share once).  These are released only to build the
+  bootstrap population.  (History: a first run with one pooled scale on the
+  linear scale gave intervals 1.5 (grunfeld) and 1.35 (engel) times narrower
+  than the spread of the estimates over resamples (coverage of the population
+  values 74-88%).  Group scales on the linear scale looked like a fix, but the
+  width came from the noisy group medians of the wide residual range; three
+  groups at every n made the n = 200, eps = 1 intervals three times wider, hence
+  the n * eps rule; with the scale released on the log scale (accurate) the
+  groups no longer widen the intervals and the real-data gap is back (1.4, 1.4,
+  1.3 and 1.15 times on grunfeld, engel, star98, anes96 at eps 3): the normal
+  error model with x-group scales does not reproduce those data sets'
+  dispersion of Theil-Sen.  See the results file.)
 
-Epsilon is split by sequential composition: slope 0.6, level 0.2, x histogram
-0.1, residual scale 0.1 (``SHARE``); the sum is epsilon, pure DP, delta = 0.
+Epsilon is split by sequential composition: slope 0.55, level 0.2, x histogram
+0.1, residual scale 0.15 (``SHARE``); the sum is epsilon, pure DP, delta = 0.
 
 Intervals: a parametric bootstrap of the **whole** private procedure
 (slope and level mechanisms, with the same epsilon shares, K, gap and ranges) on
 a synthetic population fitted to the released values and the public bounds:
 x from the noisy histogram (uniform within bins), ``y = a + b x + e`` with
-``e ~ N(0, (MAD / 0.6745)^2)``, y clipped to its bounds; ``N_BOOT`` replicates,
+``e ~ N(0, (MAD_g / 0.6745)^2)`` in x group g, y clipped to its bounds; ``N_BOOT`` replicates,
 basic (pivot) 95% interval ``2 theta - q``.  Post-processing only: no further
 privacy cost.
 
@@ -83,6 +100,7 @@ Results: ``benchmarks/results/theil_sen.md`` and ``theil_sen_rows.csv.gz``.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -107,7 +125,7 @@ TS = "dp-theil-sen"
 DPM = "auto"
 
 #: epsilon shares (sequential composition; they sum to 1)
-SHARE = dict(slope=0.6, level=0.2, xhist=0.1, scale=0.1)
+SHARE = dict(slope=0.55, level=0.2, xhist=0.1, scale=0.15)
 #: matchings per slope release
 K = 8
 #: pairs with |dx| below GAP * (x range) give no slope
@@ -116,6 +134,13 @@ GAP = 1e-9
 S_MULT = 4.0
 #: bins of the noisy x histogram (bootstrap model)
 XBINS = 10
+#: x groups with their own residual scale (bootstrap model), where n * epsilon
+#: >= GROUP_MIN_NEPS (public); one pooled scale below
+XGROUPS = 3
+GROUP_MIN_NEPS = 600
+#: the residual scale is released on the log scale over LOG_SPAN below its
+#: public maximum
+LOG_SPAN = math.log(1e4)
 #: bootstrap replicates per interval
 N_BOOT = 200
 ALPHA = 0.05
@@ -213,20 +238,36 @@ def dp_theil_sen(dom, x, y, eps, rng, n_boot=None, alpha=ALPHA):
     cnt = np.histogram(x[0], edges)[0] + rng.laplace(0.0, 2.0 / (SHARE["xhist"] * eps), XBINS)
     p = np.maximum(cnt, 0.0)
     p = p / p.sum() if p.sum() > 0 else np.full(XBINS, 1.0 / XBINS)
-    r = np.abs(y[0] - a - b * x[0])
-    mad = float(exp_median(r[None, :], 0.0, dom.resid_max(a, b), SHARE["scale"] * eps, 1.0,
-                           rng)[0])
-    sigma = max(mad / 0.6745, 1e-12)
+    # the residual scale per x group (cut where the noisy histogram's cdf crosses
+    # 1/3, 2/3: post-processing); a row is in one group, so the groups' medians
+    # together cost SHARE["scale"] once (a row moving between two groups moves
+    # each group's utility by 1/2)
+    ng = XGROUPS if n * eps >= GROUP_MIN_NEPS else 1  # public: n and epsilon
+    cdf = np.cumsum(p)
+    cuts = edges[1:][np.minimum(np.searchsorted(cdf, np.arange(1, ng) / ng), XBINS - 1)]
+    # on the log scale (the median commutes with the monotone log), over
+    # [log(rmax) - LOG_SPAN, log(rmax)]: the lengths weighting the exponential
+    # mechanism's intervals are then relative, not absolute
+    rmax = float(dom.resid_max(a, b))
+    r = np.log(np.maximum(np.abs(y[0] - a - b * x[0]), rmax * math.exp(-LOG_SPAN)))
+    grp = np.searchsorted(cuts, x[0], side="right")
+    rg = np.full((ng, n), np.nan)
+    for g in range(ng):
+        rg[g, grp == g] = r[grp == g]
+    logmad = exp_median(rg, math.log(rmax) - LOG_SPAN, math.log(rmax), SHARE["scale"] * eps,
+                        1.0, rng)
+    sigma = np.exp(logmad) / 0.6745
     # the whole slope + level procedure re-run on the bootstrap population
     binx = rng.choice(XBINS, size=(n_boot, n), p=p)
     xs = edges[binx] + rng.random((n_boot, n)) * (edges[1] - edges[0])
-    ys = np.clip(a + b * xs + sigma * rng.standard_normal((n_boot, n)), dom.ylo, dom.yhi)
+    sx = sigma[np.searchsorted(cuts, xs, side="right")]
+    ys = np.clip(a + b * xs + sx * rng.standard_normal((n_boot, n)), dom.ylo, dom.yhi)
     ab, bb = ts_point(dom, xs, ys, eps, rng)
     est = np.array([a, b])
     boots = np.column_stack([ab, bb])
     lo = 2 * est - np.quantile(boots, 1 - alpha / 2, axis=0)
     hi = 2 * est - np.quantile(boots, alpha / 2, axis=0)
-    return est, lo, hi, dict(sigma=sigma, xhist=p)
+    return est, lo, hi, dict(sigma=sigma, cuts=cuts, xhist=p)
 
 
 # ---------------------------------------------------------------------------
@@ -467,6 +508,28 @@ def markdown(summ, raw, valid):
     return "\n".join(parts)
 
 
+def verdict(summ, raw, valid):
+    """The baseline's standing: synthetic check and real-data goals."""
+    t = summ[summ["method"] == TS]
+    miss = t[t["valid"] != "ok"]
+    own = own_cover(raw)
+    lines = ["## Verdict", ""]
+    lines.append(f"- Synthetic check (model right): {'passed' if valid else 'FAILED'}.")
+    if len(miss):
+        lines.append(
+            f"- Real data: {TS} misses the coverage / sign goals in {len(miss)} of {len(t)} "
+            f"cells ({', '.join(f'{c} eps {e:g}' for c, e in zip(miss['case'], miss['eps']))});"
+            f" its worst coverage of its own estimand (all-pairs Theil-Sen on all rows) is "
+            f"{100 * own.min():.0f}%, so the misses are not only the estimand (Theil-Sen is "
+            f"not OLS where errors are skewed or x is discrete): the parametric bootstrap's "
+            f"model (x from a noisy histogram, normal errors with x-group MAD scales) "
+            f"understates the spread of the estimator on these data sets.  -> NOT A VALID "
+            f"REFERENCE on the real cases; its power figures there are no reference.")
+    else:
+        lines.append(f"- Real data: {TS} meets the goals in every cell.")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------
 # driver
 # ---------------------------------------------------------------------------
@@ -534,7 +597,7 @@ def main(argv=None):
             f"Valid: per-coefficient coverage >= 90% and wrong signs <= 2.5% of the fits, no "
             f"miss beyond Monte Carlo error (one-sided binomial at 5%).\n\n" + ctext
             + "\n\n## Real data (plasmode)\n\n" + COLS
-            + "\n" + markdown(summ, raw, valid) + "\n")
+            + "\n" + markdown(summ, raw, valid) + "\n\n" + verdict(summ, raw, valid) + "\n")
     print(text)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as fh:
@@ -550,11 +613,13 @@ HOW = (f"`{TS}`: pure epsilon-DP Theil-Sen (Alabi et al. 2022, written here from
        f"m/2|, sensitivity K, sampled exactly over the intervals between sorted slopes); the "
        f"level at the centre c of the x range as the DP median of y - b (x - c) (sensitivity "
        f"1); a noisy x histogram ({XBINS} bins, Laplace 2/eps) and the DP median absolute "
-       f"residual for the bootstrap model.  Epsilon split: slope {SHARE['slope']:g}, level "
+       f"residual (log scale) in each of {XGROUPS} x groups (cut at the noisy histogram's "
+       f"terciles; parallel composition; one group where n eps < {GROUP_MIN_NEPS}) for the "
+       f"bootstrap model.  Epsilon split: slope {SHARE['slope']:g}, level "
        f"{SHARE['level']:g}, x histogram {SHARE['xhist']:g}, residual scale "
        f"{SHARE['scale']:g}.  Interval: parametric bootstrap of the whole slope + level "
-       f"procedure ({N_BOOT} draws) on x from the noisy histogram, y = a + b x + N(0, (MAD / "
-       f"0.6745)^2) clipped to the bounds; basic 95% interval.")
+       f"procedure ({N_BOOT} draws) on x from the noisy histogram, y = a + b x + N(0, (MAD_g / "
+       f"0.6745)^2) in x group g, clipped to the bounds; basic 95% interval.")
 COLS = ("Columns as in `benchmarks/results/power.md` (its `summarize`): power: share of "
         "coefficients with non-private |z| > 3 on the resample (held: their count over "
         "replicates) whose 95% interval excludes 0 on the non-private sign; finite: share of "
