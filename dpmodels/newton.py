@@ -95,6 +95,10 @@ LEVELS = 2**8
 #: Quantization: the radius sits at about this many units (products of k stay
 #: below 2**28, times LEVELS 2**36: float64 sums of 2**16 rows are exact).
 NEWTON_UNITS = 2**14
+#: Squares ``I(x ** 2)`` of a design column are released centred at the midpoint
+#: of the column's public range (`dpmodels.moments.centred_squares()`): x and x**2
+#: are nearly collinear where x keeps one sign (benchmarks/centred_squares.py).
+CENTRE_SQUARES = True
 #: Largest L1 length of one Newton step, in scaled units (a guard against a
 #: noise-swamped first step; the public bound of a sensible logit slope).
 MAX_STEP = 10.0
@@ -231,6 +235,8 @@ def scaled_params(space: DesignSpace, offsets, scales, beta: np.ndarray) -> np.n
     slopes = beta[..., 1:] / half
     out[..., ~space.constant] = slopes
     out[..., space.constant] = (beta[..., 0] - slopes @ centre)[..., None]
+    if space.transform is not None:  # coefficients on z = A x: A' beta on x
+        out = out @ space.transform
     return out
 
 
@@ -450,7 +456,8 @@ def release_newton(
     response = fv.response[0] if len(fv.response) == 1 else None
     if response is None or domain.axis(response).kind != "discrete":
         raise DomainError("method='newton' needs a binary response with declared levels")
-    space = design_space(formula, domain, namespace, response=False)
+    space = design_space(formula, domain, namespace, response=False,
+                         centre_squares=CENTRE_SQUARES)
     if not (space.constant.sum() == 1 and np.all(space.constant_values[space.constant] == 1)):
         raise DPModelsError(
             "method='newton' needs a formula with an intercept (the scaled rows are centred); "

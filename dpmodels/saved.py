@@ -458,13 +458,15 @@ def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None
     return PrivateHistogram(domain, ids_arr, counts_arr, report)
 
 
-def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
+def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool,
+              centre_squares: bool = False):
     formula = r.str("formula")
     if r.bool("response") != response:
         raise SavedReleaseError(f"release.design.response must be {str(response).lower()} for "
                                 "this release type")
     try:
-        rebuilt = design_space(formula, domain, namespace, response=response)
+        rebuilt = design_space(formula, domain, namespace, response=response,
+                               centre_squares=centre_squares)
     except Exception as exc:  # patsy, a missing function, a malformed formula
         raise SavedReleaseError(
             f"cannot rebuild the design of {formula!r} on the saved domain ({exc}). If the "
@@ -561,13 +563,15 @@ def _bandwidths(body: _Reader, m: int) -> np.ndarray:
     return h
 
 
-def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, response: bool):
+def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, response: bool,
+                        centre_squares: bool = False):
     """The parts every formula release (moments, Newton, quantile steps) reads
     first: its report, its body, its design space checked against the domain
     and the report's columns, and the number of design columns."""
     report = _report_in(doc.sub("report"), MomentsReport)
     body = doc.sub("release")
-    space, q = _space_in(body.sub("design"), domain, namespace, response=response)
+    space, q = _space_in(body.sub("design"), domain, namespace, response=response,
+                         centre_squares=centre_squares)
     _describes(report, domain)
     _columns_check(report, space)
     return report, body, space, q
@@ -586,7 +590,8 @@ def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
 
 
 def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False,
+                                                 centre_squares=True)
     k = q + 1
     rel = PrivateNewton(
         space, body.floats("beta", (k,)),
@@ -601,7 +606,8 @@ def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
 
 
 def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False,
+                                                 centre_squares=True)
     k = q + 1
     quantiles = body.list("quantiles")
     m = len(quantiles)

@@ -256,6 +256,7 @@ class DPNewtonLogit(FormulaReleaseModel):
         # has next to no rows, its centre is 0: as the moments OLS's rule)
         if np.any(weak & ~space.dummy):
             flags[space.constant] = True
+        flags = space.carried(flags)  # a centred square's flag reaches its column's
         absorbed = np.zeros_like(flags) if shrunk is None else np.asarray(shrunk, bool)
         flags = flags | absorbed
         if warn:
