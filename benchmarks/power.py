@@ -702,7 +702,7 @@ def run_dp(case, df, eps, method, seeds):
                        accountant=acct, **extra)
             out["picked"] = type(model.release).__name__
             res = model.fit(random_state=seeds[1])
-            out["names"], out["est"], out["lo"], out["hi"], _ = rv.flatten(res)
+            out["names"], out["est"], out["lo"], out["hi"], _ = flatten(res)
         except Exception as exc:  # noqa: BLE001
             out["error"] = rv._error_text(exc)
             out["charged"] = acct.spent > 0
@@ -716,6 +716,18 @@ def run_dp(case, df, eps, method, seeds):
 # ---------------------------------------------------------------------------
 
 _TRUTH: dict = {}
+
+
+def flatten(res):
+    """``rv.flatten``, except that a multinomial result whose class columns carry
+    their response levels as names (dp_mnlogit's sample-aggregate results:
+    ``'2', '3', '4'`` for modechoice's modes) is labelled by them (rv.flatten
+    falls back to positions 1..k there, wrong where the levels do not start at 0)."""
+    names, est, lo, hi, p = rv.flatten(res)
+    params = res.params
+    if isinstance(params, pd.DataFrame) and all(isinstance(c, str) for c in params.columns):
+        names = [f"{lab}:{nm}" for lab in params.columns for nm in params.index]
+    return names, est, lo, hi, p
 
 
 def nonprivate_fit(case, df):
@@ -734,7 +746,7 @@ def nonprivate_fit(case, df):
 def truth(case):
     """Population coefficients: the non-private fit on the full data set."""
     if case not in _TRUTH:
-        names, est, _, _, _ = rv.flatten(nonprivate_fit(case, rv.data_of(case)))
+        names, est, _, _, _ = flatten(nonprivate_fit(case, rv.data_of(case)))
         _TRUTH[case] = dict(zip(names, map(float, est)))
     return _TRUTH[case]
 
@@ -765,7 +777,7 @@ def one_rep(task):
     seeds = (int(s_rel.generate_state(1)[0]), int(s_fit.generate_state(1)[0]))
     try:
         npf = nonprivate_fit(case, df)
-        names, est, lo, hi, _ = rv.flatten(npf)
+        names, est, lo, hi, _ = flatten(npf)
         z = z_values(npf)
         npd = {c: (e, a, b, t) for c, e, a, b, t in zip(names, est, lo, hi, z)}
     except Exception:  # noqa: BLE001
@@ -954,6 +966,41 @@ def _f(x, pct=True, digits=0):
     return "inf" if np.isinf(x) else (f"{x:.2f}" if x < 100 else f"{x:.3g}")
 
 
+def _brief(r):
+    return (f"{_f(r['power'])} / {_f(r['finite'])} / {_f(r['width'], False)} / "
+            f"{_f(r['worst_cover'])} / {r['refused']}")
+
+
+def compare_rows(summ, valid):
+    """One line per (case, eps): auto, the family's baseline, the best named method."""
+    out = []
+    for (case, eps), s in summ.groupby(["case", "eps"], sort=False):
+        fam = rv.CASES[case]["family"]
+        by = {r["method"]: r for _, r in s.iterrows()}
+        a = by.get("auto")
+        auto = (f"{_brief(a)} ({a['picked']}{'' if a['valid'] == 'ok' else '; misses goals'})"
+                if a is not None else "not run")
+        b = by.get(BASELINE.get(fam))
+        if fam not in BASELINE:
+            base, goals = "none implemented", ""
+        elif b is None:
+            base, goals = "not run", ""
+        else:
+            base = _brief(b)
+            goals = b["valid"] + ("" if valid.get(BASELINE[fam], False)
+                                  else " (synthetic check INVALID)")
+        named = s[~s["method"].isin(["auto", SSP, OBJPERT]) & (s["valid"] == "ok")]
+        named = named[named["power"].notna()]
+        if len(named):
+            r = named.loc[named["power"].idxmax()]
+            best = f"{r['method']}: {_brief(r)}"
+        else:
+            best = "none meets the goals"
+        out.append(f"| {case} | {s['n'].iloc[0]:,} | {eps:g} | {auto} | {base} | {goals} | "
+                   f"{best} |")
+    return out
+
+
 def markdown(summ, valid):
     parts = []
     for case, s in summ.groupby("case", sort=False):
@@ -985,6 +1032,14 @@ def markdown(summ, valid):
             for _, r in infs.iterrows():
                 parts.append(f"- eps {r['eps']:g}, {r['method']}: infinite intervals, most "
                              f"common warning: \"{r['inf_reason']}\"")
+    parts += ["\n### Per case and epsilon: the default against the baseline\n",
+              "auto: dpmodels' default; baseline: the family's baseline written here "
+              "(none for quantreg and mnlogit); best named: dpmodels' named method of "
+              "highest power among those meeting the goals.  Each entry: power % / finite % "
+              "/ median width ratio / worst cover % / refused.\n",
+              "| case | n | eps | auto (picked) | baseline | baseline goals | best named "
+              "|", "|---" * 7 + "|"]
+    parts += compare_rows(summ, valid)
     parts += ["\n### Overall, per method (mean over the cells above)\n",
               "| method | cells | mean power % | mean finite % | median width ratio | "
               "worst cover % | refused |", "|---" * 7 + "|"]
@@ -1059,7 +1114,11 @@ def main(argv=None):
             md = f[:-len("_rows.csv.gz")] + ".md"
             if os.path.exists(md):
                 with open(md) as fh:
-                    cmds.append(next((ln for ln in fh if ln.startswith("Command:")), "").strip())
+                    lines = fh.readlines()
+                cmd = next((ln for ln in lines if ln.startswith("Command:")), "").strip()
+                # a merged file's own merges, so the runs behind every row stay named
+                inner = next((ln for ln in lines if ln.startswith("Merged with")), "").strip()
+                cmds.append(cmd + (f" [{inner}]" if inner else ""))
         prior_cmd = "; ".join(cmds)
     write = _writer(argv, out, t0, ctext, valid, chk, prior, prior_cmd)
     rows = []
