@@ -1,5 +1,5 @@
 """Squares released centred (issue 44, goals 3 and 5): the Newton-type releases
-(dp_logit's Newton steps, dp_quantreg's quantile steps) with each ``I(x ** 2)``
+(dp_ols' moments, dp_logit's Newton steps, dp_quantreg's quantile steps) with each ``I(x ** 2)``
 released as ``(x - c)**2``, ``c`` the midpoint of x's public range
 (`dpmodels.moments.centred_squares`), against the same releases on the raw
 square, in one run on the same data sets and seeds.
@@ -12,6 +12,8 @@ every coefficient (or, before it did, shrank the experience slope by half).
 Cases (populations of 400,000 rows drawn once; truth = statsmodels' fit on
 the population; each replicate draws n rows):
 
+* ``wage_ols``, ``wage_ols_5k``: the mean regression (dp_ols' default, the
+  moments) of the wage equation below, n = 28,000 and 5,000;
 * ``wage_median``: a median regression of log wage on education, experience,
   its square and a 3-level ethnicity factor, n = 28,000 (the shape of the
   issue's held-out analysis), bounds from the variables' definitions;
@@ -40,7 +42,7 @@ import pandas as pd
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels import newton
+from dpmodels import moments
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results", "centred_squares.md")
@@ -77,6 +79,8 @@ AGE = dict(family="logit", draw=draw_age, formula="y ~ age + I(age**2) + educ + 
            bounds={"age": (18, 90), "educ": (0, 20)},
            levels={"y": [0, 1], "g": ["a", "b", "c"]})
 CASES = {
+    "wage_ols": dict(WAGE, family="ols", n=28_000),
+    "wage_ols_5k": dict(WAGE, family="ols", n=5_000),
     "wage_median": dict(WAGE, n=28_000, q=0.5),
     "wage_q25": dict(WAGE, n=10_000, q=0.25),
     "age_logit_5k": dict(AGE, n=5_000),
@@ -86,6 +90,8 @@ ARMS = ("centred", "raw")
 
 
 def nonprivate(case, df):
+    if case["family"] == "ols":
+        return smf.ols(case["formula"], df).fit()
     if case["family"] == "quantreg":
         return smf.quantreg(case["formula"], df).fit(q=case["q"])
     return smf.logit(case["formula"], df).fit(disp=0)
@@ -93,7 +99,9 @@ def nonprivate(case, df):
 
 def dp_fit(case, df, eps, seed):
     kw = dict(epsilon=eps, bounds=case["bounds"], levels=case["levels"], random_state=seed)
-    if case["family"] == "quantreg":
+    if case["family"] == "ols":
+        model = dpm.dp_ols(case["formula"], df, **kw)
+    elif case["family"] == "quantreg":
         model = dpm.dp_quantreg(case["formula"], df, q=case["q"], **kw)
     else:
         model = dpm.dp_logit(case["formula"], df, method="newton", **kw)
@@ -116,7 +124,7 @@ def run(cases, epss, reps, seed=44):
                     npf = nonprivate(case, df)
                 npci = npf.conf_int()
                 for arm in ARMS:
-                    newton.CENTRE_SQUARES = arm == "centred"
+                    moments.CENTRE_SQUARES = arm == "centred"
                     t0 = time.perf_counter()
                     try:
                         with warnings.catch_warnings():
@@ -129,7 +137,7 @@ def run(cases, epss, reps, seed=44):
                         est = lo = hi = pd.Series(np.nan, index=truth.index)
                         err = f"{type(exc).__name__}: {exc}"[:120]
                     finally:
-                        newton.CENTRE_SQUARES = True
+                        moments.CENTRE_SQUARES = True
                     secs = time.perf_counter() - t0
                     for coef, tv in truth.items():
                         rows.append(dict(case=name, n=case["n"], eps=eps, rep=r, arm=arm,
@@ -215,7 +223,7 @@ def main(argv=None):
             f"benchmarks/centred_squares.py {cmd}`, {time.perf_counter() - t0:.0f} s.\n\n"
             "centred: the default (each I(x ** 2) released as (x - c)**2, c the midpoint of "
             "x's public range, the coefficients mapped back exactly); raw: the same release "
-            "on x**2 itself (dpmodels.newton.CENTRE_SQUARES = False). Same data sets and "
+            "on x**2 itself (dpmodels.moments.CENTRE_SQUARES = False). Same data sets and "
             "seeds. power: among coefficient-replicates with non-private |z| > 3 (held), the "
             "share whose dp interval excludes 0 on the non-private sign; width: median of dp "
             "width / non-private width (inf where most are infinite); worst cover: the "

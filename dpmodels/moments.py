@@ -115,6 +115,11 @@ __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
 
 #: Shares of epsilon spent on the coordinates' scales and on the clipping radius.
 SCALE_SHARE = 0.1
+#: Squares ``I(x ** 2)`` of a design column are released centred at the midpoint
+#: of the column's public range (`centred_squares()`) by the moments, Newton and
+#: quantile-steps releases (read at release time; benchmarks/centred_squares.py
+#: sets it to False for its comparison arm).
+CENTRE_SQUARES = True
 RADIUS_SHARE = 0.05
 #: A coordinate's scale: the |u_j| that this fraction of the rows reaches.
 SCALE_TAIL = 0.05
@@ -291,6 +296,16 @@ class DesignSpace:
         if self.transform is None:
             return flags
         return flags | ((np.abs(self.transform) > 0) & flags[:, None]).any(axis=0)
+
+    def design_rows(self, Z: np.ndarray) -> np.ndarray:
+        """Rows on the release's columns ``z = A x`` back on the design's own
+        (``x = A^-1 z``; the constant columns kept exactly at their value, as
+        a least-squares fit reads them).  ``Z`` itself without a transform."""
+        if self.transform is None:
+            return Z
+        X = np.linalg.solve(self.transform, np.asarray(Z, float).T).T
+        X[:, self.constant] = self.constant_values[self.constant]
+        return X
 
     def scaled(self, X: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
         """Rows of ``[X y]`` (design units; ``X`` alone for a space without
@@ -1129,7 +1144,7 @@ def release_moments(
                         missing=missing, namespace=namespace, domain_check=domain_check)
     data, epsilon, domain, names = pub.data, pub.epsilon, pub.domain, pub.fv.names
     n_public, n_source = pub.n, pub.n_source
-    space = design_space(formula, domain, namespace)
+    space = design_space(formula, domain, namespace, centre_squares=CENTRE_SQUARES)
     private = math.isfinite(epsilon)
     clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
     if private:  # the parts' exact sum is at most epsilon (dpmodels.budget)

@@ -50,6 +50,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from . import moments as _moments_module  # its CENTRE_SQUARES, read at release time
 from .accountant import Accountant, charge
 from .budget import exact_parts
 from .clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
@@ -95,10 +96,6 @@ LEVELS = 2**8
 #: Quantization: the radius sits at about this many units (products of k stay
 #: below 2**28, times LEVELS 2**36: float64 sums of 2**16 rows are exact).
 NEWTON_UNITS = 2**14
-#: Squares ``I(x ** 2)`` of a design column are released centred at the midpoint
-#: of the column's public range (`dpmodels.moments.centred_squares()`): x and x**2
-#: are nearly collinear where x keeps one sign (benchmarks/centred_squares.py).
-CENTRE_SQUARES = True
 #: Largest L1 length of one Newton step, in scaled units (a guard against a
 #: noise-swamped first step; the public bound of a sensible logit slope).
 MAX_STEP = 10.0
@@ -457,7 +454,7 @@ def release_newton(
     if response is None or domain.axis(response).kind != "discrete":
         raise DomainError("method='newton' needs a binary response with declared levels")
     space = design_space(formula, domain, namespace, response=False,
-                         centre_squares=CENTRE_SQUARES)
+                         centre_squares=_moments_module.CENTRE_SQUARES)
     if not (space.constant.sum() == 1 and np.all(space.constant_values[space.constant] == 1)):
         raise DPModelsError(
             "method='newton' needs a formula with an intercept (the scaled rows are centred); "

@@ -56,7 +56,7 @@ import pandas as pd
 import patsy
 from scipy import stats
 
-from . import newton as _newton_module  # its CENTRE_SQUARES, read at release time
+from . import moments as _moments_module  # its CENTRE_SQUARES, read at release time
 from .accountant import Accountant, charge
 from .budget import exact_parts
 from .clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
@@ -509,13 +509,13 @@ def release_quantile_steps(
     if not private:
         warn_not_private("the quantile steps")
     full = design_space(formula, domain, namespace, response=True,
-                        centre_squares=_newton_module.CENTRE_SQUARES)
+                        centre_squares=_moments_module.CENTRE_SQUARES)
     response_axis = [domain.axis(r) for r in fv.response]
     if any(a.kind == "discrete" for a in response_axis):
         raise DomainError(f"dp_quantreg needs a continuous response; {fv.response[0]!r} is "
                           "declared discrete")
     space = design_space(formula, domain, namespace, response=False,
-                         centre_squares=_newton_module.CENTRE_SQUARES)
+                         centre_squares=_moments_module.CENTRE_SQUARES)
     if not (space.constant.sum() == 1 and np.all(space.constant_values[space.constant] == 1)):
         raise DPModelsError(
             "method='newton' needs a formula with an intercept (the scaled rows are centred); "

@@ -578,7 +578,8 @@ def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, res
 
 
 def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    report, body, space, q = _formula_release_in(doc, domain, namespace, response=True)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=True,
+                                                 centre_squares=True)
     second = _symmetric(body.floats("second", (q, q)), "release.second")
     noise_var = _variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
                            "release.noise_var")

@@ -18,7 +18,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels import newton
+from dpmodels import moments
 from dpmodels.moments import centred_squares, design_space
 from dpmodels.quantile_steps import release_quantile_steps
 
@@ -52,11 +52,11 @@ def draw_age(rng, n):
 @pytest.fixture
 def raw_squares():
     """The releases on x**2 itself, for comparison (restored afterwards)."""
-    newton.CENTRE_SQUARES = False
+    moments.CENTRE_SQUARES = False
     try:
         yield
     finally:
-        newton.CENTRE_SQUARES = True
+        moments.CENTRE_SQUARES = True
 
 
 def test_the_change_of_columns_centres_only_squares_of_design_columns():
@@ -111,11 +111,11 @@ def test_without_noise_the_centred_release_is_the_raw_one(family):
                                           levels=WAGE_LEVELS).fit(cov_type="naive")
             ref = smf.quantreg(WAGE_FORMULA, df).fit(q=0.5)
         centred = fit().params
-        newton.CENTRE_SQUARES = False
+        moments.CENTRE_SQUARES = False
         try:
             raw = fit().params
         finally:
-            newton.CENTRE_SQUARES = True
+            moments.CENTRE_SQUARES = True
     se = ref.bse[centred.index]
     assert np.all(np.abs(centred - raw) <= 0.05 * se), ((centred - raw) / se).round(3)
     assert np.all(np.abs(centred - ref.params[centred.index]) <= 0.25 * se)
@@ -135,7 +135,7 @@ def test_a_median_regression_with_a_square_gets_its_answers(raw_squares):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         raw = dpm.dp_quantreg(WAGE_FORMULA, df, **kw).fit(random_state=3)
-        newton.CENTRE_SQUARES = True
+        moments.CENTRE_SQUARES = True
         res = dpm.dp_quantreg(WAGE_FORMULA, df, **kw).fit(random_state=3)
         ref = smf.quantreg(WAGE_FORMULA, df).fit(q=0.5)
     off = np.abs(raw.params[terms] - ref.params[terms]) / raw.bse[terms]

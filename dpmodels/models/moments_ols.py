@@ -474,6 +474,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         floor = noise_floor(mom)
         mu_v, C_v = _scaled_cov(count, mom.sums, mom.second, floor)
         X, y, w = _points(space, count, mu_v, C_v, mom.centre, mom.half)
+        A = space.transform  # the release's columns z = A x (centred squares) or None
+        X = space.design_rows(X)  # on the design's own columns: WLS gives A' beta_z
         exog = pd.DataFrame(X, columns=list(space.exog_names))
         endog = pd.Series(y, name=space.endog_name)
         model = FreqWLS(endog, exog, weights=w)
@@ -499,7 +501,9 @@ class DPMomentsOLS(FormulaReleaseModel):
                     "none: the noise swamped the release's count", why=why + SWAMPED_ADVICE))
             return res
         if kind == "dp" and mom.report.private:
-            inference = self._bootstrap(np.asarray(res.params), floor, opts)
+            params = np.asarray(res.params)
+            inference = self._bootstrap(params if A is None else np.linalg.solve(A.T, params),
+                                        floor, opts)
             attach_dp_inference(res, inference)
         # (epsilon=inf: no privacy noise, and the moments are the data's own: the exact
         # check is statsmodels' classical OLS covariance, not a bootstrap's estimate of it)
@@ -564,6 +568,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         mean = _column_means(mom)
         if np.any(weak & ~dummy[:-1] & (np.abs(mean) > INFO_SDS * mean_sd)):
             flags[space.constant] = True
+        flags = space.carried(flags)  # a centred square's flag reaches its column's
         warn_uninformative(space.exog_names, flags,
                            None if shrunk is None else flags & np.asarray(shrunk, bool))
         return flags
@@ -659,6 +664,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         if keep is not None:
             lost = self._shrinkage_shift(params, keep)
             reps = signed_shift(reps, lost, rng)
+        if space.transform is not None:  # coefficients of z = A x: A' beta on x
+            params, reps = params @ space.transform, reps @ space.transform
         return MomentsInference.of(
             params, reps, opts, t0, self._uninformative(shrunk),
             "Gaussian population with the released mean and covariance, Wishart scatter, "

@@ -81,9 +81,7 @@ def representative_design(rel) -> np.ndarray:
     X = np.empty((2 * q, rel.space.constant.size))
     X[:, ~rel.space.constant] = rel.centre + rel.half * pts
     X[:, rel.space.constant] = 1.0
-    if rel.space.transform is not None:  # rows of z = A x back to the design's columns
-        X = np.linalg.solve(rel.space.transform, X.T).T
-    return X
+    return rel.space.design_rows(X)  # rows of z = A x back on the design's columns
 
 
 def gaussian_design(moments: tuple, dummy: np.ndarray, rows: int, rng,
