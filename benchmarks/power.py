@@ -348,11 +348,17 @@ BASELINE = {"ols": SSP, "logit": OBJPERT}
 #: cells a run left out on purpose (the budget of issue 44's run: about an hour of
 #: benchmark time in all), said under the case's table
 CELL_NOTES = {
-    "randhie_ols": "the histogram at epsilon 3 (150 s per replicate at epsilon 1; "
+    "randhie_ols": "not run: the histogram at epsilon 3 (150 s per replicate at epsilon 1; "
                    "dropped to keep the run within its time budget).",
-    "fair_logit": "newton at epsilon 1 and 3 (43 s per replicate at epsilon 1, against "
-                  "11-15 s for the histogram and the baseline; dropped to keep the run "
-                  "within its time budget).",
+    "fair_logit": "not run: newton at epsilon 1 and 3 (43 s per replicate at epsilon 1, "
+                  "against 11-15 s for the histogram and the baseline; dropped to keep the "
+                  "run within its time budget).",
+    "grunfeld_ols": "`auto` was rerun after dp_ols' auto changed (commit 78146c4: the "
+                    "moments where bins='auto' would cut a covariate into fewer than 3 "
+                    "bins); it now picks the moments, and its rows are those of the rerun "
+                    "(same seeds); the named methods' rows are the earlier run's.",
+    "spector_logit": "the data set has 32 rows: each replicate draws n = 20 x 32 = 640 "
+                     "(n_mult), not its own n.",
 }
 
 
@@ -991,8 +997,9 @@ def compare_rows(summ, valid):
                                   else " (synthetic check INVALID)")
         named = s[~s["method"].isin(["auto", SSP, OBJPERT]) & (s["valid"] == "ok")]
         named = named[named["power"].notna()]
-        if len(named):
-            r = named.loc[named["power"].idxmax()]
+        if len(named):  # highest power, then most finite intervals, then narrowest
+            r = named.assign(_w=-named["width"].fillna(np.inf)).sort_values(
+                ["power", "finite", "_w"], ascending=False, kind="stable").iloc[0]
             best = f"{r['method']}: {_brief(r)}"
         else:
             best = "none meets the goals"
@@ -1025,7 +1032,7 @@ def markdown(summ, valid):
             parts += ["", f"No valid baseline was implemented for {fam} (the baselines here "
                       "are OLS's ssp-boot and logit's objpert-boot): dpmodels' methods only."]
         if case in CELL_NOTES:
-            parts += ["", f"Not run: {CELL_NOTES[case]}"]
+            parts += ["", f"Note: {CELL_NOTES[case]}"]
         infs = s[s["inf_reason"] != ""]
         if len(infs):
             parts.append("")
