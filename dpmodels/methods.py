@@ -397,7 +397,7 @@ def coarse_covariates(formula: str, data, *, bounds=None, levels=None, n: int | 
     shape = _shape_of(formula, data, bounds, levels, namespace or {})
     rows = public_rows(data, n)
     try:
-        eps = float(epsilon)  # type: ignore[arg-type]
+        eps = float(epsilon)
     except (TypeError, ValueError):
         return ()
     if shape is None or rows is None or not shape[0] or not (MIN_EPSILON <= eps < math.inf):
