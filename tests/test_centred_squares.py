@@ -9,11 +9,12 @@ experience and its square (28,000 rows, epsilon 3) flagged every coefficient
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import warnings
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 
@@ -30,23 +31,17 @@ AGE_BOUNDS = {"age": (18, 90), "educ": (0, 20)}
 AGE_LEVELS = {"y": [0, 1], "g": ["a", "b", "c"]}
 
 
-def draw_wage(rng, n):
-    educ = np.clip(np.round(rng.normal(12.5, 3, n)), 0, 20)
-    exper = np.clip(rng.gamma(2.2, 8, n), 0, 60)
-    eth = rng.choice(["white", "black", "other"], n, p=[0.8, 0.12, 0.08])
-    lw = (0.6 + 0.085 * educ + 0.076 * exper - 0.0013 * exper ** 2
-          - 0.2 * (eth == "black") - 0.1 * (eth == "other") + 0.45 * rng.standard_t(5, n))
-    return pd.DataFrame({"lwage": np.clip(lw, -2, 6), "educ": educ, "exper": exper,
-                         "eth": eth})
+def _benchmark():
+    """benchmarks/centred_squares.py, whose populations these tests draw from."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "centred_squares.py"
+    spec = importlib.util.spec_from_file_location("centred_squares_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def draw_age(rng, n):
-    age = np.clip(rng.normal(42, 13, n), 18, 90)
-    educ = np.clip(np.round(rng.normal(13, 3, n)), 0, 20)
-    g = rng.choice(["a", "b", "c"], n)
-    eta = -6 + 0.2 * age - 0.002 * age ** 2 + 0.12 * educ + 0.3 * (g == "b")
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    return pd.DataFrame({"y": y, "age": age, "educ": educ, "g": g})
+BENCH = _benchmark()
+draw_wage, draw_age = BENCH.draw_wage, BENCH.draw_age
 
 
 @pytest.fixture
