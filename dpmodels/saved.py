@@ -458,20 +458,22 @@ def _histogram_in(doc: _Reader, domain: Domain, namespace: Mapping | None = None
     return PrivateHistogram(domain, ids_arr, counts_arr, report)
 
 
-def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool,
-              centre_squares: bool = False):
+def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool):
     formula = r.str("formula")
     if r.bool("response") != response:
         raise SavedReleaseError(f"release.design.response must be {str(response).lower()} for "
                                 "this release type")
     try:
         rebuilt = design_space(formula, domain, namespace, response=response,
-                               centre_squares=centre_squares)
+                               centre_squares=True)
     except Exception as exc:  # patsy, a missing function, a malformed formula
         raise SavedReleaseError(
             f"cannot rebuild the design of {formula!r} on the saved domain ({exc}). If the "
             "formula calls functions other than numpy's (np.*), pass them with "
             "load_release(path, namespace={...})") from None
+    if rebuilt.transform is not None and not _ranges_match(r, rebuilt):
+        # saved before squares were released centred: its ranges are those of x**2 itself
+        rebuilt = design_space(formula, domain, namespace, response=response)
     names = r.list("exog_names")
     if tuple(names) != rebuilt.exog_names or r.str("endog_name") != rebuilt.endog_name:
         raise SavedReleaseError(
@@ -498,6 +500,15 @@ def _space_in(r: _Reader, domain: Domain, namespace: Mapping, response: bool,
     # the saved numbers (exact) with the rebuilt patsy coding
     return replace(rebuilt, constant_values=values["constant_values"], lo=values["lo"],
                    hi=values["hi"], centre=values["centre"], half=values["half"]), q
+
+
+def _ranges_match(r: _Reader, space) -> bool:
+    """The saved design's ranges are ``space``'s (the check of `_space_in()`)."""
+    try:
+        return all(np.allclose(r.floats(key, (space.q,)), getattr(space, key), rtol=1e-9,
+                               atol=1e-12) for key in ("lo", "hi", "centre", "half"))
+    except SavedReleaseError:  # another shape: _space_in names what is wrong
+        return False
 
 
 def _describes(report, domain: Domain) -> None:
@@ -563,23 +574,20 @@ def _bandwidths(body: _Reader, m: int) -> np.ndarray:
     return h
 
 
-def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, response: bool,
-                        centre_squares: bool = False):
+def _formula_release_in(doc: _Reader, domain: Domain, namespace: Mapping, *, response: bool):
     """The parts every formula release (moments, Newton, quantile steps) reads
     first: its report, its body, its design space checked against the domain
     and the report's columns, and the number of design columns."""
     report = _report_in(doc.sub("report"), MomentsReport)
     body = doc.sub("release")
-    space, q = _space_in(body.sub("design"), domain, namespace, response=response,
-                         centre_squares=centre_squares)
+    space, q = _space_in(body.sub("design"), domain, namespace, response=response)
     _describes(report, domain)
     _columns_check(report, space)
     return report, body, space, q
 
 
 def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    report, body, space, q = _formula_release_in(doc, domain, namespace, response=True,
-                                                 centre_squares=True)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=True)
     second = _symmetric(body.floats("second", (q, q)), "release.second")
     noise_var = _variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
                            "release.noise_var")
@@ -591,8 +599,7 @@ def _moments_in(doc: _Reader, domain: Domain, namespace: Mapping):
 
 
 def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False,
-                                                 centre_squares=True)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
     rel = PrivateNewton(
         space, body.floats("beta", (k,)),
@@ -607,8 +614,7 @@ def _newton_in(doc: _Reader, domain: Domain, namespace: Mapping):
 
 
 def _quantile_in(doc: _Reader, domain: Domain, namespace: Mapping):
-    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False,
-                                                 centre_squares=True)
+    report, body, space, q = _formula_release_in(doc, domain, namespace, response=False)
     k = q + 1
     quantiles = body.list("quantiles")
     m = len(quantiles)

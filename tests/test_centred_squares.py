@@ -170,3 +170,21 @@ def test_a_centred_release_saves_loads_and_pickles(tmp_path, family):
         else:
             np.testing.assert_allclose(other.design_params(other.beta),
                                        rel.design_params(rel.beta), rtol=1e-12, atol=1e-14)
+
+
+def test_a_release_saved_before_squares_were_centred_still_loads(tmp_path):
+    """A file written by a release on x**2 itself (every release before squares
+    were centred) keeps its raw design: the loader recognises its ranges."""
+    df = draw_wage(np.random.default_rng(4), 3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        moments.CENTRE_SQUARES = False
+        try:
+            rel = dpm.release_moments(df, formula=WAGE_FORMULA, epsilon=2.0, bounds=WAGE_BOUNDS,
+                                      levels=WAGE_LEVELS, random_state=0)
+        finally:
+            moments.CENTRE_SQUARES = True
+        back = dpm.load_release(rel.save(tmp_path / "raw.json"))
+        fit = lambda r: dpm.dp_ols(WAGE_FORMULA, r).fit(cov_type="naive").params  # noqa: E731
+        assert rel.space.transform is None and back.space.transform is None
+        np.testing.assert_allclose(fit(back), fit(rel), rtol=1e-12, atol=1e-14)
