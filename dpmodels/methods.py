@@ -128,6 +128,13 @@ def _shape(formula: str, data, bounds, levels, namespace) -> tuple[int, int] | N
 
 def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str], int] | None:
     """(continuous variables' names, level combinations) of the formula."""
+    parts = _shape_parts(formula, data, bounds, levels, namespace)
+    return None if parts is None else parts[:2]
+
+
+def _shape_parts(formula: str, data, bounds, levels,
+                 namespace) -> tuple[list[str], int, tuple[str, ...]] | None:
+    """`_shape_of()` and the formula's response variables."""
     source = source_for(data)
     try:
         cols = source.columns() if source is not None else columns_of(data)
@@ -158,7 +165,7 @@ def _shape_of(formula: str, data, bounds, levels, namespace) -> tuple[list[str],
             except Exception:
                 return None
             cells *= 2 if str(dtype) == "bool" else 1
-    return cont, cells
+    return cont, cells, tuple(fv.response)
 
 
 def choose_ols_method(method: str, formula: str, data, *, bounds=None, levels=None,
@@ -394,21 +401,15 @@ def coarse_covariates(formula: str, data, *, bounds=None, levels=None, n: int | 
     ...                   namespace={})
     ()
     """
-    shape = _shape_of(formula, data, bounds, levels, namespace or {})
+    parts = _shape_parts(formula, data, bounds, levels, namespace or {})
     rows = public_rows(data, n)
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
         return ()
-    if shape is None or rows is None or not shape[0] or not (MIN_EPSILON <= eps < math.inf):
-        return ()
-    cont, cells = shape
-    try:
-        source = source_for(data)
-        cols = source.columns() if source is not None else columns_of(data)
-        response = set(formula_variables(formula, cols, namespace or {}).response)
-    except Exception:  # an invalid formula: the release's own checks say what is wrong
-        return ()
+    if parts is None or rows is None or not (MIN_EPSILON <= eps < math.inf):
+        return ()  # (an invalid formula: the release's own checks say what is wrong)
+    cont, cells, response = parts
     covariates = tuple(v for v in cont if v not in response)
     if not covariates or auto_bins(rows, eps, len(cont), cells) >= MIN_COVARIATE_BINS:
         return ()

@@ -846,11 +846,12 @@ def _bins_of(mdl) -> str:
 def _summaries(D: np.ndarray, W: np.ndarray, T: np.ndarray, k: int,
                F: np.ndarray | None = None, S: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per coefficient: rmse, bias, noise_sd, their Monte Carlo standard errors,
-    median width, no-information share, sampling sd; with ``F`` (the dp
-    intervals' found side, +1 / -1 / 0, one row per interval data set) and
-    ``S`` (the non-private intervals' side on the same data sets), the power
-    (F equal to the non-private estimate's side, given as ``S``'s sign where
-    ``S`` is 0 too: see `plan()`) and the non-private power."""
+    median width, no-information share, sampling sd; with ``F`` (the side of 0
+    each dp interval lies on, +1 / -1 / 0 where it holds 0, one row per
+    bootstrapped data set) and ``S`` (``(k, 2)`` per such data set: the
+    non-private estimate's sign and its interval's side, `_np_sides()`), the
+    power (F on the estimate's side) and the non-private power (S's interval
+    not holding 0)."""
     nan = np.full(k, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

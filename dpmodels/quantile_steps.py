@@ -98,6 +98,7 @@ from .randomness import random_source
 from .report import MomentsReport
 
 __all__ = ["PrivateQuantileSteps", "release_quantile_steps", "QUANTILE_STEP_SHARES",
+           "quantile_split",
            "band_share", "score_step"]
 
 #: Shares of epsilon after the scale and radius stages (SCALE_SHARE, RADIUS_SHARE).
@@ -446,6 +447,29 @@ def _response_values(space, frame: pd.DataFrame) -> np.ndarray:
     return np.asarray(ym, float)[:, 0]
 
 
+def quantile_split(epsilon: float, quantiles: int, levels: bool, clips: bool
+                   ) -> tuple[float, float, float, float, float, float, list[float]]:
+    """The parts of a private quantile-steps release: ``(scales, radius,
+    least-squares step, residuals, level counts, outside counts, [each Newton
+    step of one quantile])``, in exact arithmetic at most ``epsilon`` in all
+    (every quantile's steps are a part of its own; a step's part is the
+    smallest over the quantiles).  ``levels``: the design has 0/1 columns;
+    ``clips``: a variable can clip.  Public inputs only; the loader rebuilds a
+    saved release's split with it (`dpmodels.saved`)."""
+    eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
+    eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
+    eps_lv = epsilon * LEVEL_SHARE if levels else 0.0
+    eps_c = epsilon * CLIP_SHARE if clips else 0.0
+    eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / quantiles
+    steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
+    fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
+                         + steps * quantiles)
+    eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
+    steps = [min(fitted[6 + t * len(steps) + i] for t in range(quantiles))
+             for i in range(len(steps))]
+    return eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c, steps
+
+
 def release_quantile_steps(
     data,
     *,
@@ -523,18 +547,8 @@ def release_quantile_steps(
     y_centre, y_half = float(full.centre[-1]), float(full.half[-1])
     clip_axes = clipping_axes(domain)  # variables that can clip: their outside counts
     if private:
-        eps_s, eps_r = epsilon * SCALE_SHARE, epsilon * RADIUS_SHARE
-        eps_ls, eps_res = epsilon * LS_SHARE, epsilon * RESIDUAL_SHARE
-        eps_lv = epsilon * LEVEL_SHARE if space.dummy.any() else 0.0
-        eps_c = epsilon * CLIP_SHARE if clip_axes else 0.0
-        eps_q = (epsilon - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / len(taus)
-        eps_steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
-        # every quantile's steps are a part of its own: the exact sum over all of them
-        fitted = exact_parts(epsilon, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
-                             + eps_steps * len(taus))
-        eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
-        eps_steps = [min(fitted[6 + t * len(eps_steps) + i] for t in range(len(taus)))
-                     for i in range(len(eps_steps))]
+        eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c, eps_steps = quantile_split(
+            epsilon, len(taus), bool(space.dummy.any()), bool(clip_axes))
         check_split(epsilon, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv)
                     + eps_steps + [eps_c] * bool(clip_axes), f"over {len(taus)} quantile(s)")
     else:  # the same pipeline without its noise (NOT private): every stage exact

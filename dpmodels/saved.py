@@ -123,14 +123,11 @@ from .moments import (
 )
 from .newton import LEVELS, LOGIT_WEIGHT, NEWTON_UNITS, STEP_SHARES, PrivateNewton
 from .quantile_steps import (
-    LEVEL_SHARE,
-    LS_SHARE,
     NOISE_ROWS,
-    QUANTILE_STEP_SHARES,
-    RESIDUAL_SHARE,
     PrivateQuantileSteps,
     band_share,
     level_sensitivity,
+    quantile_split,
     residual_edges,
     score_sensitivity,
     start_and_bandwidth,
@@ -857,17 +854,8 @@ def _quantile_claim(rel: PrivateQuantileSteps) -> None:
                          + [rel.level_noise_var, *rel.ls_noise])
         return
     clipped = _clipped(rel.report)
-    eps_s, eps_r = eps * SCALE_SHARE, eps * RADIUS_SHARE
-    eps_ls, eps_res = eps * LS_SHARE, eps * RESIDUAL_SHARE
-    eps_lv = eps * LEVEL_SHARE if space.dummy.any() else 0.0
-    eps_c = eps * CLIP_SHARE if clipped else 0.0
-    eps_q = (eps - eps_s - eps_r - eps_ls - eps_res - eps_lv - eps_c) / len(taus)
-    steps = [eps_q * share for share in QUANTILE_STEP_SHARES]
-    fitted = exact_parts(eps, [eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c]
-                         + steps * len(taus))
-    eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c = fitted[:6]
-    steps = [min(fitted[6 + t * len(steps) + i] for t in range(len(taus)))
-             for i in range(len(steps))]
+    eps_s, eps_r, eps_ls, eps_res, eps_lv, eps_c, steps = quantile_split(
+        eps, len(taus), bool(space.dummy.any()), bool(clipped))
     _parts_claim(rel.report, [eps_s, eps_r, eps_ls, eps_res] + [eps_lv] * bool(eps_lv)
                  + steps * len(taus) + [eps_c] * clipped)
     g, delta = score_sensitivity(rel.radius, space, rel.offsets, rel.scales)
