@@ -116,8 +116,12 @@ SHAPES = {
     "full-factorial": "y ~ C(g)*z + C(h)",
 }
 BUGGY_SHAPE = "y ~ C(g):C(h):b"
+#: A square of a column, released centred (moments.centred_squares): its rows pass
+#: through the space's transform before they are clamped and quantized.
+SQUARE_SHAPE = "y ~ x + I(x**2) + C(g)"
 ALL_SHAPES = [pytest.param(f, id=k) for k, f in SHAPES.items()] + [
-    pytest.param(BUGGY_SHAPE, id="factor-interaction")]
+    pytest.param(BUGGY_SHAPE, id="factor-interaction"),
+    pytest.param(SQUARE_SHAPE, id="centred-square")]
 
 #: Worst pair / delta over the 20 settings, per shape, measured with these candidates
 #: (the maximum is reached where the L1 ball binds: radius 0.25 - 3 with extreme
@@ -141,7 +145,7 @@ def space_of(formula: str, frame: pd.DataFrame) -> moments.DesignSpace:
         bounds={k: v for k, v in BOUNDS.items() if k in names},
         levels={k: v for k, v in LEVELS.items() if k in names},
         bins=2, n=100, epsilon=1.0, data_columns=list(columns), scales=dict(fv.scales))
-    return design_space(formula, domain, NS)
+    return design_space(formula, domain, NS, centre_squares=moments.CENTRE_SQUARES)
 
 
 def candidate_frame(formula: str) -> pd.DataFrame:
@@ -277,6 +281,8 @@ def test_candidates_cover_the_adversarial_rows():
     assert "np.log(x)" in names["log"]
     assert "Intercept" not in names["no-intercept"] and "C(g)[u]" in names["no-intercept"]
     assert "C(g)[T.v]:z" in names["full-factorial"]
+    # the square shape searches the centred rows the release quantizes
+    assert space_of(SQUARE_SHAPE, candidate_frame(SQUARE_SHAPE)).transform is not None
 
 
 @pytest.mark.parametrize("formula", ALL_SHAPES)
