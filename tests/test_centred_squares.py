@@ -9,10 +9,8 @@ experience and its square (28,000 rows, epsilon 3) flagged every coefficient
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +21,8 @@ from dpmodels import moments
 from dpmodels.moments import centred_squares, design_space
 from dpmodels.quantile_steps import release_quantile_steps
 
+from .benchmark_cases import load_benchmark
+
 WAGE_FORMULA = "lwage ~ educ + exper + I(exper**2) + C(eth)"
 WAGE_BOUNDS = {"lwage": (-2, 6), "educ": (0, 20), "exper": (0, 60)}
 WAGE_LEVELS = {"eth": ["white", "black", "other"]}
@@ -31,16 +31,7 @@ AGE_BOUNDS = {"age": (18, 90), "educ": (0, 20)}
 AGE_LEVELS = {"y": [0, 1], "g": ["a", "b", "c"]}
 
 
-def _benchmark():
-    """benchmarks/centred_squares.py, whose populations these tests draw from."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "centred_squares.py"
-    spec = importlib.util.spec_from_file_location("centred_squares_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _benchmark()
+BENCH = load_benchmark("centred_squares")  # the populations these tests draw from
 draw_wage, draw_age = BENCH.draw_wage, BENCH.draw_age
 
 

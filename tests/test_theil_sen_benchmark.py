@@ -6,24 +6,17 @@ row moves the slope utility by at most the number of matchings."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "theil_sen.py"
+from .benchmark_cases import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def ts():
-    sys.path.insert(0, str(BENCH.parent))
-    spec = importlib.util.spec_from_file_location("theil_sen_bench", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("theil_sen")
 
 
 def test_quick_run_table(ts, tmp_path):
