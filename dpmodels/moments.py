@@ -848,7 +848,7 @@ def _tail_edge(noisy: np.ndarray, edges: np.ndarray, allowed: float) -> float:
     return float(edges[ok[0] if ok.size else edges.size - 1])
 
 
-def _unit_epsilon(epsilon: float, sensitivity_half: float) -> float:
+def unit_epsilon(epsilon: float, sensitivity_half: float) -> float:
     """The ``epsilon`` argument of `discrete_laplace()`
     (scale ``2/epsilon``) that makes a vector of L1 sensitivity
     ``2 * sensitivity_half`` epsilon-DP, rounded down (never above the budget)."""
@@ -1156,7 +1156,7 @@ def release_moments(
             eps_s, eps_r, eps_m = split_epsilon(epsilon, [SCALE_SHARE, RADIUS_SHARE, None])
     else:
         eps_c = eps_s = eps_r = eps_m = math.inf
-    if private and (min(eps_c, eps_s, eps_r, eps_m) < MIN_EPSILON or _unit_epsilon(
+    if private and (min(eps_c, eps_s, eps_r, eps_m) < MIN_EPSILON or unit_epsilon(
             eps_m, moments_sensitivity(1.0, space, np.ones(space.q),
                                        np.full(space.q, 1.0 / _LOCATION_BINS))[3] / 2.0)
             < MIN_EPSILON):
@@ -1205,7 +1205,7 @@ def release_moments(
             passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits)
         # part 3: the moments of the clipped, quantized rows
         stats = passes.statistics(offsets, scales, radius)
-        eps_unit = _unit_epsilon(eps_m, stats.delta / 2.0)
+        eps_unit = unit_epsilon(eps_m, stats.delta / 2.0)
         noisy_vector = [t + int(z) for t, z in zip(
             stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
         count, sums, second = stats.decode(noisy_vector)
@@ -1339,7 +1339,7 @@ def scaled_ball(passes: _Passes, space: DesignSpace, loc_counts: np.ndarray, eps
     free = ~space.dummy
     loc_edges = location_edges()
     noisy = loc_counts + discrete_laplace(
-        bits, _unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
+        bits, unit_epsilon(eps_s, max(int(free.sum()), 1)), loc_counts.size
     ).reshape(loc_counts.shape)
     offsets, scales = locations_from(noisy, loc_edges, space)
     norm_edges = norm_edges_for(space, offsets, scales)

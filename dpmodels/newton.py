@@ -67,7 +67,6 @@ from .moments import (
     ScaledRows,
     _Passes,
     _RowPasses,
-    _unit_epsilon,
     clipped_rows,
     describe_axis,
     design_space,
@@ -77,6 +76,7 @@ from .moments import (
     published_frame,
     row_units,
     scaled_ball,
+    unit_epsilon,
 )
 from .randomness import random_source
 from .report import MomentsReport
@@ -259,9 +259,9 @@ def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radi
 
     ``family(eta, y)`` gives each row's weight in [0, 1] and residual in
     [-1, 1] at the linear predictor ``eta = (1, v)'b``; whatever it is, a
-    row's quantized contribution obeys the bound of `_step_scale()`."""
+    row's quantized contribution obeys the bound of `step_scale()`."""
     q = space.q
-    g, w_g, delta = _step_scale(radius, space, offsets, scales)
+    g, w_g, delta = step_scale(radius, space, offsets, scales)
     _, A = _newton_bound(radius, space, offsets, scales, g)
     iu = np.triu_indices(q + 1)
     chunk = max(1, (2**53 - 1) // int(LEVELS * (A * A + 1)))
@@ -281,7 +281,7 @@ def _step_statistics(rows: _RowPasses, space: DesignSpace, offsets, scales, radi
             g, w_g, delta)
 
 
-def _step_scale(radius: float, space: DesignSpace, offsets, scales) -> tuple[int, int, int]:
+def step_scale(radius: float, space: DesignSpace, offsets, scales) -> tuple[int, int, int]:
     """``(g, w_g, Delta)`` of a step: the quantum, the score's weight and the
     replace-one L1 sensitivity ``2 (G F + w_g G A)`` (see the module notes)."""
     g = _quantum(radius)
@@ -333,8 +333,8 @@ def noisy_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, 
     information and score and the variance of the noise on an entry of each."""
     h, s = passes.run(lambda rows: _step_statistics(
         rows, space, offsets, scales, radius, b, family)[:2])
-    g, w_g, delta = _step_scale(radius, space, offsets, scales)
-    eps_unit = _unit_epsilon(eps_t, delta / 2.0)
+    g, w_g, delta = step_scale(radius, space, offsets, scales)
+    eps_unit = unit_epsilon(eps_t, delta / 2.0)
     z = discrete_laplace(bits, eps_unit, len(h) + len(s))
     h = [int(x) + int(e) for x, e in zip(h, z[:len(h)])]
     s = [int(x) + int(e) for x, e in zip(s, z[len(h):])]

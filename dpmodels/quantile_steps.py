@@ -72,7 +72,6 @@ from .moments import (
     ScaledRows,
     _Passes,
     _RowPasses,
-    _unit_epsilon,
     clipped_rows,
     describe_axis,
     design_space,
@@ -80,6 +79,7 @@ from .moments import (
     public_inputs,
     published_frame,
     scaled_ball,
+    unit_epsilon,
 )
 from .newton import (
     LEVELS,
@@ -166,7 +166,7 @@ def score_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, 
     c, sc = passes.run(lambda rows: _score_statistics(rows, space, offsets, scales, radius,
                                                       b, tau, h))
     g, delta = score_sensitivity(radius, space, offsets, scales)
-    eps_unit = _unit_epsilon(eps_t, delta / 2.0)
+    eps_unit = unit_epsilon(eps_t, delta / 2.0)
     z = discrete_laplace(bits, eps_unit, 1 + len(sc))
     unit = float(LEVELS * g)
     rows_in = (int(c) + int(z[0])) / unit
@@ -435,7 +435,7 @@ def level_sensitivity(space: DesignSpace) -> int:
 def _noise_sd_rows(radius, space, offsets, scales, eps_t: float) -> float:
     """SD of the noise on a quantile step's band count, in rows."""
     g, delta = score_sensitivity(radius, space, offsets, scales)
-    return math.sqrt(discrete_laplace_variance(_unit_epsilon(eps_t, delta / 2.0))) / (LEVELS * g)
+    return math.sqrt(discrete_laplace_variance(unit_epsilon(eps_t, delta / 2.0))) / (LEVELS * g)
 
 
 def _response_values(space, frame: pd.DataFrame) -> np.ndarray:
@@ -598,7 +598,7 @@ def release_quantile_steps(
     if eps_lv:
         exact = exact_counts[1]
         delta = level_sensitivity(space)
-        eps_unit = _unit_epsilon(eps_lv, delta / 2.0)
+        eps_unit = unit_epsilon(eps_lv, delta / 2.0)
         level_counts = (exact + discrete_laplace(bits, eps_unit, exact.size)).astype(float)
         level_var = discrete_laplace_variance(eps_unit)
         split.append((f"row counts of the 0/1 columns and of all rows (L1 sensitivity "

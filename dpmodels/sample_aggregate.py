@@ -180,12 +180,12 @@ from .formula import build_design, caller_namespace, equation_names, user_stackl
 from .keywords import checked_keywords
 from .moments import (
     _to_pandas,
-    _unit_epsilon,
     describe_axis,
     design_space,
     public_inputs,
     published_frame,
 )
+from .moments import unit_epsilon as vector_unit_epsilon
 from .newton import binary_response, check_binary_levels
 from .randomness import random_source
 from .report import Release, ReleaseReport, closing_rows, opening_rows
@@ -1078,7 +1078,7 @@ def task_columns(task: _DesignTask) -> int:
 def unit_epsilon(eps_part: float, p: int) -> float:
     """The `discrete_laplace()` argument (scale ``2/e``)
     that makes p sums of L1 sensitivity ``p G`` eps_part-DP (rounded down)."""
-    return _unit_epsilon(eps_part, p * GRID_UNITS / 2.0)
+    return vector_unit_epsilon(eps_part, p * GRID_UNITS / 2.0)
 
 
 def clamped_sums(W: np.ndarray, ok: np.ndarray, lo: np.ndarray, hi: np.ndarray):

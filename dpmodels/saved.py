@@ -115,12 +115,12 @@ from .moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     PrivateMoments,
-    _unit_epsilon,
     describe_axis,
     design_space,
     moments_sensitivity,
+    unit_epsilon,
 )
-from .newton import LEVELS, LOGIT_WEIGHT, STEP_SHARES, PrivateNewton, _step_scale
+from .newton import LEVELS, LOGIT_WEIGHT, STEP_SHARES, PrivateNewton, step_scale
 from .quantile_steps import (
     NOISE_ROWS,
     PrivateQuantileSteps,
@@ -776,7 +776,7 @@ def _moments_claim(rel: PrivateMoments) -> None:
         want = [eps_s, eps_r, eps_m]
     _parts_claim(report, want)
     g, _, w_s, delta = moments_sensitivity(rel.radius, rel.space, rel.offsets, rel.scales)
-    var = discrete_laplace_variance(_unit_epsilon(eps_m, delta / 2.0))
+    var = discrete_laplace_variance(unit_epsilon(eps_m, delta / 2.0))
     noise = (var / (w_s * g) ** 2, var / (w_s * g) ** 2, var / g**4)
     if tuple(rel.noise_var) != noise:
         raise _claim_error("release.noise_var", tuple(rel.noise_var), noise, eps)
@@ -785,10 +785,10 @@ def _moments_claim(rel: PrivateMoments) -> None:
 def _step_noise(rel, eps_t: float, weight: float) -> tuple[float, float]:
     """The noise variances ``(information entry, score entry)`` of a Newton-type
     step at the part ``eps_t``: `dpmodels.newton.noisy_step()`'s, with the
-    step's scale ``(g, w_g, Delta)`` from the release's own ``_step_scale()``
+    step's scale ``(g, w_g, Delta)`` from the release's own ``step_scale()``
     on the public quantities it reads (the radius, centres and scales)."""
-    g, w_g, delta = _step_scale(rel.radius, rel.space, rel.offsets, rel.scales)
-    var = discrete_laplace_variance(_unit_epsilon(eps_t, delta / 2.0))
+    g, w_g, delta = step_scale(rel.radius, rel.space, rel.offsets, rel.scales)
+    var = discrete_laplace_variance(unit_epsilon(eps_t, delta / 2.0))
     return var * (weight / (LEVELS * g * g)) ** 2, var / (w_g * LEVELS * g) ** 2
 
 
@@ -846,12 +846,12 @@ def _quantile_claim(rel: PrivateQuantileSteps) -> None:
                  + steps * len(taus) + [eps_c] * clipped)
     g, delta = score_sensitivity(rel.radius, space, rel.offsets, rel.scales)
     noise = tuple(tuple((v, v) for v in (
-        discrete_laplace_variance(_unit_epsilon(e, delta / 2.0)) / float(LEVELS * g) ** 2
+        discrete_laplace_variance(unit_epsilon(e, delta / 2.0)) / float(LEVELS * g) ** 2
         for e in steps)) for _ in taus)
     stated = tuple(tuple(tuple(float(x) for x in pair) for pair in per_q) for per_q in rel.steps)
     if stated != noise:
         raise _claim_error("release.steps (noise variances)", stated, noise, eps)
-    level = (discrete_laplace_variance(_unit_epsilon(eps_lv, level_sensitivity(space) / 2.0))
+    level = (discrete_laplace_variance(unit_epsilon(eps_lv, level_sensitivity(space) / 2.0))
              if eps_lv else 0.0)
     if float(rel.level_noise_var) != level:
         raise _claim_error("release.level_noise_var", float(rel.level_noise_var), level, eps)
@@ -861,7 +861,7 @@ def _quantile_claim(rel: PrivateQuantileSteps) -> None:
     # each quantile's band: its width and the variance of its noisy row count, read from
     # the noisy residual histogram (noise of the residual part) as the release reads them
     share_rows = NOISE_ROWS * (math.sqrt(discrete_laplace_variance(
-        _unit_epsilon(steps[-1], delta / 2.0))) / (LEVELS * g))
+        unit_epsilon(steps[-1], delta / 2.0))) / (LEVELS * g))
     var_bin = discrete_laplace_variance(eps_res)
     bands = [start_and_bandwidth(rel.residual_counts, rel.residual_edges, tau,
                                  band_share(rel.moments[0], tau, share_rows), var_bin)

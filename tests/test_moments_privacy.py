@@ -76,7 +76,7 @@ from dpmodels.moments import (
     _GRID_BINS,
     published_frame,
     _RowPasses,
-    _unit_epsilon,
+    unit_epsilon,
     design_space,
     exact_statistics,
     moments_sensitivity,
@@ -424,7 +424,7 @@ def part3_release(space, offsets, scales, radius, epsilon_m, factor=1.0):
         if id(data) not in cache:
             st = statistics(space, data, offsets, scales, radius)
             cache[id(data)] = (data, np.array(st.vector, dtype=np.int64),
-                               _unit_epsilon(epsilon_m, st.delta / 2.0))
+                               unit_epsilon(epsilon_m, st.delta / 2.0))
         _, exact, eps_unit = cache[id(data)]
         noisy = exact + discrete_laplace(seed, factor * eps_unit, exact.size)
         return np.arange(exact.size, dtype=np.uint64), noisy
@@ -446,7 +446,7 @@ def audit_events(a, b, delta) -> tuple[dict, dict]:
     d = b - a
     s = np.sign(d)
     top = [int(j) for j in np.argsort(-np.abs(d))[:4] if d[j] != 0]
-    eps_unit = _unit_epsilon(EPS_M, delta / 2.0)
+    eps_unit = unit_epsilon(EPS_M, delta / 2.0)
     events, theory = {}, {}
     for j in top:
         events[f"entry {j} >= far"] = lambda V, j=j: s[j] * (V[:, j] - a[j]) >= abs(d[j])
@@ -496,7 +496,7 @@ def test_audit_of_part3_never_exceeds_epsilon_m(audit_case):
     # single entries: the exact loss is known (P(y >= |d|) is 1/(1+q) under D' and
     # q^|d|/(1+q) under D, mirrored for "y <= 0"); attach it and the tightness margin
     z = stats.norm.isf(FAMILY_ALPHA / len(result.bounds))
-    q = math.exp(-_unit_epsilon(EPS_M, a.delta / 2.0) / 2.0)
+    q = math.exp(-unit_epsilon(EPS_M, a.delta / 2.0) / 2.0)
     bounds = []
     for bnd in result.bounds:
         if bnd.event in theory:

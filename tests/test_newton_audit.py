@@ -15,7 +15,7 @@ The stages audited
 * **Newton logit step**: the exact integers ``_step_statistics(rows, space, offsets,
   scales, radius, b)`` (information ``h`` then weighted score ``s``) plus
   ``discrete_laplace(bits, eps_unit, len(h) + len(s))`` with ``eps_unit =
-  _unit_epsilon(eps_t, Delta / 2)``, Delta from ``_step_scale``.
+  unit_epsilon(eps_t, Delta / 2)``, Delta from ``step_scale``.
 * **Quantile step**: ``(c, *score)`` of ``_score_statistics`` plus the same noise with
   Delta from ``score_sensitivity``.
 * **Level counts**: ``_level_counts`` plus the same noise with Delta =
@@ -94,7 +94,7 @@ upper confidence bound).  The tests print both the bound and the point estimate.
   exact loss (validity) and within :func:`tests.audit_tools.tightness_margin` of it
   (power);
 * broken mechanism, noise calibrated to **half the sensitivity**
-  (``_unit_epsilon(eps_t, Delta / 4)``, twice ``eps_unit``; same events, R, estimator,
+  (``unit_epsilon(eps_t, Delta / 4)``, twice ``eps_unit``; same events, R, estimator,
   other seeds): some bound must exceed epsilon_t, and the single-entry bounds must
   match their (doubled) exact loss within the margin.
 
@@ -135,9 +135,9 @@ from scipy import stats
 import dpmodels.quantile_steps as quantile_steps
 from dpmodels.domain import build_domain
 from dpmodels.exact import discrete_laplace
-from dpmodels.moments import _NO_NA, _Passes, published_frame, _RowPasses, _unit_epsilon, \
+from dpmodels.moments import _NO_NA, _Passes, published_frame, _RowPasses, unit_epsilon, \
     clipped_rows, design_space
-from dpmodels.newton import MAX_STEP, binary_response, _decode, _step_scale, \
+from dpmodels.newton import MAX_STEP, binary_response, _decode, step_scale, \
     _step_statistics, noisy_step
 from dpmodels.quantile_steps import LEVEL_SHARE, _level_counts, _score_statistics, \
     level_sensitivity, release_quantile_steps, score_sensitivity, score_step
@@ -265,12 +265,12 @@ def settings(space) -> list[tuple[str, np.ndarray, np.ndarray, float]]:
 
 def newton_statistics(stage, rows, off, sc, radius, b, **_):
     h, s, g, w_g, delta = _step_statistics(rows, stage.space, off, sc, radius, b)
-    assert delta == _step_scale(radius, stage.space, off, sc)[2]
+    assert delta == step_scale(radius, stage.space, off, sc)[2]
     return [int(v) for v in h] + [int(v) for v in s]
 
 
 def newton_delta(stage, off, sc, radius, **_):
-    return _step_scale(radius, stage.space, off, sc)[2]
+    return step_scale(radius, stage.space, off, sc)[2]
 
 
 def quantile_statistics(stage, rows, off, sc, radius, b, tau, h):
@@ -504,7 +504,7 @@ def check_broken(case: Case, result: AuditResult):
 
 def half_sensitivity_unit(delta: int) -> float:
     """BROKEN: the discrete Laplace argument of noise calibrated to Delta / 2."""
-    return _unit_epsilon(EPS, delta / 4.0)
+    return unit_epsilon(EPS, delta / 4.0)
 
 
 def _check_pair(case: Case, min_ratio: float):
@@ -539,11 +539,11 @@ def test_newton_pair_is_the_worst_found(newton):
 
 def test_newton_noise_is_the_release_noise(newton):
     """``noisy_step`` with a seed releases the decoded ``exact + discrete_laplace(seed,
-    _unit_epsilon(eps_t, Delta / 2), size)``: the audited mechanism is the release's."""
+    unit_epsilon(eps_t, Delta / 2), size)``: the audited mechanism is the release's."""
     res, space = newton.res, newton.stage.space
-    g, w_g, delta = _step_scale(res["radius"], space, res["offsets"], res["scales"])
+    g, w_g, delta = step_scale(res["radius"], space, res["offsets"], res["scales"])
     assert delta == newton.delta
-    eps_unit = _unit_epsilon(EPS, delta / 2.0)
+    eps_unit = unit_epsilon(EPS, delta / 2.0)
     passes = _Passes(newton.D, space, newton.stage.domain, "drop", 1 << 12,
                      rows=newton.stage.make_rows)
     k = (space.q + 1) * (space.q + 2) // 2
@@ -557,7 +557,7 @@ def test_newton_noise_is_the_release_noise(newton):
 
 
 def test_newton_step_audit_never_exceeds_epsilon(newton):
-    eps_unit = _unit_epsilon(EPS, newton.delta / 2.0)
+    eps_unit = unit_epsilon(EPS, newton.delta / 2.0)
     result = run_audit(newton, eps_unit, seed=7_000_000)
     print(_report("Newton logit step", newton, result))
     check_correct(newton, result)
@@ -591,11 +591,11 @@ def test_quantile_pair_is_the_worst_found(quantile):
 
 def test_quantile_noise_is_the_release_noise(quantile):
     """``score_step`` with a seed releases ``(exact + discrete_laplace(seed,
-    _unit_epsilon(eps_t, Delta / 2), size)) / (G g)``."""
+    unit_epsilon(eps_t, Delta / 2), size)) / (G g)``."""
     res, space = quantile.res, quantile.stage.space
     g, delta = score_sensitivity(res["radius"], space, res["offsets"], res["scales"])
     assert delta == quantile.delta
-    eps_unit = _unit_epsilon(EPS, delta / 2.0)
+    eps_unit = unit_epsilon(EPS, delta / 2.0)
     passes = _Passes(quantile.D, space, quantile.stage.domain, "drop", 1 << 12,
                      rows=quantile.stage.make_rows)
     unit = float(quantile_steps.LEVELS * g)
@@ -610,7 +610,7 @@ def test_quantile_noise_is_the_release_noise(quantile):
 
 
 def test_quantile_step_audit_never_exceeds_epsilon(quantile):
-    eps_unit = _unit_epsilon(EPS, quantile.delta / 2.0)
+    eps_unit = unit_epsilon(EPS, quantile.delta / 2.0)
     result = run_audit(quantile, eps_unit, seed=9_000_000)
     print(_report("quantile step", quantile, result))
     check_correct(quantile, result)
@@ -638,7 +638,7 @@ def test_level_pair_reaches_the_sensitivity(levels):
 
 def test_level_noise_is_the_release_noise(levels, monkeypatch):
     """A whole release: the level counts get ``discrete_laplace(bits,
-    _unit_epsilon(epsilon * LEVEL_SHARE, Delta / 2), size)`` on the exact counts."""
+    unit_epsilon(epsilon * LEVEL_SHARE, Delta / 2), size)`` on the exact counts."""
     calls = []
     real = quantile_steps.discrete_laplace
 
@@ -653,14 +653,14 @@ def test_level_noise_is_the_release_noise(levels, monkeypatch):
                                  epsilon=epsilon, bounds={"x": X_BOUNDS, "y": Y_BOUNDS},
                                  levels={"g": ["u", "v", "w"]}, random_state=3, namespace={})
     size = levels.a.size
-    eps_unit = _unit_epsilon(epsilon * LEVEL_SHARE, level_sensitivity(levels.stage.space) / 2.0)
+    eps_unit = unit_epsilon(epsilon * LEVEL_SHARE, level_sensitivity(levels.stage.space) / 2.0)
     mine = [c for c in calls if c[0] == eps_unit and c[1] == size]
     assert len(mine) == 1, [(c[0], c[1]) for c in calls]
     np.testing.assert_array_equal(rel.level_counts, (levels.a + mine[0][2]).astype(float))
 
 
 def test_level_counts_audit_never_exceeds_epsilon(levels):
-    eps_unit = _unit_epsilon(EPS, levels.delta / 2.0)
+    eps_unit = unit_epsilon(EPS, levels.delta / 2.0)
     result = run_audit(levels, eps_unit, seed=11_000_000)
     print(_report("level counts", levels, result))
     check_correct(levels, result)

@@ -27,7 +27,7 @@ from dpmodels.methods import choose_quantreg_method
 from dpmodels.models.newton_quantreg import DPNewtonQuantReg
 from dpmodels.models.quantreg import DPQuantReg
 from dpmodels.moments import _NO_NA, _RowPasses, design_space, published_frame
-from dpmodels.newton import _step_scale, _step_statistics
+from dpmodels.newton import _step_statistics, step_scale
 from dpmodels.quantile_steps import (
     QUANTILE_STEP_SHARES,
     PrivateQuantileSteps,
@@ -163,10 +163,10 @@ def test_a_quantile_step_changes_by_at_most_its_sensitivity(neighbours, radius):
 def test_the_least_squares_step_changes_by_at_most_its_sensitivity(neighbours, radius):
     """The least-squares step is a Newton step of :mod:`dpmodels.newton` with
     weights 1 and residuals y~ - x~'b: its integers (information and
-    weighted score) move by at most ``_step_scale``'s Delta."""
+    weighted score) move by at most ``step_scale``'s Delta."""
     rng = np.random.default_rng(1)
     space = neighbours[0][1]
-    delta = _step_scale(radius, space, OFFSETS, SCALES)[2]
+    delta = step_scale(radius, space, OFFSETS, SCALES)[2]
     worst = 0.0
     for b in _starts(rng):
         vectors = []
