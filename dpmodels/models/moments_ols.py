@@ -9,10 +9,13 @@ From the noisy count N, sums S and second moments M of the scaled rows v
 ``2 sqrt(q) sd(M)/N`` (the typical operator norm of the noise matrix: a
 public number), which keeps it positive definite and acts as a ridge in the
 directions the noise swamps (the private ridge of AdaSSP, here free: it reads
-only the release).  Mapped back to design units, the OLS coefficients solve
-the normal equations of these moments.  The statsmodels results are those of
-a frequency-weighted least squares on ``2q`` points that carry exactly these
-moments (``mu +- sqrt(q) L_j``, ``L L' = C``, weight ``N / 2q`` each), so every
+only the release).  (Where the fit is tight, R-squared near 1, the residual
+direction is far below the floor and raising it attenuates the slopes:
+`FLOOR_RESIDUAL_APART`, off by default, floors it apart.)  Mapped back to
+design units, the OLS coefficients solve the normal equations of these
+moments.  The statsmodels results are those of a frequency-weighted least
+squares on ``2q`` points that carry exactly these moments (``mu +- sqrt(q)
+L_j``, ``L L' = C``, weight ``N / 2q`` each), so every
 statsmodels statistic (R-squared, scale, F) is that of the moments.
 
 Standard errors (cov_type "dp")
@@ -78,6 +81,16 @@ MOMENTS_N_BOOT = 1000
 INFO_SDS = 3.0
 #: The eigenvalue floor in units of the noise matrix's typical operator norm.
 FLOOR_FACTOR = 1.0
+#: Floor the residual apart (`_scaled_cov()`): where the response's residual
+#: variance is below the floor, raise only the covariates' block and the
+#: residual, not the whole ``[v y]`` matrix.  Off by default: on co2 (n =
+#: 2,225, ``co2 ~ year + C(month)``) it lifts the power from 0% to 12% at
+#: epsilon 1 and 6% to 14% at epsilon 3, and on the synthetic cont5, linear and
+#: rare_level cells by up to 2-3x, but on validity.py's randhie (13
+#: coefficients, rare levels) it let 7 of 2,080 intervals exclude 0 on the wrong
+#: side (4 at n = 20,000, epsilon 0.3; the whole-matrix floor: 1);
+#: benchmarks/residual_floor.py, benchmarks/results/residual_floor.md.
+FLOOR_RESIDUAL_APART = False
 #: The floor of the "bare" estimate the floor's shift is measured against.
 FLOOR_TINY = 1e-12
 #: Weight of the floor's shift in the replicates (see DPMomentsOLS._bootstrap).
@@ -102,17 +115,40 @@ def noise_floor(moments: PrivateMoments) -> float:
     return FLOOR_FACTOR * 2.0 * math.sqrt(moments.space.q) * sd_m / max(moments.count, 1.0)
 
 
-def _scaled_cov(count, sums, second, floor):
-    """Mean and floor-regularized covariance of the scaled rows (batched)."""
+def _scaled_cov(count, sums, second, floor, joint: bool = False):
+    """Mean and floor-regularized covariance of the scaled rows ``[v y]``
+    (batched): the whole matrix with its eigenvalues raised to ``floor``.
+
+    With `FLOOR_RESIDUAL_APART` (off by default; ``joint`` keeps it off),
+    where the residual variance ``C_yy - C_xy' C_xx^-1 C_xy`` (``C_xx`` floored)
+    is below the floor: the covariates' block with its eigenvalues raised, the
+    cross moments as released, the response's variance the fitted part plus the
+    residual raised to the floor (positive definite; the slopes are those of the
+    floored block, the residual direction is not floored into them: raising it
+    attenuates every slope as measurement error does where R-squared is near
+    1)."""
     count = np.maximum(np.asarray(count, float), 1.0)
     mu = sums / count[..., None]
     C = second / count[..., None, None] - mu[..., :, None] * mu[..., None, :]
     C = (C + np.swapaxes(C, -1, -2)) / 2.0
     if np.all(np.asarray(floor) == 0):  # exact moments (epsilon=inf): nothing to floor, and
         return mu, C                    # an eigendecomposition would only add rounding
-    lam, V = np.linalg.eigh(C)
+    lam_j, V_j = np.linalg.eigh(C)
+    whole = (V_j * np.maximum(lam_j, floor)[..., None, :]) @ np.swapaxes(V_j, -1, -2)
+    if joint or not FLOOR_RESIDUAL_APART:
+        return mu, whole
+    lam, V = np.linalg.eigh(C[..., :-1, :-1])
     lam = np.maximum(lam, floor)
-    return mu, (V * lam[..., None, :]) @ np.swapaxes(V, -1, -2)
+    Vt = np.swapaxes(V, -1, -2)
+    cxy = C[..., :-1, -1]
+    rotated = (Vt @ cxy[..., None])[..., 0]  # C_xy in the eigenbasis of C_xx
+    fitted = np.sum(rotated * rotated / lam, axis=-1)  # C_xy' C_xx^-1 C_xy
+    out = np.array(C)
+    out[..., :-1, :-1] = (V * lam[..., None, :]) @ Vt
+    resid = C[..., -1, -1] - fitted
+    out[..., -1, -1] = fitted + np.maximum(resid, floor)
+    tight = resid < floor  # the residual direction is below the floor: flooring it attenuates
+    return mu, np.where(tight[..., None, None], out, whole)
 
 
 def _design_moments(moments: PrivateMoments, mu_v, C_v):
@@ -178,9 +214,11 @@ def ols_from_scaled(moments: PrivateMoments, mu_v, C_v) -> np.ndarray | None:
     return out
 
 
-def estimate(moments: PrivateMoments, count, sums, second, floor) -> np.ndarray:
-    """The estimator, applied to (batched) released quantities."""
-    mu_v, C_v = _scaled_cov(count, sums, second, floor)
+def estimate(moments: PrivateMoments, count, sums, second, floor,
+             joint: bool = False) -> np.ndarray:
+    """The estimator, applied to (batched) released quantities (``joint``:
+    see `_scaled_cov()`)."""
+    mu_v, C_v = _scaled_cov(count, sums, second, floor, joint)
     scaled = ols_from_scaled(moments, mu_v, C_v)
     if scaled is not None:
         return scaled
@@ -537,10 +575,11 @@ class DPMomentsOLS(FormulaReleaseModel):
         return np.where(np.isfinite(shift), shift, 0.0)
 
     def _floor_shift(self, params: np.ndarray, floor: float) -> np.ndarray:
-        """The estimate with a floor at the rounding level minus the estimate: how far
-        the noise floor moved it (0 where it does not bind)."""
+        """The estimate minus the "bare" one, whose whole ``[v y]`` matrix has its
+        eigenvalues raised only to the rounding level: how far the noise floor
+        moved it (0 where it does not bind)."""
         mom = self.release
-        bare = estimate(mom, mom.count, mom.sums, mom.second, FLOOR_TINY)
+        bare = estimate(mom, mom.count, mom.sums, mom.second, FLOOR_TINY, joint=True)
         shift = params - bare
         return np.where(np.isfinite(shift), shift, 0.0)
 
