@@ -87,7 +87,7 @@ FLOOR_FACTOR = 1.0
 #: 2,225, ``co2 ~ year + C(month)``) it lifts the power from 0% to 12% at
 #: epsilon 1 and 6% to 14% at epsilon 3, and on the synthetic cont5, linear and
 #: rare_level cells by up to 2-3x, but on validity.py's randhie (13
-#: coefficients, rare levels) it let 7 of 2,080 intervals exclude 0 on the wrong
+#: coefficients, rare levels) it let 7 of 1,600 intervals exclude 0 on the wrong
 #: side (4 at n = 20,000, epsilon 0.3; the whole-matrix floor: 1);
 #: benchmarks/residual_floor.py, benchmarks/results/residual_floor.md.
 FLOOR_RESIDUAL_APART = False
