@@ -10,7 +10,7 @@ of 5 bins, and the second bin's rows average 25.3 against its midpoint 30;
 ``lncoins`` takes four values only, one of them 0 at the domain's edge.  At
 ten times the data's size the slopes came out at 0.72 and 0.45 of the truth
 and the merged-bin refits of the binning check did not see it
-(``docs/inference.md``, ninth and tenth passes).
+(``benchmarks/results/real_validity_passes.md``, ninth and tenth passes).
 
 The binning check now carries a bound on what the rows' places inside the
 bins can do (``BinningCheck.position``): for every continuous covariate and

@@ -197,9 +197,10 @@ class BinningDiagnostic:
         one response bin, the median regression on the cells is flat, its
         bootstrap replicates are flat too, and merging bins (the Richardson
         refits) leaves it flat.  Where the grid's edges fall decides the
-        slopes; these refits measure how much (docs/inference.md, eighth
-        pass).  A mean keeps every cell's mean under these moves, so the
-        least-squares models skip it.
+        slopes; these refits measure how much
+        (benchmarks/results/real_validity_passes.md, eighth pass).  A mean
+        keeps every cell's mean under these moves, so the least-squares
+        models skip it.
         """
         names = [v for v in self.response if self.release.domain.axis(v).kind == "continuous"]
         if not self.phase or not names:
@@ -247,7 +248,8 @@ class BinningDiagnostic:
         bound 100, 90% of the rows in the first of 5 bins) has its second
         bin's rows at 25.3 on average against the midpoint 30, and at ten
         times the data's size the slope came out at 0.72 of the truth with
-        every interval missing it (docs/inference.md, tenth pass).  Where
+        every interval missing it (benchmarks/results/real_validity_passes.md,
+        tenth pass).  Where
         the counts fall steeply from a bin to its neighbour the range
         reaches far from the midpoint; where they are level it is narrow.
         A bound of unknown sign per coefficient
@@ -327,8 +329,8 @@ def position_range(counts: np.ndarray, b: int, here: float) -> tuple[float, floa
     the range is narrow; where they change steeply it is wide, however the
     representatives placed the rows.
 
-    Measured with ``benchmarks/covariate_positions.py`` (docs/inference.md,
-    tenth pass).
+    Measured with ``benchmarks/covariate_positions.py``
+    (benchmarks/results/real_validity_passes.md, tenth pass).
 
     Examples
     --------

@@ -29,7 +29,7 @@ DEFAULT_N_REFIT = 50
 
 #: Default number of bootstrap replicates: the Monte Carlo error of the
 #: standard error is about 1/sqrt(2B) = 5% of it, and of the bias estimate
-#: 1/sqrt(B) = 7% of the standard error (docs/inference.md).
+#: 1/sqrt(B) = 7% of the standard error (docs/inference-methods.md).
 DEFAULT_N_BOOT = 200
 
 
@@ -386,7 +386,7 @@ def parametric_bootstrap(
     residual vector ``e`` of the pairs, taken in turn (a regression estimator
     of the refitted replicates' law, as in control variates).  Holding the
     points fixed alone would understate the standard errors by 5-28% on the
-    housing benchmark (``docs/inference.md``).
+    housing benchmark (``docs/inference-methods.md``).
 
     Parameters
     ----------

@@ -8,7 +8,7 @@ without the data (Ferrando, Wang & Sheldon 2022):
 
 1. **population**: the released non-negative counts, normalized, are the
    estimate ``p_hat`` of the population cell probabilities (unreleased
-   cells get probability zero; see ``docs/inference.md`` for why no floor);
+   cells get probability zero; see ``docs/inference-methods.md`` for why no floor);
 2. **sampling**: a replicate true histogram is ``Multinomial(n, p_hat)``
    over the released cells, with the public n;
 3. **mechanism**: the law of the mechanism of `dpmodels.mechanisms`

@@ -8,7 +8,7 @@ and ``occupation = 1`` (levels the spurious cells dominate) and ``age``,
 which needed 8).  The contrasts are now unbounded and named; the binning of
 3-7 bins is measured by merging bins in pairs.  ``np.log(yrs_married)`` still
 misses in most releases (its 3 bins on the log scale cut the codebook's 7
-values unevenly; docs/inference.md).
+values unevenly; benchmarks/results/real_validity_passes.md).
 """
 
 import warnings
