@@ -173,15 +173,18 @@ HOUSING_LEVELS = {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 
 HOUSING_BOUNDS = {"price": (1e5, 9e5), "size": (0, 3000)}
 
 
-def test_a_coefficient_the_floor_absorbs_is_flagged():
-    """2,000 house sales at epsilon 0.5: the eigenvalue floor swallows most
-    county effects (the validity grid's housing40 at n = 2e3: County3 covered
-    74.5% with finite intervals around a shrunk estimate).  A coefficient the
-    estimate keeps less than SHRINK_MIN of is reported as carrying no
-    information, with a warning naming it and the reason; the others keep
-    finite errors."""
+def test_a_coefficient_the_floor_absorbs_is_flagged(monkeypatch):
+    """2,000 house sales at epsilon 0.5 with the whole ``[x y]`` matrix floored:
+    the eigenvalue floor swallows most county effects (the validity grid's
+    housing40 at n = 2e3: County3 covered 74.5% with finite intervals around a
+    shrunk estimate).  A coefficient the estimate keeps less than SHRINK_MIN of
+    is reported as carrying no information, with a warning naming it and the
+    reason; the others keep finite errors.  (By default this release floors its
+    residual apart, `floors_apart()`, and keeps more of the counties:
+    tests/test_residual_floor.py.)"""
     from dpmodels.models import moments_ols as mo
 
+    monkeypatch.setattr(mo, "FLOOR_RESIDUAL_APART", False)
     df = dpm.datasets.housing().sample(2000, random_state=5)
     model = dpm.dp_ols("price ~ size + year + C(county)", df, epsilon=0.5, method="moments",
                        bounds=HOUSING_BOUNDS, levels=HOUSING_LEVELS, random_state=2)

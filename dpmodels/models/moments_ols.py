@@ -9,9 +9,11 @@ From the noisy count N, sums S and second moments M of the scaled rows v
 ``2 sqrt(q) sd(M)/N`` (the typical operator norm of the noise matrix: a
 public number), which keeps it positive definite and acts as a ridge in the
 directions the noise swamps (the private ridge of AdaSSP, here free: it reads
-only the release).  (Where the fit is tight, R-squared near 1, the residual
-direction is far below the floor and raising it attenuates the slopes:
-`FLOOR_RESIDUAL_APART`, off by default, floors it apart.)  Mapped back to
+only the release).  Where the fit is tight (R-squared near 1) the residual
+direction lies far below the floor, and raising it with the rest attenuates
+every slope as measurement error does; there, when the response's own spread
+is measured, the covariates' block and the residual are floored apart
+(`floors_apart()`, decided once per release).  Mapped back to
 design units, the OLS coefficients solve the normal equations of these
 moments.  The statsmodels results are those of a frequency-weighted least
 squares on ``2q`` points that carry exactly these moments (``mu +- sqrt(q)
@@ -81,16 +83,22 @@ MOMENTS_N_BOOT = 1000
 INFO_SDS = 3.0
 #: The eigenvalue floor in units of the noise matrix's typical operator norm.
 FLOOR_FACTOR = 1.0
-#: Floor the residual apart (`_scaled_cov()`): where the response's residual
-#: variance is below the floor, raise only the covariates' block and the
-#: residual, not the whole ``[v y]`` matrix.  Off by default: on co2 (n =
-#: 2,225, ``co2 ~ year + C(month)``) it lifts the power from 0% to 12% at
-#: epsilon 1 and 6% to 14% at epsilon 3, and on the synthetic cont5, linear and
-#: rare_level cells by up to 2-3x, but on validity.py's randhie (13
-#: coefficients, rare levels) it let 7 of 1,600 intervals exclude 0 on the wrong
-#: side (4 at n = 20,000, epsilon 0.3; the whole-matrix floor: 1);
-#: benchmarks/residual_floor.py, benchmarks/results/residual_floor.md.
-FLOOR_RESIDUAL_APART = False
+#: Floor the residual apart (`floors_apart()`, `_scaled_cov()`): where the
+#: residual variance is below the floor and the response's own spread is
+#: measured, raise the covariates' block and the residual to the floor, not the
+#: whole ``[v y]`` matrix, whose floor attenuates the slopes of a tight fit as
+#: measurement error does.  Decided once per release, so every bootstrap
+#: replicate and world runs the same estimator.  benchmarks/residual_floor.py
+#: (benchmarks/results/residual_floor.md): co2 (n = 2,225, ``co2 ~ year +
+#: C(month)``) power 0% -> 15% at epsilon 1 and 6% -> 19% at 3; no interval
+#: more on the wrong side of the truth on the synthetic grid.  Without the
+#: measured-response condition (RESPONSE_SDS) it let 7 of 1,600 of randhie's
+#: intervals exclude 0 on the wrong side (the whole floor: 1): a response the
+#: noise swamped has its noisy cross moments taken for slopes.
+FLOOR_RESIDUAL_APART = True
+#: ... and only where the response's released variance is this many noise SDs
+#: (of a second-moment entry over the count) above 0.
+RESPONSE_SDS = 4.0
 #: The floor of the "bare" estimate the floor's shift is measured against.
 FLOOR_TINY = 1e-12
 #: Weight of the floor's shift in the replicates (see DPMomentsOLS._bootstrap).
@@ -115,40 +123,52 @@ def noise_floor(moments: PrivateMoments) -> float:
     return FLOOR_FACTOR * 2.0 * math.sqrt(moments.space.q) * sd_m / max(moments.count, 1.0)
 
 
-def _scaled_cov(count, sums, second, floor, joint: bool = False):
+def _scaled_cov(count, sums, second, floor, apart: bool = False):
     """Mean and floor-regularized covariance of the scaled rows ``[v y]``
-    (batched): the whole matrix with its eigenvalues raised to ``floor``.
-
-    With `FLOOR_RESIDUAL_APART` (off by default; ``joint`` keeps it off),
-    where the residual variance ``C_yy - C_xy' C_xx^-1 C_xy`` (``C_xx`` floored)
-    is below the floor: the covariates' block with its eigenvalues raised, the
-    cross moments as released, the response's variance the fitted part plus the
-    residual raised to the floor (positive definite; the slopes are those of the
-    floored block, the residual direction is not floored into them: raising it
-    attenuates every slope as measurement error does where R-squared is near
-    1)."""
+    (batched): the whole matrix with its eigenvalues raised to ``floor``; or,
+    ``apart`` (`floors_apart()`, decided once per release), the covariates'
+    block with its eigenvalues raised, the cross moments as released and the
+    response's variance the fitted part ``C_xy' C_xx^-1 C_xy`` plus the
+    residual variance raised to the floor (positive definite; the slopes are
+    those of the floored block: the residual direction, far below the floor
+    where R-squared is near 1, is not floored into them)."""
     count = np.maximum(np.asarray(count, float), 1.0)
     mu = sums / count[..., None]
     C = second / count[..., None, None] - mu[..., :, None] * mu[..., None, :]
     C = (C + np.swapaxes(C, -1, -2)) / 2.0
     if np.all(np.asarray(floor) == 0):  # exact moments (epsilon=inf): nothing to floor, and
         return mu, C                    # an eigendecomposition would only add rounding
-    lam_j, V_j = np.linalg.eigh(C)
-    whole = (V_j * np.maximum(lam_j, floor)[..., None, :]) @ np.swapaxes(V_j, -1, -2)
-    if joint or not FLOOR_RESIDUAL_APART:
-        return mu, whole
+    if not apart:
+        lam, V = np.linalg.eigh(C)
+        return mu, (V * np.maximum(lam, floor)[..., None, :]) @ np.swapaxes(V, -1, -2)
     lam, V = np.linalg.eigh(C[..., :-1, :-1])
     lam = np.maximum(lam, floor)
     Vt = np.swapaxes(V, -1, -2)
-    cxy = C[..., :-1, -1]
-    rotated = (Vt @ cxy[..., None])[..., 0]  # C_xy in the eigenbasis of C_xx
+    rotated = (Vt @ C[..., :-1, -1][..., None])[..., 0]  # C_xy in the eigenbasis of C_xx
     fitted = np.sum(rotated * rotated / lam, axis=-1)  # C_xy' C_xx^-1 C_xy
     out = np.array(C)
     out[..., :-1, :-1] = (V * lam[..., None, :]) @ Vt
-    resid = C[..., -1, -1] - fitted
-    out[..., -1, -1] = fitted + np.maximum(resid, floor)
-    tight = resid < floor  # the residual direction is below the floor: flooring it attenuates
-    return mu, np.where(tight[..., None, None], out, whole)
+    out[..., -1, -1] = fitted + np.maximum(C[..., -1, -1] - fitted, floor)
+    return mu, out
+
+
+def floors_apart(C, floor) -> np.ndarray:
+    """Whether `_scaled_cov()` floors the residual apart for the (batched)
+    scaled covariance ``C``: `FLOOR_RESIDUAL_APART`, the residual variance
+    (covariates' block floored) below the floor, where the whole-matrix floor
+    attenuates the slopes, and the response's own spread measured (its
+    released variance RESPONSE_SDS noise SDs above 0; the floor is ``2
+    sqrt(q) FLOOR_FACTOR`` of them): a response the noise swamped keeps the whole floor,
+    which keeps its cross moments out of the slopes."""
+    C = np.asarray(C, float)
+    if not FLOOR_RESIDUAL_APART:
+        return np.zeros(C.shape[:-2], bool)
+    lam, V = np.linalg.eigh(C[..., :-1, :-1])
+    rotated = (np.swapaxes(V, -1, -2) @ C[..., :-1, -1][..., None])[..., 0]
+    fitted = np.sum(rotated * rotated / np.maximum(lam, floor), axis=-1)
+    sd = floor / (2.0 * math.sqrt(C.shape[-1]) * FLOOR_FACTOR)  # a second moment's noise SD / N
+    measured = C[..., -1, -1] >= RESPONSE_SDS * sd
+    return (C[..., -1, -1] - fitted < floor) & measured
 
 
 def _design_moments(moments: PrivateMoments, mu_v, C_v):
@@ -215,10 +235,10 @@ def ols_from_scaled(moments: PrivateMoments, mu_v, C_v) -> np.ndarray | None:
 
 
 def estimate(moments: PrivateMoments, count, sums, second, floor,
-             joint: bool = False) -> np.ndarray:
-    """The estimator, applied to (batched) released quantities (``joint``:
+             apart: bool = False) -> np.ndarray:
+    """The estimator, applied to (batched) released quantities (``apart``:
     see `_scaled_cov()`)."""
-    mu_v, C_v = _scaled_cov(count, sums, second, floor, joint)
+    mu_v, C_v = _scaled_cov(count, sums, second, floor, apart)
     scaled = ols_from_scaled(moments, mu_v, C_v)
     if scaled is not None:
         return scaled
@@ -510,7 +530,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         swamped = not check_noisy_rows(mom.count, k)
         count = max(float(mom.count), k + 2.0)  # (swamped: the points' weight only)
         floor = noise_floor(mom)
-        mu_v, C_v = _scaled_cov(count, mom.sums, mom.second, floor)
+        mu_v, C_v = _scaled_cov(count, mom.sums, mom.second, floor, apart=self._apart(floor))
         X, y, w = _points(space, count, mu_v, C_v, mom.centre, mom.half)
         A = space.transform  # the release's columns z = A x (centred squares) or None
         X = space.design_rows(X)  # on the design's own columns: WLS gives A' beta_z
@@ -574,12 +594,24 @@ class DPMomentsOLS(FormulaReleaseModel):
         shift = scale * (fit(V) - fit(Z))
         return np.where(np.isfinite(shift), shift, 0.0)
 
+    def _apart(self, floor: float) -> bool:
+        """Whether the release's fit floors the residual apart (`floors_apart()`
+        on its own moments): decided once, so every replicate and world of its
+        bootstrap runs the same estimator."""
+        mom = self.release
+        count = max(float(mom.count), 1.0)
+        mu = mom.sums / count
+        C = mom.second / count - np.outer(mu, mu)
+        return bool(floor > 0 and floors_apart((C + C.T) / 2.0, floor))
+
     def _floor_shift(self, params: np.ndarray, floor: float) -> np.ndarray:
         """The estimate minus the "bare" one, whose whole ``[v y]`` matrix has its
-        eigenvalues raised only to the rounding level: how far the noise floor
-        moved it (0 where it does not bind)."""
+        eigenvalues raised only to the rounding level (not floored apart: a
+        covariates' block the noise left indefinite stays invertible there
+        through the response's direction): how far the noise floor moved it (0
+        where it does not bind)."""
         mom = self.release
-        bare = estimate(mom, mom.count, mom.sums, mom.second, FLOOR_TINY, joint=True)
+        bare = estimate(mom, mom.count, mom.sums, mom.second, FLOOR_TINY)
         shift = params - bare
         return np.where(np.isfinite(shift), shift, 0.0)
 
@@ -626,6 +658,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         the floor binds less there than it did on the release."""
         mom, space = self.release, self.release.space
         N, q = float(mom.count), space.q
+        apart = self._apart(floor)
+        # the worlds' covariates (the whole floor, a rounding-level one); their estimator: apart
         mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, SHRINK_POPULATION_FLOOR * floor)
         if not floor > 0 or np.linalg.eigvalsh(C_v[:-1, :-1])[0] >= SHRINK_BINDS * floor:
             return None
@@ -653,7 +687,8 @@ class DPMomentsOLS(FormulaReleaseModel):
             mean = mu + z @ root.T / math.sqrt(N)
             sums = N * mean + e_s
             second = root @ W @ root.T + N * mean[:, :, None] * mean[:, None, :]
-            reps = estimate(mom, count, sums, _as_released(space, sums, second) + E, floor)
+            reps = estimate(mom, count, sums, _as_released(space, sums, second) + E, floor,
+                            apart=apart)
             return np.where(np.isfinite(reps), reps, np.nan)
 
         return keep_shares(replicates, params, nc)
@@ -678,7 +713,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         rng = make_rng(opts["random_state"])
         N = float(mom.count)
         q = space.q
-        mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, max(floor, 1e-12))
+        apart = self._apart(floor)
+        mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, max(floor, 1e-12), apart=apart)
         # sampling: the mean is normal, the scatter Wishart (exact for Gaussian rows)
         chol = np.linalg.cholesky(C_v / N)
         mean = mu_v + rng.standard_normal((B, q)) @ chol.T
@@ -692,7 +728,7 @@ class DPMomentsOLS(FormulaReleaseModel):
             count, e_s, E = _noise_draws(mom, rng, B)
             sums = sums + e_s
             second = _as_released(space, sums, second) + E
-        reps = estimate(mom, count, sums, second, floor)
+        reps = estimate(mom, count, sums, second, floor, apart=apart)
         # the floor's own pull on the estimate is a bias the bootstrap population (built
         # from the floored estimate) cannot see: carry it as uncertainty, |shift| wider
         shift = FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) + self._clip_shift(
