@@ -44,10 +44,15 @@ OUT = os.path.join(HERE, "results", "residual_floor.md")
 ARMS = {"whole": False, "apart": True}
 
 
-def _cells(d: pd.DataFrame, key: list[str], est="est", lo="lo", hi="hi", np_lo="np_lo",
-           np_hi="np_hi", strong=None) -> pd.DataFrame:
+def _cells(d: pd.DataFrame, key: list[str], lo="lo", hi="hi", np_lo="np_lo",
+           np_hi="np_hi", strong=None, side=None) -> pd.DataFrame:
+    """Per cell: power among the ``strong`` coefficients (default: a non-zero
+    truth), an interval excluding 0 on ``side``'s sign (default: either side)."""
+    side = np.sign(d[side]) if side is not None else None
+    sig = ((d[lo] > 0) | (d[hi] < 0)) if side is None else (
+        ((d[lo] > 0) & (side > 0)) | ((d[hi] < 0) & (side < 0)))
     d = d.assign(fin=np.isfinite(d[hi] - d[lo]), cov=(d[lo] <= d.truth) & (d.truth <= d[hi]),
-                 sig=(d[lo] > 0) | (d[hi] < 0),
+                 sig=sig,
                  wrong=((d[lo] > 0) & (d.truth < 0)) | ((d[hi] < 0) & (d.truth > 0)),
                  wr=(d[hi] - d[lo]) / (d[np_hi] - d[np_lo]),
                  strong=strong if strong is not None else d.truth != 0)
@@ -69,7 +74,7 @@ def markdown(d: pd.DataFrame) -> str:
 
 
 def real_cells(cases, epss, reps):
-    rows = []
+    rows, default = [], mo.FLOOR_RESIDUAL_APART
     for arm, flag in ARMS.items():
         mo.FLOOR_RESIDUAL_APART = flag
         for case in cases:
@@ -80,13 +85,13 @@ def real_cells(cases, epss, reps):
                         out = pw.one_rep((case, eps, r, pw.task_seed(44, case, eps, r),
                                           ["moments"]))
                     rows += [dict(x, arm=arm) for x in out]
-    mo.FLOOR_RESIDUAL_APART = False
+    mo.FLOOR_RESIDUAL_APART = default
     d = pd.DataFrame(rows)
-    return _cells(d, ["case", "eps", "arm"], strong=d.np_z.abs() > 3)
+    return _cells(d, ["case", "eps", "arm"], strong=d.np_z.abs() > 3, side="np_est")
 
 
 def synthetic_cells(scenarios, ns, epss, reps):
-    rows = []
+    rows, default = [], mo.FLOOR_RESIDUAL_APART
     for arm, flag in ARMS.items():
         mo.FLOOR_RESIDUAL_APART = flag
         for name in scenarios:
@@ -99,8 +104,8 @@ def synthetic_cells(scenarios, ns, epss, reps):
                         seed = int(np.random.SeedSequence([12, code, n, int(round(eps * 1000)), r])
                                    .generate_state(1)[0])
                         rows += [dict(x, arm=arm) for x in va.one_rep((name, n, eps, r, seed, 12))]
-    mo.FLOOR_RESIDUAL_APART = False
-    return _cells(pd.DataFrame(rows), ["scenario", "n", "eps", "arm"], est="dp_est",
+    mo.FLOOR_RESIDUAL_APART = default
+    return _cells(pd.DataFrame(rows), ["scenario", "n", "eps", "arm"],
                   lo="dp_lo", hi="dp_hi")
 
 

@@ -191,8 +191,9 @@ def test_a_coefficient_the_floor_absorbs_is_flagged(monkeypatch):
     with pytest.warns(ReleaseWarning, match="noise floor absorbs") as caught:
         res = model.fit(random_state=0)
     naive = model.fit(cov_type="naive")
-    keep = model._shrinkage(np.asarray(naive.params), mo.noise_floor(model.release),
-                            np.random.default_rng(0))
+    floor = mo.noise_floor(model.release)
+    keep = model._shrinkage(np.asarray(naive.params), floor, np.random.default_rng(0),
+                            model._apart(floor))
     assert keep is not None and keep[0] == 1.0  # the intercept is not a column
     absorbed = [nm for nm, k in zip(naive.params.index, keep) if k < mo.SHRINK_MIN]
     assert absorbed and "size" not in absorbed and "year" not in absorbed
@@ -232,8 +233,9 @@ def test_the_shrinkage_is_the_mechanism_s():
                                    random_state=seed)
                 fits.append(model.fit(cov_type="naive"))
         moved.append(fits[1].params["x1"] - fits[0].params["x1"])
-        keep = model._shrinkage(np.asarray(fits[1].params), mo.noise_floor(model.release),
-                                np.random.default_rng(seed))
+        floor = mo.noise_floor(model.release)
+        keep = model._shrinkage(np.asarray(fits[1].params), floor, np.random.default_rng(seed),
+                                model._apart(floor))
         measured.append(keep[1])
     actual, diagnosed = float(np.mean(moved)), float(np.median(measured))
     assert actual < 0.8  # the floor binds here
@@ -262,7 +264,8 @@ def test_what_the_floor_took_widens_the_interval():
                            method="moments", random_state=3)
         res = model.fit(random_state=0)
     b = np.asarray(model.fit(cov_type="naive").params)
-    keep = model._shrinkage(b, mo.noise_floor(model.release), np.random.default_rng(1))
+    floor = mo.noise_floor(model.release)
+    keep = model._shrinkage(b, floor, np.random.default_rng(1), model._apart(floor))
     assert keep is not None and np.all(keep[1:] < 0.8)
     shift = model._shrinkage_shift(b, keep)
     k_ = np.clip(keep, mo.SHRINK_MIN, 1.0)
@@ -283,8 +286,9 @@ def test_a_well_informed_release_flags_nothing():
     model = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
                        method="moments", random_state=0)
     naive = model.fit(cov_type="naive")
-    keep = model._shrinkage(np.asarray(naive.params), mo.noise_floor(model.release),
-                            np.random.default_rng(0))
+    floor = mo.noise_floor(model.release)
+    keep = model._shrinkage(np.asarray(naive.params), floor, np.random.default_rng(0),
+                            model._apart(floor))
     assert keep is None or np.all(keep > 0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReleaseWarning)
@@ -292,7 +296,7 @@ def test_a_well_informed_release_flags_nothing():
     assert np.all(np.isfinite(res.bse))
     exact = _exact("y ~ x1 + x2 + C(g)", df)
     assert exact._shrinkage(np.asarray(exact.fit(cov_type="naive").params), 0.0,
-                            np.random.default_rng(0)) is None
+                            np.random.default_rng(0), False) is None
 
 
 def test_auto_chooses_from_public_inputs_only():

@@ -123,6 +123,26 @@ def noise_floor(moments: PrivateMoments) -> float:
     return FLOOR_FACTOR * 2.0 * math.sqrt(moments.space.q) * sd_m / max(moments.count, 1.0)
 
 
+def _raw_cov(count, sums, second):
+    """Mean and (symmetrized) covariance of the scaled rows ``[v y]`` from
+    released quantities, unregularized (batched)."""
+    count = np.maximum(np.asarray(count, float), 1.0)
+    mu = sums / count[..., None]
+    C = second / count[..., None, None] - mu[..., :, None] * mu[..., None, :]
+    return mu, (C + np.swapaxes(C, -1, -2)) / 2.0
+
+
+def _block_floored(C, floor):
+    """The covariates' block of ``C`` with its eigenvalues raised to
+    ``floor``, and the fitted variance ``C_xy' C_xx^-1 C_xy`` through it
+    (batched)."""
+    lam, V = np.linalg.eigh(C[..., :-1, :-1])
+    lam = np.maximum(lam, floor)
+    Vt = np.swapaxes(V, -1, -2)
+    rotated = (Vt @ C[..., :-1, -1][..., None])[..., 0]  # C_xy in the eigenbasis of C_xx
+    return (V * lam[..., None, :]) @ Vt, np.sum(rotated * rotated / lam, axis=-1)
+
+
 def _scaled_cov(count, sums, second, floor, apart: bool = False):
     """Mean and floor-regularized covariance of the scaled rows ``[v y]``
     (batched): the whole matrix with its eigenvalues raised to ``floor``; or,
@@ -132,22 +152,15 @@ def _scaled_cov(count, sums, second, floor, apart: bool = False):
     residual variance raised to the floor (positive definite; the slopes are
     those of the floored block: the residual direction, far below the floor
     where R-squared is near 1, is not floored into them)."""
-    count = np.maximum(np.asarray(count, float), 1.0)
-    mu = sums / count[..., None]
-    C = second / count[..., None, None] - mu[..., :, None] * mu[..., None, :]
-    C = (C + np.swapaxes(C, -1, -2)) / 2.0
+    mu, C = _raw_cov(count, sums, second)
     if np.all(np.asarray(floor) == 0):  # exact moments (epsilon=inf): nothing to floor, and
         return mu, C                    # an eigendecomposition would only add rounding
     if not apart:
         lam, V = np.linalg.eigh(C)
         return mu, (V * np.maximum(lam, floor)[..., None, :]) @ np.swapaxes(V, -1, -2)
-    lam, V = np.linalg.eigh(C[..., :-1, :-1])
-    lam = np.maximum(lam, floor)
-    Vt = np.swapaxes(V, -1, -2)
-    rotated = (Vt @ C[..., :-1, -1][..., None])[..., 0]  # C_xy in the eigenbasis of C_xx
-    fitted = np.sum(rotated * rotated / lam, axis=-1)  # C_xy' C_xx^-1 C_xy
+    Cxx, fitted = _block_floored(C, floor)
     out = np.array(C)
-    out[..., :-1, :-1] = (V * lam[..., None, :]) @ Vt
+    out[..., :-1, :-1] = Cxx
     out[..., -1, -1] = fitted + np.maximum(C[..., -1, -1] - fitted, floor)
     return mu, out
 
@@ -158,14 +171,12 @@ def floors_apart(C, floor) -> np.ndarray:
     (covariates' block floored) below the floor, where the whole-matrix floor
     attenuates the slopes, and the response's own spread measured (its
     released variance RESPONSE_SDS noise SDs above 0; the floor is ``2
-    sqrt(q) FLOOR_FACTOR`` of them): a response the noise swamped keeps the whole floor,
-    which keeps its cross moments out of the slopes."""
+    sqrt(q) FLOOR_FACTOR`` of them): a response the noise swamped keeps the
+    whole floor, which keeps its cross moments out of the slopes."""
     C = np.asarray(C, float)
     if not FLOOR_RESIDUAL_APART:
         return np.zeros(C.shape[:-2], bool)
-    lam, V = np.linalg.eigh(C[..., :-1, :-1])
-    rotated = (np.swapaxes(V, -1, -2) @ C[..., :-1, -1][..., None])[..., 0]
-    fitted = np.sum(rotated * rotated / np.maximum(lam, floor), axis=-1)
+    _, fitted = _block_floored(C, floor)
     sd = floor / (2.0 * math.sqrt(C.shape[-1]) * FLOOR_FACTOR)  # a second moment's noise SD / N
     measured = C[..., -1, -1] >= RESPONSE_SDS * sd
     return (C[..., -1, -1] - fitted < floor) & measured
@@ -530,7 +541,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         swamped = not check_noisy_rows(mom.count, k)
         count = max(float(mom.count), k + 2.0)  # (swamped: the points' weight only)
         floor = noise_floor(mom)
-        mu_v, C_v = _scaled_cov(count, mom.sums, mom.second, floor, apart=self._apart(floor))
+        apart = self._apart(floor)  # one estimator for the fit, its replicates and worlds
+        mu_v, C_v = _scaled_cov(count, mom.sums, mom.second, floor, apart=apart)
         X, y, w = _points(space, count, mu_v, C_v, mom.centre, mom.half)
         A = space.transform  # the release's columns z = A x (centred squares) or None
         X = space.design_rows(X)  # on the design's own columns: WLS gives A' beta_z
@@ -561,7 +573,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         if kind == "dp" and mom.report.private:
             params = np.asarray(res.params)
             inference = self._bootstrap(params if A is None else np.linalg.solve(A.T, params),
-                                        floor, opts)
+                                        floor, opts, apart)
             attach_dp_inference(res, inference)
         # (epsilon=inf: no privacy noise, and the moments are the data's own: the exact
         # check is statsmodels' classical OLS covariance, not a bootstrap's estimate of it)
@@ -599,10 +611,8 @@ class DPMomentsOLS(FormulaReleaseModel):
         on its own moments): decided once, so every replicate and world of its
         bootstrap runs the same estimator."""
         mom = self.release
-        count = max(float(mom.count), 1.0)
-        mu = mom.sums / count
-        C = mom.second / count - np.outer(mu, mu)
-        return bool(floor > 0 and floors_apart((C + C.T) / 2.0, floor))
+        return bool(floor > 0 and floors_apart(_raw_cov(mom.count, mom.sums, mom.second)[1],
+                                               floor))
 
     def _floor_shift(self, params: np.ndarray, floor: float) -> np.ndarray:
         """The estimate minus the "bare" one, whose whole ``[v y]`` matrix has its
@@ -644,7 +654,8 @@ class DPMomentsOLS(FormulaReleaseModel):
                            None if shrunk is None else flags & np.asarray(shrunk, bool))
         return flags
 
-    def _shrinkage(self, params: np.ndarray, floor: float, rng) -> np.ndarray | None:
+    def _shrinkage(self, params: np.ndarray, floor: float, rng,
+                   apart: bool) -> np.ndarray | None:
         """How much of a change in each true coefficient the estimate keeps: the
         diagonal of the derivative of the expected estimate in the coefficients,
         by finite differences under common random numbers (SHRINK_REPS replicate
@@ -658,7 +669,6 @@ class DPMomentsOLS(FormulaReleaseModel):
         the floor binds less there than it did on the release."""
         mom, space = self.release, self.release.space
         N, q = float(mom.count), space.q
-        apart = self._apart(floor)
         # the worlds' covariates (the whole floor, a rounding-level one); their estimator: apart
         mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, SHRINK_POPULATION_FLOOR * floor)
         if not floor > 0 or np.linalg.eigvalsh(C_v[:-1, :-1])[0] >= SHRINK_BINDS * floor:
@@ -706,14 +716,14 @@ class DPMomentsOLS(FormulaReleaseModel):
             shift[const] = -(shift[nc] @ _column_means(mom)) / const.size
         return np.where(np.isfinite(shift), shift, 0.0)
 
-    def _bootstrap(self, params: np.ndarray, floor: float, opts: dict) -> DPInference:
+    def _bootstrap(self, params: np.ndarray, floor: float, opts: dict,
+                   apart: bool) -> DPInference:
         t0 = time.perf_counter()
         mom, space = self.release, self.release.space
         B = int(opts["n_boot"])
         rng = make_rng(opts["random_state"])
         N = float(mom.count)
         q = space.q
-        apart = self._apart(floor)
         mu_v, C_v = _scaled_cov(N, mom.sums, mom.second, max(floor, 1e-12), apart=apart)
         # sampling: the mean is normal, the scatter Wishart (exact for Gaussian rows)
         chol = np.linalg.cholesky(C_v / N)
@@ -734,7 +744,7 @@ class DPMomentsOLS(FormulaReleaseModel):
         shift = FLOOR_BIAS_WEIGHT * self._floor_shift(params, floor) + self._clip_shift(
             mu_v, C_v, rng)
         reps = signed_shift(reps, shift, rng)
-        keep = self._shrinkage(params, floor, rng)
+        keep = self._shrinkage(params, floor, rng, apart)
         shrunk = None if keep is None else ~(keep >= SHRINK_MIN)
         if keep is not None:
             lost = self._shrinkage_shift(params, keep)
