@@ -70,9 +70,9 @@ import patsy  # noqa: E402
 import statsmodels.formula.api as smf  # noqa: E402
 
 import dpmodels  # noqa: E402
-from dpmodels.datasets import WAGES_BOUNDS  # noqa: E402
-from dpmodels.domain import auto_bins  # noqa: E402
-from dpmodels.errors import NotPrivateWarning  # noqa: E402
+from dpmodels.front.datasets import WAGES_BOUNDS  # noqa: E402
+from dpmodels.domain.axes import auto_bins  # noqa: E402
+from dpmodels.core.errors import NotPrivateWarning  # noqa: E402
 
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 LOGIT_EPSILONS = (0.1, 1.0)
@@ -117,14 +117,14 @@ def housing_problem() -> Problem:
         "housing", "price ~ size + year + C(county)",
         {"price": (1e5, 9e5), "size": (0.0, 3000.0)},
         {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 3, 4]},
-        dpmodels.datasets.housing())
+        dpmodels.front.datasets.housing())
 
 
 def wages_problem() -> Problem:
     return Problem(
         "wages", "wage ~ experience * C(sex) + tenure + C(region)", dict(WAGES_BOUNDS),
         {"sex": ["female", "male"], "region": [f"Region{i:02d}" for i in range(1, 11)]},
-        dpmodels.datasets.wages())
+        dpmodels.front.datasets.wages())
 
 
 def skewed_problem(n: int = 100_000, seed: int = 11) -> Problem:
@@ -427,7 +427,7 @@ def run_problem(problem: Problem, reps: int, seed: int, log=print) -> list[Row]:
 def run_logit(reps: int, seed: int, log=print) -> list[dict]:
     from diffprivlib.models import LogisticRegression
 
-    df = dpmodels.datasets.housing()
+    df = dpmodels.front.datasets.housing()
     df = df.assign(y=(df["price"] > 500_000).astype(int))
     formula = "y ~ size + year + C(county)"
     bounds = {"size": (0.0, 3000.0)}

@@ -1,7 +1,7 @@
 """Squares released centred (issue 44, goals 3 and 5): the Newton-type releases
 (dp_ols' moments, dp_logit's Newton steps, dp_quantreg's quantile steps) with each ``I(x ** 2)``
 released as ``(x - c)**2``, ``c`` the midpoint of x's public range
-(`dpmodels.moments.centred_squares`), against the same releases on the raw
+(`dpmodels.mechanisms.moments.centred_squares`), against the same releases on the raw
 square, in one run on the same data sets and seeds.
 
 x and x**2 are nearly collinear where x keeps one sign (an age, an
@@ -46,7 +46,7 @@ import pandas as pd
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels import moments
+from dpmodels.mechanisms import moments
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results", "centred_squares.md")
@@ -262,7 +262,7 @@ def main(argv=None):
             f"benchmarks/centred_squares.py {cmd}`, {time.perf_counter() - t0:.0f} s.\n\n"
             "centred: the default (each I(x ** 2) released as (x - c)**2, c the midpoint of "
             "x's public range, the coefficients mapped back exactly); raw: the same release "
-            "on x**2 itself (dpmodels.moments.CENTRE_SQUARES = False). Same data sets and "
+            "on x**2 itself (dpmodels.mechanisms.moments.CENTRE_SQUARES = False). Same data sets and "
             "seeds. power: among coefficient-replicates with non-private |z| > 3 (held), the "
             "share whose dp interval excludes 0 on the non-private sign; width: median of dp "
             "width / non-private width (inf where most are infinite); worst cover: the "

@@ -3,7 +3,7 @@
 Three sections, each runnable alone with ``--only``.
 
 logit (housing)
-    :func:`dpmodels.datasets.housing` (n = 250,070) with ``y = 1{price > 500000}``;
+    :func:`dpmodels.front.datasets.housing` (n = 250,070) with ``y = 1{price > 500000}``;
     ``dp_logit("y ~ size + year + C(county)")`` with the public domain
     ``y in {0, 1}``, ``year in 1..4``, ``county in County1..County6``,
     ``size in [0, 3000]``, at epsilon 0.1 and 1, ``bins="auto"`` and ``bins=30``,
@@ -95,7 +95,7 @@ from statsmodels.tools.sm_exceptions import PerfectSeparationError  # noqa: E402
 
 import dpmodels  # noqa: E402
 from dpmodels.models.discrete import FreqLogit  # noqa: E402
-from dpmodels.release import DEFAULT_A, resolve_threshold  # noqa: E402
+from dpmodels.mechanisms.histogram import DEFAULT_A, resolve_threshold  # noqa: E402
 
 def _point_estimate_kwargs(fit) -> dict:
     """Keywords that keep a dp_* ``fit`` to point estimates and the naive
@@ -319,7 +319,7 @@ class LogitOutcome:
 def run_logit(reps: int, seed: int) -> Section:
     t_section = time.perf_counter()
     names = [nm for _, nm in HOUSING_COEFS]
-    df = dpmodels.datasets.housing(seed=0)
+    df = dpmodels.front.datasets.housing(seed=0)
     df["y"] = (df["price"] > PRICE_CUT).astype(np.int64)
     n = len(df)
     perm = np.random.default_rng(SPLIT_SEED).permutation(n)
@@ -722,7 +722,7 @@ def run_mnlogit(reps: int, seed: int) -> Section:
 def run_quantreg(reps: int, seed: int, quick: bool) -> Section:
     t_section = time.perf_counter()
     names = [nm for _, nm in HOUSING_COEFS]
-    full = dpmodels.datasets.housing(seed=0)
+    full = dpmodels.front.datasets.housing(seed=0)
     if quick:
         rows_idx = np.random.default_rng(SPLIT_SEED).choice(len(full), QUICK_ROWS, replace=False)
         df = full.iloc[np.sort(rows_idx)].reset_index(drop=True)

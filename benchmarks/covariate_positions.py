@@ -3,7 +3,7 @@ against none and against the whole bin.
 
 The histogram release says how many rows fall in each bin of a continuous
 covariate, not where inside the bin they are.  The fit stands them at fitted
-representatives (``dpmodels/representatives.py``), right on a smooth density.
+representatives (``dpmodels/domain/representatives.py``), right on a smooth density.
 On real data they are often not: randhie's ``disea`` (a count of chronic
 diseases, public bound 100, data up to 58.6) has 90% of its rows in the first
 of 5 bins, and the second bin's rows average 25.3 against its midpoint 30;
@@ -15,7 +15,7 @@ and the merged-bin refits of the binning check did not see it
 The binning check now carries a bound on what the rows' places inside the
 bins can do (``BinningCheck.position``): for every continuous covariate and
 every bin the estimate is refitted with that bin's points moved rigidly to
-either end of :func:`dpmodels.binning.position_range` (the midpoint and the
+either end of :func:`dpmodels.inference.binning.position_range` (the midpoint and the
 means of the exponential densities through the bin's count and either
 neighbour's; the whole bin next to an empty neighbour), and the moves are
 summed over bins in absolute value.  This script compares, per coefficient,
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 import dpmodels as dpm
-from dpmodels import binning
+from dpmodels.inference import binning
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_validity as RV  # noqa: E402

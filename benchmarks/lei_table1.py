@@ -3,7 +3,7 @@
 Protocol (Lei 2011, "Differentially private M-estimators", Section 4.3):
 
 * fit the non-private OLS ``price ~ size + year + C(county)`` on
-  :func:`dpmodels.datasets.housing` (n = 250,070 by default);
+  :func:`dpmodels.front.datasets.housing` (n = 250,070 by default);
 * for each setting, fit :func:`dpmodels.dp_ols` with the same formula and the
   public domain ``price in [1e5, 9e5]``, ``size in [0, 3000]``,
   ``county in County1..County6``, ``year in 1..4``, repeated ``--reps`` times
@@ -56,8 +56,8 @@ import numpy as np  # noqa: E402
 import statsmodels.formula.api as smf  # noqa: E402
 
 import dpmodels  # noqa: E402
-from dpmodels.domain import auto_bins  # noqa: E402
-from dpmodels.errors import NotPrivateWarning  # noqa: E402
+from dpmodels.domain.axes import auto_bins  # noqa: E402
+from dpmodels.core.errors import NotPrivateWarning  # noqa: E402
 
 FORMULA = "price ~ size + year + C(county)"
 BOUNDS = {"price": (1e5, 9e5), "size": (0, 3000)}
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
 
     t0 = time.perf_counter()
-    df = dpmodels.datasets.housing(n=args.n, seed=0)
+    df = dpmodels.front.datasets.housing(n=args.n, seed=0)
     t_data = time.perf_counter() - t0
     ols = smf.ols(FORMULA, df).fit().params.reindex([name for _, name in COEFS]).to_numpy(float)
     seeds = rep_seeds(args.seed, args.reps)

@@ -1,4 +1,4 @@
-"""Speed of the exact noise sampler (dpmodels.exact) against numpy's float
+"""Speed of the exact noise sampler (dpmodels.core.exact) against numpy's float
 geometric sampler it replaced, in the same run.
 
 Rows:
@@ -33,10 +33,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import dpmodels.exact as exact  # noqa: E402
-from dpmodels.exact import LogRate, bernoulli_positions, discrete_laplace  # noqa: E402
-from dpmodels.mechanisms import noisy_threshold_sparse  # noqa: E402
-from dpmodels.randomness import SecureBits, SeededBits  # noqa: E402
+import dpmodels.core.exact as exact  # noqa: E402
+from dpmodels.core.exact import LogRate, bernoulli_positions, discrete_laplace  # noqa: E402
+from dpmodels.core.noise import noisy_threshold_sparse  # noqa: E402
+from dpmodels.core.randomness import SecureBits, SeededBits  # noqa: E402
 
 
 def best(fn, repeat: int) -> float:

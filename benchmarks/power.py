@@ -95,7 +95,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import real_validity as rv  # noqa: E402
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels.errors import ReleaseWarning  # noqa: E402
+from dpmodels.core.errors import ReleaseWarning  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 Z_HELD = 3.0
@@ -336,7 +336,7 @@ CASES_RUN = ("grunfeld_ols", "star98_ols", "anes96_vote_logit", "spector_logit",
              "statecrime_ols", "engel_q50_quantreg", "engel_q90_quantreg",
              "anes96_pid_mnlogit", "modechoice_mnlogit")
 QUICK_CASE = "star98_ols"
-#: dpmodels' named methods per family (``dpmodels.methods.FAMILY_METHODS``) and
+#: dpmodels' named methods per family (``dpmodels.front.methods.FAMILY_METHODS``) and
 #: sample-aggregate, which all four take
 DP_METHODS = {"ols": ("auto", "histogram", "moments", "sample-aggregate"),
               "logit": ("auto", "histogram", "newton", "sample-aggregate"),

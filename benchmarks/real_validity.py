@@ -79,7 +79,7 @@ import pandas as pd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels.errors import ReleaseWarning  # noqa: E402
+from dpmodels.core.errors import ReleaseWarning  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 GOALS = dict(sign=0.025, cover=0.90)

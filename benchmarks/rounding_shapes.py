@@ -1,6 +1,6 @@
 """Least squares on a binned response whose errors are far from normal.
 
-The histogram's rounding bound (``dpmodels/rounding.py``) scales the slopes'
+The histogram's rounding bound (``dpmodels/inference/rounding.py``) scales the slopes'
 errors by the factor a *normal* response would suffer from being rounded to
 its bins.  This script measures what the default ``fit()`` does when the
 response is ``y = 0.5 x + e`` with ``x ~ N(0, 1)`` and errors ``e`` of five

@@ -31,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from dpmodels import sample_aggregate as sa  # noqa: E402
+from dpmodels.mechanisms import sample_aggregate as sa  # noqa: E402
 
 FORMULA = "y ~ x1 + x2 + C(g)"
 BOUNDS = {"x1": (0.0, 1.0), "x2": (-4.0, 4.0), "y": (-8.0, 10.0)}

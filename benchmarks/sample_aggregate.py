@@ -26,7 +26,7 @@ averaged over the 9 coefficients:
 Two SA variants share the same block fits: the public range
 ``param_bounds=(-4, 4)`` for every coefficient (Smith's setting: a parameter
 space of known diameter) and the private range (step 4 of
-``dpmodels.sample_aggregate``: exponential-mechanism median and MAD per
+``dpmodels.mechanisms.sample_aggregate``: exponential-mechanism median and MAD per
 coefficient, at most 20% of epsilon, only from 5,234 blocks at 9
 parameters and epsilon = 1; below that the public default range and the
 whole budget to the mean).  CPU is
@@ -58,7 +58,7 @@ import pandas as pd
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels import sample_aggregate as sa  # noqa: E402
+from dpmodels.mechanisms import sample_aggregate as sa  # noqa: E402
 
 EPS = 1.0
 D = 8

@@ -2,14 +2,14 @@
 
 A dpmodels fit reads the rows once, to count cells; everything after works
 on the released cells.  This benchmark measures, on housing data
-(:func:`dpmodels.datasets.housing`: ``price``, ``size`` float64, ``year``
+(:func:`dpmodels.front.datasets.housing`: ``price``, ``size`` float64, ``year``
 int64, ``county`` Python strings in an object column) at n in {1e5, 1e6,
 1e7}, all in the same run:
 
 * the **read floor**: one pass reading the four columns of the OLS formula
   (a sum over each numeric column; the object column's 8-byte pointers),
   the memory-bandwidth bound of any counting pass;
-* dpmodels' **counting** (:func:`dpmodels.histogram.count_cells`) on the
+* dpmodels' **counting** (:func:`dpmodels.data.counting.count_cells`) on the
   same columns, on the same columns with ``county`` as a pandas
   Categorical, and with the frame as a Polars DataFrame (counted by Polars);
 * **end to end** ``dp_*(formula, df, ...).fit()`` for OLS, Logit, MNLogit
@@ -136,7 +136,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import dpmodels  # noqa: E402
-from dpmodels import histogram  # noqa: E402
+from dpmodels.data import counting as histogram  # noqa: E402
 
 COUNTIES = [f"County{i}" for i in range(1, 7)]
 OLS_FORMULA = "price ~ size + year + C(county)"
@@ -282,7 +282,7 @@ def _sizes(text, default) -> list[int]:
 def housing_frame(n: int) -> pd.DataFrame:
     """datasets.housing(n) for n <= 1e6; k copies of housing(1e6) beyond."""
     base = min(n, 10**6)
-    df = dpmodels.datasets.housing(n=base, seed=0)
+    df = dpmodels.front.datasets.housing(n=base, seed=0)
     if n > base:
         reps = math.ceil(n / base)
         df = pd.concat([df] * reps, ignore_index=True).iloc[:n].copy()
@@ -461,7 +461,7 @@ def run_in_memory(args) -> tuple[list, list]:
         t_2 = best_time(lambda: histogram.count_cells(colmap, dom, threads=2), args.repeat)
         put("count_cells, two threads", n, fmt_s(t_2))
         pldf = pl.from_pandas(df[["price", "size", "year", "county"]])
-        from dpmodels.engines import source_for
+        from dpmodels.data.engines import source_for
 
         src = source_for(pldf)
         t_pl = best_time(lambda: src.count(dom, missing="drop"), args.repeat)
@@ -499,7 +499,7 @@ def run_in_memory(args) -> tuple[list, list]:
             t_def = best_time(ols_default, 2)
             put("dp_ols end to end, default fit (bootstrap SEs)", n, fmt_s(t_def))
         t_auto = best_time(lambda: dp_fit("ols", df, bins="auto"), args.repeat)
-        k_auto = dpmodels.domain.auto_bins(n, EPSILON, 2, 24)
+        k_auto = dpmodels.domain.axes.auto_bins(n, EPSILON, 2, 24)
         put("dp_ols end to end, bins=auto", n, f"{fmt_s(t_auto)} (K={k_auto})")
 
         for model in MODELS:

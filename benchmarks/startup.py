@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data, schema = Path(tmp) / "housing.csv", Path(tmp) / "schema.toml"
         subprocess.run([py, "-c", "import sys, dpmodels; "
-                        "dpmodels.datasets.housing(n=2000, seed=0).to_csv(sys.argv[1], "
+                        "dpmodels.front.datasets.housing(n=2000, seed=0).to_csv(sys.argv[1], "
                         "index=False)", str(data)], env=env, check=True, cwd=tmp)
         schema.write_text(SCHEMA)
         cases = [

@@ -76,7 +76,7 @@ from scipy import special, stats
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels.errors import ReleaseWarning  # noqa: E402
+from dpmodels.core.errors import ReleaseWarning  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")

@@ -179,8 +179,8 @@ import pandas as pd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels import datasets as _ds  # noqa: E402
-from dpmodels.errors import ReleaseWarning, SeparationWarning  # noqa: E402
+from dpmodels.front import datasets as _ds  # noqa: E402
+from dpmodels.core.errors import ReleaseWarning, SeparationWarning  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

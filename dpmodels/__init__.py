@@ -21,14 +21,12 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from .version import __version__ as __version__  # re-exported
+from .core import old_paths as _old_paths
+from .core.version import __version__ as __version__  # re-exported
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__` below
-    from . import datasets, local
-    from .accountant import Accountant
-    from .api import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
-    from .domain import Axis, Domain
-    from .errors import (
+    from .core.accountant import Accountant
+    from .core.errors import (
         BudgetExceededError,
         ClippingWarning,
         DomainError,
@@ -45,19 +43,23 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
         UndeclaredLevelError,
         UnknownVariableError,
     )
+    from .core.report import MomentsReport, PrivacyReport
+    from .core.unbounded import Unbounded
+    from .domain.axes import Axis, Domain
+    from .front import datasets
+    from .front.api import dp_logit, dp_mnlogit, dp_ols, dp_quantreg
+    from .front.planning import Plan, plan
+    from .front.saved import SavedReleaseError, load_release
+    from .mechanisms import local
+    from .mechanisms.histogram import PrivateHistogram, release
+    from .mechanisms.moments import PrivateMoments, release_moments
+    from .mechanisms.newton import PrivateNewton, release_newton
+    from .mechanisms.sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
+    from .mechanisms.selection import FeatureSelection, SelectionReport, select_features
+    from .mechanisms.synthetic import SmoothedSample, smoothed_sample
     from .models import DPOLS, DPLogit, DPMNLogit, DPQuantReg
     from .models.moments_ols import DPMomentsOLS
     from .models.newton_logit import DPNewtonLogit
-    from .moments import PrivateMoments, release_moments
-    from .newton import PrivateNewton, release_newton
-    from .planning import Plan, plan
-    from .release import PrivateHistogram, release
-    from .report import MomentsReport, PrivacyReport
-    from .sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
-    from .saved import SavedReleaseError, load_release
-    from .selection import FeatureSelection, SelectionReport, select_features
-    from .synthetic import SmoothedSample, smoothed_sample
-    from .unbounded import Unbounded
 
 __all__ = [
     "dp_ols",
@@ -112,30 +114,34 @@ __all__ = [
     "SelectionReport",
 ]
 
-#: Where each public name lives (module relative to the package); a submodule's
-#: own name maps to the package (``"."``).
+#: Where each public name lives (module relative to the package).  A name that is
+#: a module itself (``datasets``, ``local``, ``plots``) maps to that module.
 _HOMES = {
-    "datasets": ".", "local": ".", "plots": ".",
-    "dp_ols": ".api", "dp_logit": ".api", "dp_quantreg": ".api", "dp_mnlogit": ".api",
+    "datasets": ".front.datasets", "local": ".mechanisms.local", "plots": ".output.plots",
+    "dp_ols": ".front.api", "dp_logit": ".front.api", "dp_quantreg": ".front.api",
+    "dp_mnlogit": ".front.api",
     "DPOLS": ".models", "DPLogit": ".models", "DPQuantReg": ".models", "DPMNLogit": ".models",
     "DPMomentsOLS": ".models.moments_ols", "DPNewtonLogit": ".models.newton_logit",
-    "release": ".release", "PrivateHistogram": ".release", "load_release": ".saved",
-    "SavedReleaseError": ".saved", "plan": ".planning", "Plan": ".planning",
-    "release_moments": ".moments", "PrivateMoments": ".moments",
-    "release_newton": ".newton", "PrivateNewton": ".newton",
-    "release_sample_aggregate": ".sample_aggregate",
-    "PrivateSampleAggregate": ".sample_aggregate",
-    "smoothed_sample": ".synthetic", "SmoothedSample": ".synthetic",
-    "PrivacyReport": ".report", "MomentsReport": ".report", "Accountant": ".accountant",
-    "Axis": ".domain", "Domain": ".domain", "Unbounded": ".unbounded",
-    "select_features": ".selection", "FeatureSelection": ".selection",
-    "SelectionReport": ".selection",
-    **{name: ".errors" for name in (
+    "release": ".mechanisms.histogram", "PrivateHistogram": ".mechanisms.histogram",
+    "load_release": ".front.saved", "SavedReleaseError": ".front.saved",
+    "plan": ".front.planning", "Plan": ".front.planning",
+    "release_moments": ".mechanisms.moments", "PrivateMoments": ".mechanisms.moments",
+    "release_newton": ".mechanisms.newton", "PrivateNewton": ".mechanisms.newton",
+    "release_sample_aggregate": ".mechanisms.sample_aggregate",
+    "PrivateSampleAggregate": ".mechanisms.sample_aggregate",
+    "smoothed_sample": ".mechanisms.synthetic", "SmoothedSample": ".mechanisms.synthetic",
+    "PrivacyReport": ".core.report", "MomentsReport": ".core.report",
+    "Accountant": ".core.accountant",
+    "Axis": ".domain.axes", "Domain": ".domain.axes", "Unbounded": ".core.unbounded",
+    "select_features": ".mechanisms.selection", "FeatureSelection": ".mechanisms.selection",
+    "SelectionReport": ".mechanisms.selection",
+    **{name: ".core.errors" for name in (
         "DPModelsError", "DPModelsTypeError", "DomainError", "DomainTypeError",
         "DomainTooLargeError", "UnknownVariableError", "UndeclaredLevelError",
         "MissingValueError", "BudgetExceededError", "NotPrivateWarning", "ReleaseWarning",
         "ClippingWarning", "SeparationWarning", "SeparationError", "SingularDesignError")},
 }
+_MODULE_NAMES = ("datasets", "local", "plots")
 
 
 def __getattr__(name: str) -> Any:
@@ -143,10 +149,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'dpmodels' has no attribute {name!r}")
-    if home == ".":
-        value: Any = importlib.import_module(f"{__name__}.{name}")
-    else:
-        value = getattr(importlib.import_module(home, __name__), name)
+    module = importlib.import_module(home, __name__)
+    value: Any = module if name in _MODULE_NAMES else getattr(module, name)
     globals()[name] = value  # later look-ups are plain attribute reads
     return value
 
@@ -158,8 +162,9 @@ def __dir__() -> list[str]:
 
 class _Package(types.ModuleType):
     """The package's module type: the function `release` keeps its name when the
-    submodule ``dpmodels.release`` is first imported (the import system would
-    otherwise set the package's attribute ``release`` to that submodule)."""
+    old path ``dpmodels.release`` of `dpmodels.mechanisms.histogram` is imported
+    (`dpmodels.core.old_paths`; the import system would otherwise set the
+    package's attribute ``release`` to that module)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "release" and isinstance(value, types.ModuleType):
@@ -168,3 +173,4 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+_old_paths.install()

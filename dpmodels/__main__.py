@@ -10,14 +10,14 @@ Usage::
     dpmodels demo [--epsilon EPS] [--seed SEED] [--n N]
     dpmodels --version
 
-The commands live in `dpmodels.cli`; see ``docs/cli.md``.
+The commands live in `dpmodels.cli.commands`; see ``docs/cli.md``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from .cli import build_parser, demo, main
+from .cli.commands import build_parser, demo, main
 
 __all__ = ["main", "demo", "build_parser"]
 

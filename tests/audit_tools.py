@@ -2,7 +2,7 @@
 
 Everything here is written from first principles (the discrete Laplace pmf
 ``P(Z = z) = (1 - q) / (1 + q) * q**|z|`` with ``q = exp(-epsilon / 2)``)
-and deliberately does not call :mod:`dpmodels.mechanisms`, so that the tests
+and deliberately does not call :mod:`dpmodels.core.noise`, so that the tests
 compare the library against an independent reference.
 
 Contents

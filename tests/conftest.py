@@ -56,7 +56,7 @@ def spark_session():
 
 @pytest.fixture(scope="session")
 def housing_small() -> pd.DataFrame:
-    from dpmodels.datasets import housing
+    from dpmodels.front.datasets import housing
 
     return housing(n=20_000, seed=3)
 

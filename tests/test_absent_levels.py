@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning, SingularDesignError
-from dpmodels.information import absent_levels
+from dpmodels.core.errors import ReleaseWarning, SingularDesignError
+from dpmodels.inference.information import absent_levels
 
 INF = float("inf")
 LEVELS = [1, 2, 3, 4]
@@ -129,7 +129,7 @@ def test_newton_steps_only_along_the_flat_directions_the_estimate_had():
     """batched_newton with the estimate's flat directions: a replicate flat
     along them keeps the start's component there and maximizes the rest; a
     replicate flat along a new direction fails, as without them."""
-    from dpmodels.batched import support_projectors
+    from dpmodels.core.batched import support_projectors
     from dpmodels.models.logit import refit_logit
 
     rng = np.random.default_rng(0)

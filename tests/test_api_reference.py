@@ -185,7 +185,7 @@ def test_every_mechanism_module_has_its_notes(headings):
     """The maths and privacy argument of every mechanism of the registry (its
     module's docstring) are on the mechanism notes page, for the user pages to
     link to."""
-    from dpmodels.registry import MECHANISMS
+    from dpmodels.front.registry import MECHANISMS
 
     notes = {ident for page, _, ident in headings if page == "mechanisms.md"}
     modules = {m.release.split(":")[0] for m in MECHANISMS}
@@ -217,8 +217,8 @@ def test_the_model_classes_are_rendered(headings):
 
 
 def test_every_error_and_warning_is_documented(api_html, headings):
-    names = set(dpmodels.__all__) | set(dpmodels.errors.__all__)
-    classes = [getattr(dpmodels, n, None) or getattr(dpmodels.errors, n) for n in names]
+    names = set(dpmodels.__all__) | set(dpmodels.core.errors.__all__)
+    classes = [getattr(dpmodels, n, None) or getattr(dpmodels.core.errors, n) for n in names]
     raised = [c for c in classes if isinstance(c, type) and issubclass(c, Warning | Exception)]
     assert len(raised) >= 15
     on_page = {ident for page, _, ident in headings if page == "errors.md"}
@@ -254,7 +254,7 @@ def test_no_object_is_rendered_twice(headings):
 def test_the_results_document_their_dp_members(api_html):
     results = api_html["results.md"]
     for member in ("bse", "conf_int", "cov_params", "compare_f_test", "measured_wald"):
-        assert f'id="dpmodels.dp_results.DPInferenceResultsMixin.{member}"' in results
+        assert f'id="dpmodels.inference.dp_results.DPInferenceResultsMixin.{member}"' in results
     # the attributes a fit adds to statsmodels' results, named in the class docs
     for ident in ("dpmodels.models.linear.FreqRegressionResults",
                   "dpmodels.models.discrete.FreqLogitResults",
@@ -270,9 +270,9 @@ def test_the_results_document_their_dp_members(api_html):
 
 def test_the_reports_list_their_fields(api_html):
     reports = api_html["reports.md"]
-    for ident, fields in {"dpmodels.report.PrivacyReport": ("epsilon", "threshold",
+    for ident, fields in {"dpmodels.core.report.PrivacyReport": ("epsilon", "threshold",
                                                             "noisy_total", "budget"),
-                          "dpmodels.report.MomentsReport": ("split", "radius",
+                          "dpmodels.core.report.MomentsReport": ("split", "radius",
                                                             "clipped_rows")}.items():
         attributes = _table(_section(reports, ident), "Attributes")
         assert set(fields) <= set(attributes), ident
@@ -292,11 +292,11 @@ def _scratch_site(tmp_path: Path, page: str) -> Path:
     return tmp_path / "mkdocs.yml"
 
 
-@pytest.mark.parametrize("target, ok", [("dpmodels.release.PrivateHistogram", True),
+@pytest.mark.parametrize("target, ok", [("dpmodels.mechanisms.histogram.PrivateHistogram", True),
                                         ("dpmodels.nope", False)])
 def test_an_unresolved_cross_reference_fails_the_strict_build(tmp_path, target, ok):
     config = _scratch_site(tmp_path, f"# Scratch\n\nSee [the release][{target}].\n\n"
-                                     "::: dpmodels.release.PrivateHistogram\n")
+                                     "::: dpmodels.mechanisms.histogram.PrivateHistogram\n")
     done = _build(config, tmp_path / "site")
     assert (done.returncode == 0) is ok, done.stderr[-2000:]
     if not ok:

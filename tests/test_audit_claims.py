@@ -26,10 +26,10 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.exact import MIN_EPSILON
+from dpmodels.core.exact import MIN_EPSILON
 from dpmodels.models.projected import _parts_work, _split, smallest_epsilon
-from dpmodels.saved import release_from_document
-from dpmodels.saving import SavedReleaseError, release_document
+from dpmodels.front.saved import release_from_document
+from dpmodels.output.saving import SavedReleaseError, release_document
 
 BOUNDS = {"x1": (0.0, 1.0), "x2": (0.0, 1.0), "x3": (0.0, 1.0)}
 LEVELS = {"y": [0, 1]}
@@ -79,10 +79,10 @@ def test_select_refuses_before_any_charge_when_the_histograms_own_split_is_too_s
 
 
 def test_select_checks_the_spurious_cell_limit_on_the_cells_part_before_any_charge(frame):
-    from dpmodels.budget import split_epsilon
-    from dpmodels.clipping import CLIP_SHARE
-    from dpmodels.mechanisms import discrete_laplace_sf
-    from dpmodels.release import resolve_threshold
+    from dpmodels.core.budget import split_epsilon
+    from dpmodels.data.clipping import CLIP_SHARE
+    from dpmodels.core.noise import discrete_laplace_sf
+    from dpmodels.mechanisms.histogram import resolve_threshold
 
     eps_h = _split(1.1, 0.5)[1]
     cells = split_epsilon(eps_h, [CLIP_SHARE, None])[1]

@@ -33,7 +33,7 @@ import pytest
 
 import dpmodels as dpm
 from dpmodels.__main__ import main
-from dpmodels.errors import BudgetExceededError, DPModelsError
+from dpmodels.core.errors import BudgetExceededError, DPModelsError
 
 # ---- 8: exact budget arithmetic ---------------------------------------------------------
 
@@ -113,7 +113,7 @@ def test_cli_ledger_refuses_any_overspend_exactly(tmp_path, capsys):
 def test_no_cross_encloses_tiny_logs(epsilon):
     from mpmath.libmp import from_float, mpf_cmp
 
-    from dpmodels.exact import LogRate
+    from dpmodels.core.exact import LogRate
 
     rate = LogRate.no_cross(epsilon, 1)
     iv = rate.enclose(200)  # a rigorous interval holding log rho (mpmath, any exponent)
@@ -125,7 +125,7 @@ def test_no_cross_encloses_tiny_logs(epsilon):
 def test_oue_at_a_huge_epsilon_is_exact():
     """OUE at epsilon = 710 (q = 1/(e^710 + 1), below the smallest normal
     float): no other bit is set; the true bit is 1 half of the time."""
-    from dpmodels.exact import LogRate, bernoulli_positions
+    from dpmodels.core.exact import LogRate, bernoulli_positions
 
     assert bernoulli_positions(0, LogRate.no_cross(2 * 710.0, 1), 10**6).size == 0
     df = pd.DataFrame({"g": np.repeat(np.arange(300), 4)})

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
-from dpmodels.methods import choose_logit_method, choose_ols_method, public_rows
+from dpmodels.core.errors import ReleaseWarning
+from dpmodels.front.methods import choose_logit_method, choose_ols_method, public_rows
 
 N = 60_000  # n * epsilon = 60,000 >= NEWTON_MIN_N_EPSILON at epsilon 1
 
@@ -70,7 +70,7 @@ def test_the_sparse_grid_warning_counts_rows_not_columns():
 def test_epsilon_inf_works_with_the_default_method(factory, formula):
     """issue 26: the README's exact check (epsilon=inf) was refused by dp_logit's and
     dp_quantreg's default, which picks the Newton-type releases (private only)."""
-    from dpmodels.errors import NotPrivateWarning
+    from dpmodels.core.errors import NotPrivateWarning
 
     df = _frame(3_000)
     levels = dict(LEVELS, g=["a", "b"])

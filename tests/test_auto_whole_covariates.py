@@ -1,7 +1,7 @@
 """dp_ols' ``method="auto"`` does not cut a continuous covariate into fewer than
 3 bins: where ``bins="auto"`` would (small n * epsilon, several continuous
 variables beside a factor), it takes the moments, which keep the covariate
-whole (`dpmodels.methods.coarse_covariates`).
+whole (`dpmodels.front.methods.coarse_covariates`).
 
 With 2 bins the histogram's fit flags the covariate's own coefficient, but the
 columns correlated with it take over its effect with finite intervals: on
@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.domain import auto_bins
-from dpmodels.methods import MIN_COVARIATE_BINS, choose_ols_method, coarse_covariates
+from dpmodels.domain.axes import auto_bins
+from dpmodels.front.methods import MIN_COVARIATE_BINS, choose_ols_method, coarse_covariates
 
 FORMULA = "np.log(invest) ~ np.log(value) + np.log(capital) + C(firm)"
 BOUNDS = {"invest": (0.1, 10000.0), "value": (1.0, 50000.0), "capital": (0.1, 20000.0)}

@@ -1,7 +1,7 @@
 """A corpus of bad inputs: every one is refused with a dpmodels error naming
 the argument or variable, before the accountant is charged, before any row
 is counted and before any noise is drawn, and the caller's data is left as
-it was.  Each case runs through ``dpmodels.release`` and the four dp_*
+it was.  Each case runs through ``dpmodels.mechanisms.histogram`` and the four dp_*
 functions where it applies; no numpy, pandas or patsy exception may escape.
 """
 
@@ -19,9 +19,9 @@ import patsy  # noqa: F401  (the formula "y ~ patsy.center(x)" resolves it)
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError, DPModelsTypeError, ReleaseWarning
+from dpmodels.core.errors import DPModelsError, DPModelsTypeError, ReleaseWarning
 
-release_module = importlib.import_module("dpmodels.release")
+release_module = importlib.import_module("dpmodels.mechanisms.histogram")
 
 NAN, INF = float("nan"), float("inf")
 
@@ -407,7 +407,7 @@ def test_an_existing_release_with_another_epsilon_is_a_dpmodels_error():
 def test_error_classes():
     assert issubclass(DPModelsTypeError, DPModelsError)
     assert issubclass(DPModelsTypeError, TypeError) and issubclass(DPModelsTypeError, ValueError)
-    from dpmodels.errors import DomainTypeError
+    from dpmodels.core.errors import DomainTypeError
 
     assert issubclass(DomainTypeError, dpm.DomainError) and issubclass(DomainTypeError, TypeError)
 

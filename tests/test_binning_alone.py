@@ -15,7 +15,7 @@ import numpy as np
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
+from dpmodels.core.errors import ReleaseWarning
 
 from .benchmark_cases import load_benchmark
 
@@ -56,7 +56,7 @@ def test_each_variables_binning_is_carried_where_the_joint_refit_cancels():
                      axis=0) if inf.parts else inf.spread_se ** 2 + inf.bias ** 2
     # (+ the covariates' places in their bins, coefficient by coefficient)
     carried = spread2 + sum(v ** 2 for v in check.shifts) + check.diagonal
-    # (then widened for the response's rounding to its 5 bins: dpmodels.rounding)
+    # (then widened for the response's rounding to its 5 bins: dpmodels.inference.rounding)
     carried = np.diag(check.rounded(np.diag(carried), inf.params, np.ones(carried.size, bool)))
     np.testing.assert_allclose(inf.se ** 2, carried)
     lo, hi = res.conf_int().loc["disea"]

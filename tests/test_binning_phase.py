@@ -20,7 +20,7 @@ import pandas as pd
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.errors import NotPrivateWarning, ReleaseWarning
+from dpmodels.core.errors import NotPrivateWarning, ReleaseWarning
 
 from .benchmark_cases import load_benchmark
 

@@ -6,8 +6,8 @@ import patsy
 import pytest
 
 import dpmodels as dpm
-from dpmodels.bootstrap import CellDesign
-from dpmodels.representatives import Representer
+from dpmodels.inference.bootstrap import CellDesign
+from dpmodels.domain.representatives import Representer
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.budget import exact_parts, parts_fit, split_epsilon
+from dpmodels.core.budget import exact_parts, parts_fit, split_epsilon
 
 
 def _exact_sum(parts) -> Fraction:

@@ -1,4 +1,4 @@
-"""Squares released centred (`dpmodels.moments.centred_squares`): the Newton
+"""Squares released centred (`dpmodels.mechanisms.moments.centred_squares`): the Newton
 steps and the quantile steps release ``I(x ** 2)`` as ``(x - c)**2``, ``c``
 the midpoint of x's public range, and map the coefficients back exactly.
 
@@ -17,9 +17,9 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels import moments
-from dpmodels.moments import centred_squares, design_space
-from dpmodels.quantile_steps import release_quantile_steps
+from dpmodels.mechanisms import moments
+from dpmodels.mechanisms.moments import centred_squares, design_space
+from dpmodels.mechanisms.quantile_steps import release_quantile_steps
 
 from .benchmark_cases import load_benchmark
 

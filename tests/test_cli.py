@@ -1,4 +1,4 @@
-"""Tests for the ``dpmodels`` command (:mod:`dpmodels.cli`, run by :mod:`dpmodels.__main__`)."""
+"""Tests for the ``dpmodels`` command (:mod:`dpmodels.cli.commands`, run by :mod:`dpmodels.__main__`)."""
 
 import os
 import subprocess
@@ -140,7 +140,7 @@ def cli(*args, cwd):
 def files(tmp_path_factory):
     """A housing CSV and the same rows as Parquet, a filled schema, the frame."""
     d = tmp_path_factory.mktemp("cli")
-    df = dpmodels.datasets.housing(n=2000, seed=0)
+    df = dpmodels.front.datasets.housing(n=2000, seed=0)
     df["expensive"] = (df["price"] > 500_000).astype(int)
     df.to_csv(d / "houses.csv", index=False)
     df.to_parquet(d / "houses.parquet", index=False)
@@ -532,7 +532,7 @@ def test_demo_prints_no_warning_and_its_intervals_cover(capsys):
     import statsmodels.formula.api as smf
 
     import dpmodels as dpm
-    from dpmodels.cli import DEMO_BOUNDS, DEMO_FORMULA, DEMO_LEVELS, DEMO_METHOD
+    from dpmodels.cli.commands import DEMO_BOUNDS, DEMO_FORMULA, DEMO_LEVELS, DEMO_METHOD
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -20,7 +20,7 @@ import warnings
 import pytest
 
 import dpmodels
-from dpmodels.cli import ENGINES, main
+from dpmodels.cli.commands import ENGINES, main
 
 from .test_cli import REPO_ROOT
 
@@ -51,7 +51,7 @@ def spark(spark_session):
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli_engines")
-    df = dpmodels.datasets.housing(n=2000, seed=0)
+    df = dpmodels.front.datasets.housing(n=2000, seed=0)
     df.to_parquet(d / "houses.parquet", index=False)
     df.to_csv(d / "houses.csv", index=False)
     (d / "schema.toml").write_text(SCHEMA)
@@ -102,7 +102,7 @@ def test_a_missing_engine_package_is_refused_before_any_spend(folder):
     ledger = _ledger(folder, "ledger_missing.json")
     code = ("import sys, json\n"
             + "".join(f"sys.modules[{m!r}] = None\n" for _, m, _ in MISSING)
-            + "from dpmodels.cli import main\n"
+            + "from dpmodels.cli.commands import main\n"
             + "for engine in sys.argv[1:]:\n"
             + "    for cmd in (['fit', 'ols'], ['release']):\n"
             + f"        rc = main(cmd + [{OLS!r}, '--data', 'houses.parquet', '--schema',"

@@ -2,7 +2,7 @@
 
 Every release that reads a continuous variable with finite declared bounds
 spends ``CLIP_SHARE`` of its epsilon on a noisy count, per such variable, of
-the rows outside its bounds (`dpmodels.clipping`): the report carries it
+the rows outside its bounds (`dpmodels.data.clipping`): the report carries it
 (``report.outside_bounds``, a "Rows outside bounds" row, an "epsilon part"),
 and a `ClippingWarning` names every variable with a large noisy share outside.
 
@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels import registry
-from dpmodels.budget import parts_fit
-from dpmodels.clipping import (
+from dpmodels.front import registry
+from dpmodels.core.budget import parts_fit
+from dpmodels.data.clipping import (
     CLIP_SHARE,
     LARGE_SDS,
     LARGE_SHARE,
@@ -34,8 +34,8 @@ from dpmodels.clipping import (
     split_label,
     unit_epsilon,
 )
-from dpmodels.errors import ClippingWarning, ReleaseWarning
-from dpmodels.exact import discrete_laplace_variance
+from dpmodels.core.errors import ClippingWarning, ReleaseWarning
+from dpmodels.core.exact import discrete_laplace_variance
 
 FORMULA = "PCTAF ~ LOWINC + PTRATIO"
 TIGHT = {"PCTAF": (0.0, 30.0), "LOWINC": (0.0, 50.0), "PTRATIO": (5.0, 20.0)}
@@ -272,8 +272,8 @@ def test_audit_of_the_outside_counts():
     confidence bound of the loss of "every count >= k" never exceeds eps_c and
     comes close to it (a noise calibrated for sensitivity 1 instead of d would
     show a loss of 3 eps_c)."""
-    from dpmodels.clipping import release_outside
-    from dpmodels.randomness import random_source
+    from dpmodels.data.clipping import release_outside
+    from dpmodels.core.randomness import random_source
 
     from .audit_tools import loss_lower_bound
 

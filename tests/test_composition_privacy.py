@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import NotPrivateWarning, ReleaseWarning
+from dpmodels.core.errors import NotPrivateWarning, ReleaseWarning
 
 BOUNDS = {"x": (0.0, 10.0), "z": (0.0, 10.0)}
 LEVELS = {"yb": [0, 1], "yc": [0, 1, 2], "g": ["a", "b", "c"]}

@@ -19,10 +19,10 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
-from dpmodels.information import CONTAMINATION_LIMIT, level_contamination
-from dpmodels.mechanisms import discrete_laplace_sf
-from dpmodels.thresholds import auto_threshold
+from dpmodels.core.errors import ReleaseWarning
+from dpmodels.inference.information import CONTAMINATION_LIMIT, level_contamination
+from dpmodels.core.noise import discrete_laplace_sf
+from dpmodels.core.thresholds import auto_threshold
 
 FORMULA = "y ~ C(g) + x1 + x2 + x3"
 BOUNDS = {"x1": (0, 1), "x2": (0, 1), "x3": (0, 1)}
@@ -137,7 +137,7 @@ def test_the_hint_names_the_auto_threshold_only_when_it_cuts_higher():
 
 
 def test_coarse_columns_are_the_ones_that_vary_with_a_two_bin_variable():
-    from dpmodels.binning import coarse_columns
+    from dpmodels.inference.binning import coarse_columns
 
     rng = np.random.default_rng(4)
     n = 4000
@@ -175,7 +175,7 @@ def test_a_release_mostly_of_noise_rows_measures_nothing():
     0.0-0.3 against 1, and the intervals covered 25-42% of the time.  More
     noise rows than data: every coefficient gets an infinite interval and a
     warning saying why, before the fit's numbers can be read as findings."""
-    from dpmodels.information import RELEASE_CONTAMINATION_LIMIT, release_contamination
+    from dpmodels.inference.information import RELEASE_CONTAMINATION_LIMIT, release_contamination
 
     from .benchmark_cases import load_benchmark
 

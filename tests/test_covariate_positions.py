@@ -15,7 +15,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.binning import position_range
+from dpmodels.inference.binning import position_range
 
 N = 40_000
 SLOPE = 0.3

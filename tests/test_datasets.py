@@ -1,4 +1,4 @@
-"""Tests for :mod:`dpmodels.datasets`."""
+"""Tests for :mod:`dpmodels.front.datasets`."""
 
 import doctest
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 
-from dpmodels.datasets import WAGES_BOUNDS, housing, wages
+from dpmodels.front.datasets import WAGES_BOUNDS, housing, wages
 
 # Lei (2011), Table 1: non-private OLS of price ~ size + year + C(county).
 LEI_TABLE1 = {
@@ -111,7 +111,7 @@ def test_invalid_n(n):
 
 
 def test_docstring_examples():
-    import dpmodels.datasets as mod
+    import dpmodels.front.datasets as mod
 
     result = doctest.testmod(mod, verbose=False)
     assert result.attempted > 0

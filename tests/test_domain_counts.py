@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-import dpmodels.histogram as hist
-from dpmodels.domain import AUTO_BINS_C, AUTO_BINS_R, Axis, Domain, auto_bins, build_domain
+import dpmodels.data.counting as hist
+from dpmodels.domain.axes import AUTO_BINS_C, AUTO_BINS_R, Axis, Domain, auto_bins, build_domain
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS
 

@@ -14,7 +14,7 @@ import pytest
 import statsmodels.api as sm
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
+from dpmodels.core.errors import DPModelsError
 
 BOUNDS = {"y": (-5.0, 15.0), "x": (0.0, 10.0), "z": (0.0, 10.0)}
 

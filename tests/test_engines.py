@@ -26,14 +26,14 @@ import pytest
 from dask.distributed import Client, LocalCluster
 
 import dpmodels as dpm
-import dpmodels.histogram as hist
-from dpmodels.domain import Axis, Domain, build_domain
-from dpmodels.engines import source_for
-from dpmodels.engines.dask import DaskSource
-from dpmodels.engines.lazy import NarwhalsSource
-from dpmodels.mechanisms import discrete_laplace_sf
-from dpmodels.release import resolve_threshold
-from dpmodels.thresholds import (
+import dpmodels.data.counting as hist
+from dpmodels.domain.axes import Axis, Domain, build_domain
+from dpmodels.data.engines import source_for
+from dpmodels.data.engines.dask import DaskSource
+from dpmodels.data.engines.lazy import NarwhalsSource
+from dpmodels.core.noise import discrete_laplace_sf
+from dpmodels.mechanisms.histogram import resolve_threshold
+from dpmodels.core.thresholds import (
     AUTO_SPURIOUS_FRACTION,
     auto_threshold,
     enhanced_cut,

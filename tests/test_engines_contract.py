@@ -3,9 +3,9 @@ or refuses the data, and every pair that runs passes the neighbour property
 test (PRIVACY.md rule 5) and the bad-input corpus (rule 10).
 
 The table of pairs is generated from the registry, not listed here:
-:data:`dpmodels.registry.MECHANISMS` (each mechanism's families, its
+:data:`dpmodels.front.registry.MECHANISMS` (each mechanism's families, its
 ``method=`` or its route, and the engines it reads), over
-:data:`dpmodels.registry.ENGINES`.  A new method of a family, or an engine
+:data:`dpmodels.front.registry.ENGINES`.  A new method of a family, or an engine
 added to a release, is covered by these tests without a new test; a new
 route or release function needs an invoker below
 (``test_every_registered_release_is_reached`` says which).
@@ -54,10 +54,10 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.engines.dask import DaskSource
-from dpmodels.engines.lazy import NarwhalsSource
-from dpmodels.errors import DPModelsError
-from dpmodels.methods import (
+from dpmodels.data.engines.dask import DaskSource
+from dpmodels.data.engines.lazy import NarwhalsSource
+from dpmodels.core.errors import DPModelsError
+from dpmodels.front.methods import (
     ENGINES,
     FAMILY_METHODS,
     OTHER_RELEASES,
@@ -65,7 +65,7 @@ from dpmodels.methods import (
     RELEASES,
     ROUTED_METHODS,
 )
-from dpmodels.registry import MECHANISMS as REGISTRY
+from dpmodels.front.registry import MECHANISMS as REGISTRY
 
 from .test_bad_inputs import BOUNDS, CASES, FRAME, LEVELS, MODELS as ENTRY_MODELS, RESPONSE
 from .test_bad_inputs import _c as corpus_case
@@ -117,7 +117,7 @@ class Mechanism:
 
 
 def registry_mechanisms() -> list[Mechanism]:
-    """Every release path the registry declares (dpmodels.registry.MECHANISMS):
+    """Every release path the registry declares (dpmodels.front.registry.MECHANISMS):
     one per family a mechanism serves, named by its ``method=`` or, for a
     route without one, by the mechanism; one for a release function of its own."""
     out = []
@@ -567,8 +567,8 @@ class Guard:
 
 #: The functions that count rows, draw the histogram's noise, or read the values of
 #: rows for the moments-type releases: (module, name).
-GUARDED = (("dpmodels.histogram", "count_cells"), ("dpmodels.release", "noisy_threshold_sparse"),
-           ("dpmodels.release", "noisy_signed_dense"), ("dpmodels.moments", "published_frame"))
+GUARDED = (("dpmodels.data.counting", "count_cells"), ("dpmodels.mechanisms.histogram", "noisy_threshold_sparse"),
+           ("dpmodels.mechanisms.histogram", "noisy_signed_dense"), ("dpmodels.mechanisms.moments", "published_frame"))
 
 
 @pytest.fixture
@@ -697,7 +697,7 @@ def test_an_injected_engine_leak_is_caught(monkeypatch, convert):
     the declared int levels of a column the engine holds as floats (the
     column a missing value made float64 in pandas) puts the data's dtype in
     the published names on Polars only: the neighbour check flags it."""
-    from dpmodels.engines import lazy
+    from dpmodels.data.engines import lazy
 
     real = NarwhalsSource.count
 

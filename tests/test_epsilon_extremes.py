@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
+from dpmodels.core.errors import DPModelsError
 
 BOUNDS = {"y": (0.0, 10.0), "x": (0.0, 10.0), "z": (0.0, 10.0), "w": (0.0, 10.0)}
 LEVELS = {"yb": [0, 1], "g": ["a", "b", "c"]}

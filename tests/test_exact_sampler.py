@@ -1,4 +1,4 @@
-"""The exact sampler (dpmodels.exact) and the randomness source (PRIVACY.md
+"""The exact sampler (dpmodels.core.exact) and the randomness source (PRIVACY.md
 rules 1 and 7): the law in the far tail, unbounded support, agreement of the
 fast float64 path with the rigorous slow path draw by draw, the gaps that place
 the spurious cells, and the secure default.
@@ -19,11 +19,11 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-import dpmodels.exact as exact
-import dpmodels.randomness as randomness
-from dpmodels.budget import split_epsilon
-from dpmodels.clipping import CLIP_SHARE
-from dpmodels.exact import (
+import dpmodels.core.exact as exact
+import dpmodels.core.randomness as randomness
+from dpmodels.core.budget import split_epsilon
+from dpmodels.data.clipping import CLIP_SHARE
+from dpmodels.core.exact import (
     MIN_EPSILON,
     LogRate,
     bernoulli_positions,
@@ -31,8 +31,8 @@ from dpmodels.exact import (
     discrete_laplace_tail,
     geometric,
 )
-from dpmodels.mechanisms import noisy_threshold_sparse
-from dpmodels.randomness import SecureBits, SeededBits
+from dpmodels.core.noise import noisy_threshold_sparse
+from dpmodels.core.randomness import SecureBits, SeededBits
 
 from .audit_tools import ALPHA, chisquare_integers, conditional_probs, dl_sf
 
@@ -311,7 +311,7 @@ def test_no_cross_returns_and_encloses_at_a_large_epsilon(epsilon, k):
     mpmath at 400 digits where that can resolve it)."""
     import mpmath
 
-    from dpmodels.exact import LogRate
+    from dpmodels.core.exact import LogRate
 
     rate = LogRate.no_cross(epsilon, k)
     assert rate.lo <= rate.hi <= 0  # -0.0 when |log rho| < 5e-324 (issue 43, audit item 9)

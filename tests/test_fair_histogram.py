@@ -18,7 +18,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
+from dpmodels.core.errors import ReleaseWarning
 
 FORMULA = ("affair ~ C(rate_marriage) + C(religious) + age + np.log(yrs_married) + children"
            " + educ + C(occupation) + age:children")

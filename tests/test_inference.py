@@ -15,7 +15,7 @@ from scipy import stats
 
 import dpmodels as dpm
 from dpmodels.inference import DPInference, ReleaseSimulator
-from dpmodels.mechanisms import discrete_laplace_sf
+from dpmodels.core.noise import discrete_laplace_sf
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS, MIXED_BOUNDS, MIXED_LEVELS
 
@@ -111,7 +111,7 @@ def test_replicate_releases_follow_the_mechanism():
 
 
 def test_default_population_removes_spurious_cells_and_restores_hidden_mass():
-    """The deconvolved population (dpmodels.population) against the true counts: the
+    """The deconvolved population (dpmodels.mechanisms.population) against the true counts: the
     released cells' expected mass matches their true mass within the noise of their sum,
     the spurious cells (true count 0) lose almost all their released mass, the unreleased
     cells get some of the mass the threshold hid, and the cell-wise L1 error falls."""
@@ -170,7 +170,7 @@ def test_dp_is_the_default_and_drives_bse_tests_and_intervals(housing_small):
     assert inf.replicates.shape[0] == sum(p.n_ok for p in inf.parts)
     each = [np.diag(np.cov(p.replicates, rowvar=False)) + p.bias ** 2 for p in inf.parts]
     shifts2 = sum(shift ** 2 for shift in inf.binning.shifts) + inf.binning.diagonal
-    # (then widened for price's rounding to its bins: dpmodels.rounding)
+    # (then widened for price's rounding to its bins: dpmodels.inference.rounding)
     np.testing.assert_allclose(np.diag(inf.cov), _rounded(inf, np.max(each, axis=0) + shifts2))
     assert np.all(np.linalg.eigvalsh(inf.cov) > -1e-9 * np.abs(inf.cov).max())
     pick = np.argmax(each, axis=0)
@@ -357,7 +357,7 @@ def test_whole_number_bin_edges_get_a_note_naming_the_centred_bounds():
     """A count cut into unit bins with edges on whole numbers sits on the bins' left
     edges (a bias the coarsening check cannot see): the summary says so and names the
     bounds that centre the bins; centred bounds, wide bins and log scales get no note."""
-    from dpmodels.domain import Axis, whole_number_bins
+    from dpmodels.domain.axes import Axis, whole_number_bins
 
     assert whole_number_bins(Axis("v", "continuous", bounds=(0.0, 100.0), bins=100))
     assert whole_number_bins(Axis("v", "continuous", bounds=(0.0, 100.0), bins=50))
@@ -384,7 +384,7 @@ def test_an_unmeasured_error_is_no_information_never_nan(interval):
     whose replicates could not measure its error (a NaN variance, here a column
     of failed refits, or a single replicate) gets an infinite SE, an unbounded
     interval and p = 1, like an uninformative one; the others are untouched."""
-    from dpmodels.intervals import DPInference
+    from dpmodels.inference.intervals import DPInference
 
     rng = np.random.default_rng(0)
     reps = rng.normal([1.0, 2.0, 3.0], 0.1, size=(50, 3))

@@ -1,4 +1,4 @@
-"""Coefficients the release carries no information about (dpmodels.information):
+"""Coefficients the release carries no information about (dpmodels.inference.information):
 an infinite standard error, p = 1, an unbounded interval and a warning naming
 them, never a precise-looking significant estimate (issue 12).
 
@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
-from dpmodels.information import Z_INFO, column_information
+from dpmodels.core.errors import ReleaseWarning
+from dpmodels.inference.information import Z_INFO, column_information
 
 N = 20_000
 BOUNDS = {"y": (-5.0, 15.0), "x": (0.0, 10.0)}

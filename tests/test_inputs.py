@@ -61,7 +61,7 @@ def test_error_classes_are_value_errors():
 
 
 def test_undeclared_level_found_in_a_late_chunk_still_raises_before_noise(monkeypatch):
-    import dpmodels.histogram as hist
+    import dpmodels.data.counting as hist
 
     monkeypatch.setattr(hist, "CHUNK_ROWS", 100)
     df = pd.DataFrame({"y": np.zeros(1000), "g": ["a"] * 999 + ["b"]})

@@ -22,8 +22,8 @@ import pytest
 import statsmodels.api as sm
 
 import dpmodels as dpm
-import dpmodels.histogram as hist
-from dpmodels.domain import Axis, Domain, build_domain
+import dpmodels.data.counting as hist
+from dpmodels.domain.axes import Axis, Domain, build_domain
 
 INF = math.inf
 
@@ -216,8 +216,8 @@ def test_dtype_declaration_needs_categories():
 def test_bool_and_enum_declare_their_levels_by_type():
     import polars as pl
 
-    from dpmodels.domain import EnumType
-    from dpmodels.engines.lazy import pandas_like_dtype
+    from dpmodels.domain.axes import EnumType
+    from dpmodels.data.engines.lazy import pandas_like_dtype
 
     dom = build_domain(["b", "e"], {"b": np.dtype(bool), "e": EnumType(("q", "p"))}, n=10,
                        epsilon=1.0)
@@ -404,7 +404,7 @@ def test_string_columns_are_matched_once_per_value_with_the_same_answer(kind):
     # Axis.codes matches a column of strings once per distinct value (pd.factorize,
     # issue 28's speed): the codes, missing and undeclared masks must equal the value-by-
     # value match on every kind of column, including ones the fast path must hand back
-    from dpmodels.domain import Axis, _match_levels
+    from dpmodels.domain.axes import Axis, _match_levels
 
     rng = np.random.default_rng(3)
     pool = {"object": ["a", "b", "c", "zz", None, np.nan],

@@ -1,4 +1,4 @@
-"""Local differential privacy (:mod:`dpmodels.local`): the channels' exact laws,
+"""Local differential privacy (:mod:`dpmodels.mechanisms.local`): the channels' exact laws,
 the per-row privacy audit (PRIVACY.md rule 9: each row's report is epsilon-DP on its
 own), unbiased debiasing, the bootstrap's simulation of the channel, fits through the
 ``dp_*`` route, neighbours (rule 5), bad inputs and the budget (rules 6-8)."""
@@ -13,11 +13,11 @@ import pytest
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.errors import (BudgetExceededError, DomainError, DomainTooLargeError,
+from dpmodels.core.errors import (BudgetExceededError, DomainError, DomainTooLargeError,
                              DPModelsError, MissingValueError, NotPrivateWarning,
                              UndeclaredLevelError)
-from dpmodels.local import Channel, LocalRelease, project_to_counts, randomize
-from dpmodels.randomness import SeededBits
+from dpmodels.mechanisms.local import Channel, LocalRelease, project_to_counts, randomize
+from dpmodels.core.randomness import SeededBits
 
 from .audit_tools import ALPHA, loss_lower_bound, pooled_chisquare, tightness_margin
 

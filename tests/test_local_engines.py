@@ -3,7 +3,7 @@ on a Polars DataFrame or LazyFrame, a DuckDB relation, a Dask DataFrame and a
 PySpark DataFrame gives, with one seed, the pandas release of the same rows bit
 for bit - the k report counts, the report, the debiased estimate and the fits
 of the ``dp_*`` models on it - whatever the batches: each row draws from its
-own stream, keyed by its position (:mod:`dpmodels.streams`), and each batch
+own stream, keyed by its position (:mod:`dpmodels.core.streams`), and each batch
 sends back only its k counts.  Dask runs on a two-process cluster with
 partitions of unequal sizes, Spark on two partitions, Polars and DuckDB in
 batches of 300 rows (and once in two passes, past the rows kept in memory).
@@ -20,10 +20,10 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-import dpmodels.engines.lazy as lazy
-import dpmodels.local as local
-from dpmodels.errors import DPModelsError
-from dpmodels.randomness import SeededBits
+import dpmodels.data.engines.lazy as lazy
+import dpmodels.mechanisms.local as local
+from dpmodels.core.errors import DPModelsError
+from dpmodels.core.randomness import SeededBits
 
 from .test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 

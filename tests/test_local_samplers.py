@@ -1,6 +1,6 @@
-"""The row-aligned exact samplers of the local channels (dpmodels/local.py,
+"""The row-aligned exact samplers of the local channels (dpmodels/mechanisms/local.py,
 PRIVACY.md rules 1 and 9): each row's report comes from its own stream
-(:class:`dpmodels.streams.RowStreams`), so it depends on (key, position, cell)
+(:class:`dpmodels.core.streams.RowStreams`), so it depends on (key, position, cell)
 only, whatever the batches; and its law is the channel's, exactly.
 
 * The binary expansion of k-RR's keep probability ``p = e^eps / (e^eps + k - 1)``
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmodels.local import (
+from dpmodels.mechanisms.local import (
     Channel,
     _keep_probability,
     _oue_rate,
@@ -33,7 +33,7 @@ from dpmodels.local import (
     _row_uniform_below,
     _word_index,
 )
-from dpmodels.streams import RowStreams
+from dpmodels.core.streams import RowStreams
 
 from .audit_tools import ALPHA, pooled_chisquare
 

@@ -15,9 +15,9 @@ import statsmodels.formula.api as smf
 from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSeparationWarning
 
 import dpmodels as dpm
-from dpmodels.errors import SeparationError, SeparationWarning, SingularDesignError
+from dpmodels.core.errors import SeparationError, SeparationWarning, SingularDesignError
 from dpmodels.models.discrete import FreqLogit, separation_direction
-from dpmodels.api import dp_logit
+from dpmodels.front.api import dp_logit
 from dpmodels.models.logit import DPLogit
 
 from .conftest import HOUSING_LEVELS

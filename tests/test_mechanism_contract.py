@@ -1,6 +1,6 @@
 """One contract for every registered mechanism and model (issue 27).
 
-The suite is parametrized over the registry, :data:`dpmodels.registry.MECHANISMS`
+The suite is parametrized over the registry, :data:`dpmodels.front.registry.MECHANISMS`
 x each mechanism's families (one entry per mechanism that serves no family:
 the release functions of their own, ``select_features`` and
 ``smoothed_sample``).  Nothing here lists the mechanisms: the call that
@@ -72,9 +72,9 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels import registry
-from dpmodels.errors import DomainError, DPModelsError, UndeclaredLevelError
-from dpmodels.report import Release, ReleaseReport
+from dpmodels.front import registry
+from dpmodels.core.errors import DomainError, DPModelsError, UndeclaredLevelError
+from dpmodels.core.report import Release, ReleaseReport
 
 from .benchmark_cases import load_benchmark
 from .test_neighbours import NOISE_DRIVEN, _diff, mask
@@ -614,7 +614,7 @@ def _inf_exact_histogram(entry: Entry):
 
 
 def _inf_moments(entry: Entry):
-    """dpmodels/moments.py and docs/reporting.md: exact moments (no clipping, no
+    """dpmodels/mechanisms/moments.py and docs/reporting.md: exact moments (no clipping, no
     quantization): statsmodels' OLS and its classical standard errors, a
     continuous covariate and its log included."""
     model = _inf(entry, formula_of(entry.family))
@@ -625,7 +625,7 @@ def _inf_moments(entry: Entry):
 
 
 def _inf_noiseless_steps(entry: Entry):
-    """dpmodels/newton.py and quantile_steps.py (issue 43 part 5): the same
+    """dpmodels/mechanisms/newton.py and quantile_steps.py (issue 43 part 5): the same
     pipeline without its noise, NOT private: the report and the summary say
     which pipeline ran and that it is not statsmodels' fit (clipped, quantized,
     a few steps), and the estimate is close to statsmodels' on these rows."""
@@ -679,14 +679,14 @@ def _inf_projected(entry: Entry):
 
 
 def _inf_sample_aggregate(entry: Entry):
-    """dpmodels/sample_aggregate.py: "epsilon=inf publishes the exact average of the
+    """dpmodels/mechanisms/sample_aggregate.py: "epsilon=inf publishes the exact average of the
     blocks' estimates (failed blocks left out), without clamping or noise, and their
     exact sample variance": statsmodels on each block of the release's partition
     (a uniform permutation from the seeded source, as tests/test_sample_aggregate.py
     rebuilds it), averaged."""
-    from dpmodels.randomness import random_source
-    from dpmodels.sample_aggregate import row_order
-    from dpmodels.streams import RowStreams
+    from dpmodels.core.randomness import random_source
+    from dpmodels.mechanisms.sample_aggregate import row_order
+    from dpmodels.core.streams import RowStreams
 
     formula, blocks, seed = formula_of(entry.family), 4, 5
     model = _inf(entry, formula, blocks=blocks, bias_correction=None, random_state=seed)
@@ -728,7 +728,7 @@ def _greedy_first(target: str, candidates: list[str]) -> str:
 
 
 def _inf_select_features(entry: Entry):
-    """dpmodels/selection.py: "epsilon=inf: the selection is the non-private greedy
+    """dpmodels/mechanisms/selection.py: "epsilon=inf: the selection is the non-private greedy
     choice", flagged NOT PRIVATE (discrete candidates: the exact score)."""
     target, *cands = variables(exact_formula_of(None))
     sel = _inf(entry, exact_formula_of(None))

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pytest
 
-from dpmodels.mechanisms import (
+from dpmodels.core.noise import (
     discrete_laplace,
     discrete_laplace_pmf,
     discrete_laplace_sf,

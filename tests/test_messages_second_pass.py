@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError, UndeclaredLevelError, UnknownVariableError
+from dpmodels.core.errors import DPModelsError, UndeclaredLevelError, UnknownVariableError
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_a_transform_undefined_on_the_domain_is_refused_before_the_release():
     Before: statsmodels dropped those cells from the fit silently, then the
     bootstrap raised patsy's bare "factor contains missing values" after the
     budget was spent.  Now a DPModelsError names the term, before any charge."""
-    from dpmodels.errors import DPModelsError
+    from dpmodels.core.errors import DPModelsError
 
     rng = np.random.default_rng(1)
     df = pd.DataFrame({"popul": rng.lognormal(3, 1, 2000), "x": rng.uniform(0, 10, 2000)})
@@ -197,7 +197,7 @@ def test_load_release_names_a_misspelt_keyword(tmp_path):
 
 
 def test_the_suggestion_is_the_closest_name_or_the_list():
-    from dpmodels.keywords import refuse_keywords, suggestion
+    from dpmodels.core.keywords import refuse_keywords, suggestion
 
     assert suggestion("n_boots", ["n_boot", "cov_type", "random_state"]) == "n_boot"
     assert suggestion("colour", ["n_boot", "cov_type"]) is None
@@ -215,7 +215,7 @@ def test_the_binning_warning_names_the_bins_and_the_methods_that_remove_it():
     to binning." -- no value to try and no other release named."""
     import re
 
-    from dpmodels.cli import DEMO_BOUNDS, DEMO_FORMULA, DEMO_LEVELS
+    from dpmodels.cli.commands import DEMO_BOUNDS, DEMO_FORMULA, DEMO_LEVELS
 
     df = dpm.datasets.housing(n=20_000, seed=0)
 

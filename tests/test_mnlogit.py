@@ -14,9 +14,9 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.errors import SeparationError, SeparationWarning
+from dpmodels.core.errors import SeparationError, SeparationWarning
 from dpmodels.models.discrete import FreqMNLogit
-from dpmodels.api import dp_mnlogit
+from dpmodels.front.api import dp_mnlogit
 from dpmodels.models.mnlogit import DPMNLogit
 
 LEVELS = {"m": [0, 1, 2], "k": [1, 2, 3, 4], "g": ["a", "b", "c"], "ms": ["p", "q", "r"]}

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsTypeError
+from dpmodels.core.errors import DPModelsTypeError
 from dpmodels.models.moments_ols import DPMomentsOLS
 from dpmodels.models.newton_logit import DPNewtonLogit
 from dpmodels.models.newton_quantreg import DPNewtonQuantReg

@@ -1,5 +1,5 @@
-"""The noisy-moments release and dp_ols on it (dpmodels.moments,
-dpmodels.models.moments_ols, dpmodels.methods).
+"""The noisy-moments release and dp_ols on it (dpmodels.mechanisms.moments,
+dpmodels.models.moments_ols, dpmodels.front.methods).
 
 Exactness at epsilon = inf, the noise law of the released entries, the
 estimator's bootstrap coverage on a small fast version of the validity
@@ -19,9 +19,9 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError, NotPrivateWarning, ReleaseWarning
-from dpmodels.methods import choose_ols_method
-from dpmodels.moments import PrivateMoments, _RowPasses, published_frame, exact_statistics
+from dpmodels.core.errors import DPModelsError, NotPrivateWarning, ReleaseWarning
+from dpmodels.front.methods import choose_ols_method
+from dpmodels.mechanisms.moments import PrivateMoments, _RowPasses, published_frame, exact_statistics
 from dpmodels.models.moments_ols import DPMomentsOLS
 
 BOUNDS = {"x1": (1.0, 10.0), "x2": (-4.0, 4.0), "y": (-20.0, 20.0)}
@@ -317,7 +317,7 @@ def test_auto_leaves_a_grid_too_fine_for_the_threshold():
     thresholds (4) of rows per cell: the histogram would lose most rows, so "auto" takes the
     moments and says why; a coarser grid, another histogram option or an explicit method keep
     the histogram.  Public inputs only: the rows' values do not matter."""
-    from dpmodels.methods import SPARSE_GRID_RATIO
+    from dpmodels.front.methods import SPARSE_GRID_RATIO
 
     many = {"g": ["a", "b", "c"] + [f"l{i}" for i in range(9)]}
     df = _frame(n=2000)
@@ -456,8 +456,8 @@ def test_the_design_reads_a_published_categorical_by_its_codes_as_patsy_would(fo
     # of a 0.65 s moments release at 1e6 rows); the design must be patsy's, bit for bit
     import patsy
 
-    from dpmodels import formula as formula_module
-    from dpmodels import moments
+    from dpmodels.domain import formula as formula_module
+    from dpmodels.mechanisms import moments
 
     rng = np.random.default_rng(0)
     cats = {"g": ["a", "b", "c"], "h": ["u", "v"]}
@@ -486,8 +486,8 @@ def test_a_function_of_the_callers_named_c_is_left_to_patsy(monkeypatch):
     # (here one that reverses the levels) is evaluated as patsy would
     import patsy
 
-    from dpmodels import formula as formula_module
-    from dpmodels import moments
+    from dpmodels.domain import formula as formula_module
+    from dpmodels.mechanisms import moments
 
     def C(data, *args, **kwargs):  # noqa: N802 (the caller's name)
         return patsy.builtins.C(data, levels=list(reversed(pd.Categorical(data).categories)))
@@ -510,8 +510,8 @@ def test_an_in_process_engine_is_read_once_when_its_rows_are_small(monkeypatch):
     # engine is read once, not once per pass; beyond the rule every pass reads it again.
     # The release is the same either way, and the pandas release, bit for bit.
     duckdb = pytest.importorskip("duckdb")
-    from dpmodels import moments
-    from dpmodels.engines.lazy import NarwhalsSource
+    from dpmodels.mechanisms import moments
+    from dpmodels.data.engines.lazy import NarwhalsSource
 
     df = _frame(n=3000)
     f = "y ~ x1 + x2 + C(g)"

@@ -1,4 +1,4 @@
-"""Privacy tests of the noisy-moments release (:mod:`dpmodels.moments`): PRIVACY.md
+"""Privacy tests of the noisy-moments release (:mod:`dpmodels.mechanisms.moments`): PRIVACY.md
 rules 1, 5, 7, 8 and 9 for ``release_moments`` and ``dp_ols(..., method="moments")``.
 
 The release has three parts with a split epsilon (sequential composition): (1) noisy
@@ -64,14 +64,14 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpmodels as dpm
-import dpmodels.moments as moments
-from dpmodels.accountant import Accountant
-from dpmodels.clipping import CLIP_SHARE
-from dpmodels.domain import build_domain
-from dpmodels.errors import BudgetExceededError, DPModelsError, NotPrivateWarning
-from dpmodels.exact import discrete_laplace
-from dpmodels.formula import formula_variables
-from dpmodels.moments import (
+import dpmodels.mechanisms.moments as moments
+from dpmodels.core.accountant import Accountant
+from dpmodels.data.clipping import CLIP_SHARE
+from dpmodels.domain.axes import build_domain
+from dpmodels.core.errors import BudgetExceededError, DPModelsError, NotPrivateWarning
+from dpmodels.core.exact import discrete_laplace
+from dpmodels.domain.formula import formula_variables
+from dpmodels.mechanisms.moments import (
     _LOCATION_BINS,
     _GRID_BINS,
     published_frame,
@@ -82,7 +82,7 @@ from dpmodels.moments import (
     moments_sensitivity,
     release_moments,
 )
-from dpmodels.randomness import SecureBits
+from dpmodels.core.randomness import SecureBits
 
 from .audit_tools import format_audit, privacy_audit, tightness_margin
 from .test_neighbours import mask
@@ -567,7 +567,7 @@ def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, formula, epsilon
     split = mom.report.split
     parts = [e for _, e in split]
     # the moments' three parts, then the noisy counts of rows outside the bounds (issue 43:
-    # CLIP_SHARE of epsilon, their noise drawn by dpmodels.clipping, tests/test_clipped_rows.py)
+    # CLIP_SHARE of epsilon, their noise drawn by dpmodels.data.clipping, tests/test_clipped_rows.py)
     assert len(parts) == 4 and all(e > 0 for e in parts)
     assert split[3][0].startswith("rows outside bounds")
     assert math.isclose(parts[3], CLIP_SHARE * epsilon, rel_tol=1e-12)

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.formula import formula_namespace
+from dpmodels.domain.formula import formula_namespace
 
 BOUNDS = {v: (0.0, 10.0) for v in ("y", "x", "z", "w")}
 LEVELS = {"g": ["a", "b", "c"], "yb": [0, 1], "yc": [0, 1, 2]}

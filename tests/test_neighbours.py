@@ -280,7 +280,7 @@ def formula_release_metadata(build) -> dict:
     """Everything a one-formula release (Newton steps, quantile steps) and its
     fit publish, numbers masked: ``build()`` returns ``(model, fit)``, ``fit()``
     the results (a degenerate release's refusal is recorded as such)."""
-    from dpmodels.errors import DPModelsError
+    from dpmodels.core.errors import DPModelsError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,4 +1,4 @@
-"""dp_logit by noisy Newton steps (dpmodels.newton, dpmodels.models.newton_logit).
+"""dp_logit by noisy Newton steps (dpmodels.mechanisms.newton, dpmodels.models.newton_logit).
 
 The sensitivity of a step's statistics against adversarial rows, the
 estimate at a large epsilon against statsmodels, the bootstrap's coverage on
@@ -16,13 +16,13 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.domain import build_domain
-from dpmodels.errors import DomainError, DPModelsError
-from dpmodels.methods import choose_logit_method
-from dpmodels.moments import published_frame, design_space
+from dpmodels.domain.axes import build_domain
+from dpmodels.core.errors import DomainError, DPModelsError
+from dpmodels.front.methods import choose_logit_method
+from dpmodels.mechanisms.moments import published_frame, design_space
 from dpmodels.models.newton_logit import DPNewtonLogit
-from dpmodels.moments import _RowPasses
-from dpmodels.newton import binary_response, _step_statistics
+from dpmodels.mechanisms.moments import _RowPasses
+from dpmodels.mechanisms.newton import binary_response, _step_statistics
 
 COLS = ["a", "b", "c"]
 BOUNDS = {v: (-4.0, 4.0) for v in COLS}

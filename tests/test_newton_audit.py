@@ -1,5 +1,5 @@
-"""Empirical privacy audits of one Newton logit step (:mod:`dpmodels.newton`), one
-quantile step and the level counts (:mod:`dpmodels.quantile_steps`).
+"""Empirical privacy audits of one Newton logit step (:mod:`dpmodels.mechanisms.newton`), one
+quantile step and the level counts (:mod:`dpmodels.mechanisms.quantile_steps`).
 
 Modelled on the audit of the moments release's part 3 (tests/test_moments_privacy.py,
 section 3), with the same estimator (:mod:`tests.audit_tools`).  Each stage is
@@ -132,14 +132,14 @@ import patsy
 import pytest
 from scipy import stats
 
-import dpmodels.quantile_steps as quantile_steps
-from dpmodels.domain import build_domain
-from dpmodels.exact import discrete_laplace
-from dpmodels.moments import _NO_NA, _Passes, published_frame, _RowPasses, unit_epsilon, \
+import dpmodels.mechanisms.quantile_steps as quantile_steps
+from dpmodels.domain.axes import build_domain
+from dpmodels.core.exact import discrete_laplace
+from dpmodels.mechanisms.moments import _NO_NA, _Passes, published_frame, _RowPasses, unit_epsilon, \
     clipped_rows, design_space
-from dpmodels.newton import MAX_STEP, binary_response, _decode, step_scale, \
+from dpmodels.mechanisms.newton import MAX_STEP, binary_response, _decode, step_scale, \
     _step_statistics, noisy_step
-from dpmodels.quantile_steps import LEVEL_SHARE, _level_counts, _score_statistics, \
+from dpmodels.mechanisms.quantile_steps import LEVEL_SHARE, _level_counts, _score_statistics, \
     level_sensitivity, release_quantile_steps, score_sensitivity, score_step
 
 from .audit_tools import AuditResult, LossBound, format_audit, loss_lower_bound, \

@@ -21,7 +21,7 @@ import pytest
 import statsmodels.api as sm
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
+from dpmodels.core.errors import ReleaseWarning
 from dpmodels.models.moments_ols import check_noisy_rows
 
 ANES_FORMULA = "vote ~ selfLR + age + educ + income + TVnews + np.log(popul + 0.1)"

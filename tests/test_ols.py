@@ -13,7 +13,7 @@ import statsmodels.formula.api as smf
 
 import dpmodels as dpm
 from dpmodels.models.linear import FreqWLS
-from dpmodels.weighted_stats import weighted_jarque_bera, weighted_omni_normtest
+from dpmodels.core.weighted_stats import weighted_jarque_bera, weighted_omni_normtest
 from statsmodels.stats.stattools import jarque_bera, omni_normtest
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS, MIXED_BOUNDS, MIXED_LEVELS

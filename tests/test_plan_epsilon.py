@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
-from dpmodels.methods import choose_logit_method
+from dpmodels.core.errors import DPModelsError
+from dpmodels.front.methods import choose_logit_method
 
 BOUNDS = {v: (-3, 3) for v in "abcd"} | {"yc": (-10, 10)}
 LEVELS = {"y": [0, 1]}
@@ -151,7 +151,7 @@ def test_a_misspelt_plan_epsilon_gets_a_did_you_mean():
 def test_a_noiseless_newton_release_saves_and_loads_as_not_private(tmp_path):
     """A Newton-type release at epsilon = inf is saved and loaded as what it is
     (NOT private: epsilon inf, no split, no noise), and fits the same."""
-    from dpmodels.saved import load_release
+    from dpmodels.front.saved import load_release
 
     df = _frame(3_000)
     for fn, formula in ((dpm.dp_logit, "y ~ a + b + c"), (dpm.dp_quantreg, "yc ~ a + b + c")):

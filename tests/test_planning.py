@@ -1,4 +1,4 @@
-"""Planning (dpmodels.planning): `dpm.plan` and `Plan`.
+"""Planning (dpmodels.front.planning): `dpm.plan` and `Plan`.
 
 The plans are small (n = 2,000, a few data sets) but real: every simulated
 release and fit is the dp_* function's own, every non-private fit is
@@ -23,8 +23,8 @@ import pytest  # noqa: E402
 import statsmodels.formula.api as smf  # noqa: E402
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels.errors import DPModelsError  # noqa: E402
-from dpmodels.planning import (  # noqa: E402
+from dpmodels.core.errors import DPModelsError  # noqa: E402
+from dpmodels.front.planning import (  # noqa: E402
     MAX_LINES_PER_PANEL,
     TABLE_COLUMNS,
     Plan,
@@ -324,7 +324,7 @@ def test_methods_side_by_side(three_methods):
 
 
 def test_the_text_of_several_methods_fits_a_terminal(three_methods):
-    from dpmodels.planning import TEXT_WIDTH, _text
+    from dpmodels.front.planning import TEXT_WIDTH, _text
 
     p = three_methods
     wide = p.pivot("rmse")

@@ -1,4 +1,4 @@
-"""Figures (dpmodels.plots); the plan's are in tests/test_planning.py.
+"""Figures (dpmodels.output.plots); the plan's are in tests/test_planning.py.
 
 Every figure is rendered for real (Agg backend) to a PNG, and its content is
 read back from the matplotlib artists: axes, labels, tick labels, the bars'
@@ -23,8 +23,8 @@ import pytest  # noqa: E402
 import statsmodels.formula.api as smf  # noqa: E402
 
 import dpmodels as dpm  # noqa: E402
-from dpmodels.errors import DPModelsError, UnknownVariableError  # noqa: E402
-from dpmodels.plots import (  # noqa: E402
+from dpmodels.core.errors import DPModelsError, UnknownVariableError  # noqa: E402
+from dpmodels.output.plots import (  # noqa: E402
     MAX_PANELS_PER_ROW,
     overlapping_tick_labels,
     readable_tick_labels,
@@ -634,7 +634,7 @@ def test_coefficients_on_very_different_scales_get_their_own_rows(tmp_path):
     collapsed to a dot beside a large intercept.  scale="auto" gives each
     coefficient its own row and x range when their extents differ more than
     OWN_SCALE_RATIO-fold; "shared" keeps one axis; a bad value is refused."""
-    from dpmodels.plots import OWN_SCALE_RATIO
+    from dpmodels.output.plots import OWN_SCALE_RATIO
 
     rng = np.random.default_rng(2)
     df = pd.DataFrame({"x": rng.uniform(0, 1e4, 4000)})  # e.g. income in dollars

@@ -1,6 +1,6 @@
 """The empirical privacy audit of PRIVACY.md ("How we check it").
 
-``dpmodels.release`` is run R times on each of two neighbouring data sets
+``dpmodels.mechanisms.histogram`` is run R times on each of two neighbouring data sets
 (same n, one row replaced) that differ in the worst places:
 
 (i)  a row of a busy cell moved into an otherwise empty cell
@@ -57,12 +57,12 @@ import pytest
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.budget import split_epsilon
-from dpmodels.clipping import CLIP_SHARE
-from dpmodels.domain import build_domain
-from dpmodels.histogram import count_cells
-from dpmodels.mechanisms import NoisyCells, discrete_laplace, make_rng, noisy_threshold_sparse
-from dpmodels.release import DEFAULT_A, resolve_threshold
+from dpmodels.core.budget import split_epsilon
+from dpmodels.data.clipping import CLIP_SHARE
+from dpmodels.domain.axes import build_domain
+from dpmodels.data.counting import count_cells
+from dpmodels.core.noise import NoisyCells, discrete_laplace, make_rng, noisy_threshold_sparse
+from dpmodels.mechanisms.histogram import DEFAULT_A, resolve_threshold
 
 from .audit_tools import (
     ABSENT,
@@ -75,7 +75,7 @@ from .audit_tools import (
 EPS = 1.0
 #: The histogram cells' part of EPS: every scenario has a bounded continuous variable, so
 #: a release spends CLIP_SHARE of EPS on the noisy counts of rows outside the bounds
-#: (dpmodels.clipping, audited in tests/test_clipped_rows.py) and the cells the rest; the
+#: (dpmodels.data.clipping, audited in tests/test_clipped_rows.py) and the cells the rest; the
 #: cells' events are audited against their part.
 EPS_CELLS = split_epsilon(EPS, [CLIP_SHARE, None])[1]
 #: Repetitions per data set.  One release of a 10-row frame takes ~0.6-0.8 ms,
@@ -427,7 +427,7 @@ def correct_audit(request):
                            seed_base=1_000_000 * (1 + list(ALL_SCENARIOS).index(request.param)),
                            family_alpha=FAMILY_ALPHA)
     result = _attach_theory(result, probs)
-    print("\n" + format_audit(f"dpmodels.release, scenario {request.param}", result, EPS))
+    print("\n" + format_audit(f"dpmodels.mechanisms.histogram, scenario {request.param}", result, EPS))
     return request.param, result
 
 

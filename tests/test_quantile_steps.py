@@ -1,4 +1,4 @@
-"""dp_quantreg by noisy Newton steps of the check loss (dpmodels.quantile_steps,
+"""dp_quantreg by noisy Newton steps of the check loss (dpmodels.mechanisms.quantile_steps,
 dpmodels.models.newton_quantreg).
 
 The sensitivity of every stage's integer statistics against adversarial
@@ -21,14 +21,14 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.domain import build_domain
-from dpmodels.errors import DomainError, DPModelsError
-from dpmodels.methods import choose_quantreg_method
+from dpmodels.domain.axes import build_domain
+from dpmodels.core.errors import DomainError, DPModelsError
+from dpmodels.front.methods import choose_quantreg_method
 from dpmodels.models.newton_quantreg import DPNewtonQuantReg
 from dpmodels.models.quantreg import DPQuantReg
-from dpmodels.moments import _NO_NA, _RowPasses, design_space, published_frame
-from dpmodels.newton import _step_statistics, step_scale
-from dpmodels.quantile_steps import (
+from dpmodels.mechanisms.moments import _NO_NA, _RowPasses, design_space, published_frame
+from dpmodels.mechanisms.newton import _step_statistics, step_scale
+from dpmodels.mechanisms.quantile_steps import (
     QUANTILE_STEP_SHARES,
     PrivateQuantileSteps,
     _level_counts,
@@ -161,7 +161,7 @@ def test_a_quantile_step_changes_by_at_most_its_sensitivity(neighbours, radius):
 
 @pytest.mark.parametrize("radius", [1.0, 2.5, 40.0])
 def test_the_least_squares_step_changes_by_at_most_its_sensitivity(neighbours, radius):
-    """The least-squares step is a Newton step of :mod:`dpmodels.newton` with
+    """The least-squares step is a Newton step of :mod:`dpmodels.mechanisms.newton` with
     weights 1 and residuals y~ - x~'b: its integers (information and
     weighted score) move by at most ``step_scale``'s Delta."""
     rng = np.random.default_rng(1)

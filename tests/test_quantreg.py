@@ -19,8 +19,8 @@ from statsmodels.regression.quantile_regression import QuantReg, hall_sheather, 
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning
-from dpmodels.api import dp_quantreg
+from dpmodels.core.errors import ReleaseWarning
+from dpmodels.front.api import dp_quantreg
 from dpmodels.models.quantreg import DPQuantReg, FreqQuantReg
 
 from .conftest import HOUSING_BOUNDS, HOUSING_FORMULA, HOUSING_LEVELS, MIXED_BOUNDS, MIXED_LEVELS

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DomainError, DPModelsError
+from dpmodels.core.errors import DomainError, DPModelsError
 
 BOUNDS = {"y": (0.0, 10.0), "x": (0.0, 10.0), "z": (0.0, 10.0)}
 

@@ -9,7 +9,7 @@ import pkgutil
 
 
 import dpmodels as dpm
-from dpmodels.report import ReleaseReport
+from dpmodels.core.report import ReleaseReport
 
 
 EPSILON = 2.0

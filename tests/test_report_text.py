@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dpmodels.report import MomentsReport, noisy_count_text
+from dpmodels.core.report import MomentsReport, noisy_count_text
 
 
 def _report(clipped: float, noisy: float) -> MomentsReport:

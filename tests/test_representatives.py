@@ -1,4 +1,4 @@
-"""dpmodels.representatives: the points that stand for each released cell.
+"""dpmodels.domain.representatives: the points that stand for each released cell.
 
 Each test pins a statistical property: the points reproduce the moments
 they are built from, every cell keeps its count, the shift is exact for a
@@ -18,10 +18,10 @@ import statsmodels.formula.api as smf
 from scipy import integrate, stats
 
 import dpmodels as dpm
-from dpmodels.domain import Axis, Domain
-from dpmodels.errors import NotPrivateWarning
-from dpmodels.mechanisms import discrete_laplace_pmf, discrete_laplace_sf
-from dpmodels.representatives import (
+from dpmodels.domain.axes import Axis, Domain
+from dpmodels.core.errors import NotPrivateWarning
+from dpmodels.core.noise import discrete_laplace_pmf, discrete_laplace_sf
+from dpmodels.domain.representatives import (
     BETA_MIN_BINS,
     DEFAULT_REPRESENTATIVES,
     REPRESENTATIVES,
@@ -415,7 +415,7 @@ def test_cell_design_expands_cells_into_points_with_their_shares(housing_small):
 
 
 def test_extended_refits_have_the_regression_estimators_law():
-    from dpmodels.bootstrap import _extend_refits
+    from dpmodels.inference.bootstrap import _extend_refits
 
     rng = np.random.default_rng(5)
     B, R = 4000, 400
@@ -477,7 +477,7 @@ def test_n_refit_must_be_a_non_negative_int(bad, housing_small):
 
 
 def test_grid_tables_are_the_basis_at_the_cells_points():
-    from dpmodels.representatives import _basis, _grid_tables
+    from dpmodels.domain.representatives import _basis, _grid_tables
 
     for sizes in ((5, 4), (9, 8), (3, 3, 3), (12,)):
         basis = _basis(sizes, density_family(sizes))
@@ -537,7 +537,7 @@ def test_groups_fitted_side_by_side_match_plain_fits_of_each_group():
     # the fit runs all groups at once (their cells concatenated, sums per group, each
     # group with its own step halving and stopping); a group's result is that of a
     # plain fit of the group alone, to the last bit
-    from dpmodels.representatives import _basis, _Cells, _poisson_fit
+    from dpmodels.domain.representatives import _basis, _Cells, _poisson_fit
 
     rng = np.random.default_rng(3)
     sizes = (9, 8)
@@ -595,7 +595,7 @@ def test_censored_means_by_group_and_from_the_memo_are_those_of_separate_calls()
 def test_one_step_fits_read_off_the_start_are_the_fits_computed_afresh(monkeypatch):
     import dataclasses
 
-    import dpmodels.representatives as reps
+    import dpmodels.domain.representatives as reps
 
     rng = np.random.default_rng(5)
     dom = _grid_domain(9, 8, levels=["a", "b", "c"])
@@ -626,7 +626,7 @@ def test_one_step_fits_read_off_the_start_are_the_fits_computed_afresh(monkeypat
 
 
 def test_cell_moments_are_the_quadrature_moments_of_the_density():
-    from dpmodels.representatives import _basis, _cell_moments
+    from dpmodels.domain.representatives import _basis, _cell_moments
 
     rng = np.random.default_rng(6)
     for sizes in ((9, 8), (3, 4, 5), (12,)):

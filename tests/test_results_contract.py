@@ -1,6 +1,6 @@
 """The results contract (issue 43): for every (mechanism, family) of the
 registry, every public name of ``dir(results)`` is declared in
-`dpmodels.dp_results.CONTRACTS` as an honest function of the release
+`dpmodels.inference.dp_results.CONTRACTS` as an honest function of the release
 ("release"), statsmodels' own ("statsmodels"), or refused with a message
 naming the dp alternative.  The entries and their fits are those of
 tests/test_mechanism_contract.py (derived from the registry, not listed
@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.dp_results import (
+from dpmodels.inference.dp_results import (
     CONTRACTS,
     RELEASE,
     STATSMODELS,
@@ -32,7 +32,7 @@ from dpmodels.dp_results import (
     ResultsRefusedError,
     results_contract,
 )
-from dpmodels.errors import DPModelsError
+from dpmodels.core.errors import DPModelsError
 
 from .test_mechanism_contract import FAMILY_ENTRIES, built
 
@@ -80,7 +80,7 @@ def test_every_public_name_is_classified(entry):
     names |= set(_public(res))
     missing = sorted(n for n in names if n not in contract)
     assert not missing, (
-        f"{entry.id} ({cls}): public names not classified in dpmodels.dp_results.CONTRACTS "
+        f"{entry.id} ({cls}): public names not classified in dpmodels.inference.dp_results.CONTRACTS "
         f"(release / statsmodels / Refusal): {missing}")
     for name, how in contract.items():
         assert how in (RELEASE, STATSMODELS) or isinstance(how, Refusal), (entry.id, name)
@@ -238,7 +238,7 @@ def test_release_plot_without_arguments_plots_every_variable():
 
 
 def test_a_release_handed_to_a_family_it_does_not_serve_names_the_one_it_does():
-    from dpmodels.quantile_steps import release_quantile_steps
+    from dpmodels.mechanisms.quantile_steps import release_quantile_steps
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"x": rng.uniform(0, 1, 2000)})

@@ -1,5 +1,5 @@
 """Least squares on a coarsely binned response (issue 26, eighth pass;
-``dpmodels.rounding``).
+``dpmodels.inference.rounding``).
 
 With the histogram named, the synthetic grid's cont5 at n = 2e3, epsilon 1
 cuts y into 3 bins over a range 13 of its SDs wide: 87% of the released mass
@@ -18,8 +18,8 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.errors import NotPrivateWarning, ReleaseWarning
-from dpmodels.rounding import fit_binned_normal, response_rounding, slope_factor
+from dpmodels.core.errors import NotPrivateWarning, ReleaseWarning
+from dpmodels.inference.rounding import fit_binned_normal, response_rounding, slope_factor
 
 
 from .benchmark_cases import load_benchmark

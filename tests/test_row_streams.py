@@ -1,4 +1,4 @@
-"""Per-row streams (dpmodels.streams) and the row positions every engine hands
+"""Per-row streams (dpmodels.core.streams) and the row positions every engine hands
 to a row pass (``Source.map_partitions(..., positions=True)``): the two
 pieces that make a row-by-row randomization or a block assignment the same
 release whatever the engine's batches are."""
@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from dpmodels.engines import source_for
-from dpmodels.randomness import SecureBits
-from dpmodels.streams import RowStreams
+from dpmodels.data.engines import source_for
+from dpmodels.core.randomness import SecureBits
+from dpmodels.core.streams import RowStreams
 
 from .test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 

@@ -21,8 +21,8 @@ import pytest
 import pandas as pd
 
 import dpmodels as dpm
-from dpmodels import sample_aggregate as sa
-from dpmodels.errors import ReleaseWarning
+from dpmodels.mechanisms import sample_aggregate as sa
+from dpmodels.core.errors import ReleaseWarning
 
 
 def _rare_level_frame(n: int = 6000) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
+from dpmodels.core.errors import DPModelsError
 
 
 @pytest.fixture(scope="module")

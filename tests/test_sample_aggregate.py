@@ -1,4 +1,4 @@
-"""Sample-and-aggregate (dpmodels.sample_aggregate, method="sample-aggregate").
+"""Sample-and-aggregate (dpmodels.mechanisms.sample_aggregate, method="sample-aggregate").
 
 1. exactness: epsilon=inf is the average of statsmodels' fits on the blocks
    of the release's own partition, for all four families;
@@ -28,12 +28,12 @@ import statsmodels.api as sm
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels import sample_aggregate as sa
-from dpmodels.clipping import CLIP_SHARE
-from dpmodels.errors import DPModelsError
-from dpmodels.exact import discrete_laplace
-from dpmodels.randomness import SeededBits
-from dpmodels.streams import RowStreams
+from dpmodels.mechanisms import sample_aggregate as sa
+from dpmodels.data.clipping import CLIP_SHARE
+from dpmodels.core.errors import DPModelsError
+from dpmodels.core.exact import discrete_laplace
+from dpmodels.core.randomness import SeededBits
+from dpmodels.core.streams import RowStreams
 
 from .audit_tools import format_audit, privacy_audit, tightness_margin
 
@@ -156,7 +156,7 @@ def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, case):
     exponential mechanisms of sensitivity 1, at a k large enough for it), with
     too few blocks for it (the public default range, its share to the mean),
     and with public param_bounds."""
-    import dpmodels.selection as selection
+    import dpmodels.mechanisms.selection as selection
 
     calls, choices = [], []
     real, real_choice = sa.discrete_laplace, selection.exponential_choice
@@ -187,7 +187,7 @@ def test_split_adds_up_and_matches_the_noise_drawn(monkeypatch, case):
     assert len(rel.names) == p
     assert math.isclose(math.fsum(e for _, e in rel.report.split), eps, rel_tol=1e-12)
     # the noisy counts of rows outside the bounds take their share (issue 43; their
-    # noise is dpmodels.clipping's, checked in tests/test_clipped_rows.py); the rest:
+    # noise is dpmodels.data.clipping's, checked in tests/test_clipped_rows.py); the rest:
     clip = [e for label, e in rel.report.split if label.startswith("rows outside bounds")]
     assert len(clip) == 1 and math.isclose(clip[0], CLIP_SHARE * eps, rel_tol=1e-12)
     split = tuple((label, e) for label, e in rel.report.split

@@ -1,5 +1,5 @@
 """method="sample-aggregate" on every engine (issue 28): the blocks are
-assigned by the rows' words under the release's key (dpmodels.streams) and
+assigned by the rows' words under the release's key (dpmodels.core.streams) and
 fitted where the data live, and with one seed every engine publishes the
 pandas release bit for bit.
 
@@ -30,9 +30,9 @@ import polars as pl
 import pytest
 
 import dpmodels as dpm
-from dpmodels import sample_aggregate as sa
-from dpmodels.engines import lazy
-from dpmodels.streams import RowStreams
+from dpmodels.mechanisms import sample_aggregate as sa
+from dpmodels.data.engines import lazy
+from dpmodels.core.streams import RowStreams
 
 from .test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 

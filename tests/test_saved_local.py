@@ -1,5 +1,5 @@
-"""Saved local releases (release_type "local", dpmodels/saved.py): a
-:class:`~dpmodels.local.LocalRelease` of every channel round-trips exactly
+"""Saved local releases (release_type "local", dpmodels/front/saved.py): a
+:class:`~dpmodels.mechanisms.local.LocalRelease` of every channel round-trips exactly
 (plain and gzip, also through its histogram), fits on it are bit-identical, the
 file holds only the public release (PRIVACY.md rules 5 and 10), and corrupted
 files are refused naming the key."""
@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
-from dpmodels.local import Channel, LocalHistogram, LocalRelease, randomize
-from dpmodels.saved import FORMAT, FORMAT_VERSION, SavedReleaseError, save_release
+from dpmodels.core.errors import DPModelsError
+from dpmodels.mechanisms.local import Channel, LocalHistogram, LocalRelease, randomize
+from dpmodels.front.saved import FORMAT, FORMAT_VERSION, SavedReleaseError, save_release
 
 from .test_saved_release import _drop, _set  # the file edits of the refusal tests
 
@@ -317,7 +317,7 @@ def test_old_files_still_load_and_a_newer_minor_version_too(local, tmp_path):
 
 def test_channel_choose_names_are_all_readable():
     """Every channel Channel.choose can make is one the reader knows."""
-    from dpmodels.saved import _LOCAL_CHANNELS
+    from dpmodels.front.saved import _LOCAL_CHANNELS
 
     made = {Channel.choose(4, 1.0).name, Channel.choose(400, 1.0).name,
             Channel.choose(4, math.inf).name, Channel.choose(4, 1.0, "oue").name}

@@ -1,4 +1,4 @@
-"""Saved releases (dpmodels/saved.py): round trips that give bit-identical
+"""Saved releases (dpmodels/front/saved.py): round trips that give bit-identical
 fits, the format's keys and versioning, refusals of inconsistent files, and
 that a saved file holds nothing but the public release (PRIVACY.md rule 5)."""
 
@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
-from dpmodels.saved import FORMAT, FORMAT_VERSION, SavedReleaseError
+from dpmodels.core.errors import DPModelsError
+from dpmodels.front.saved import FORMAT, FORMAT_VERSION, SavedReleaseError
 
 #: A raw value no bound, level or released number can equal: it must never reach a file.
 SENTINEL = 987654.3125

@@ -10,9 +10,9 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.domain import Axis, build_domain
-from dpmodels.formula import formula_variables
-from dpmodels.histogram import count_cells, count_cells_reference
+from dpmodels.domain.axes import Axis, build_domain
+from dpmodels.domain.formula import formula_variables
+from dpmodels.data.counting import count_cells, count_cells_reference
 
 NS = {"np": np}
 
@@ -137,7 +137,7 @@ def test_a_fit_transforming_a_variable_the_release_binned_linearly_warns():
     bins and what to release instead; the release made with the formula does not."""
     import warnings
 
-    from dpmodels.errors import ReleaseWarning
+    from dpmodels.core.errors import ReleaseWarning
 
     rng = np.random.default_rng(3)
     n = 4_000

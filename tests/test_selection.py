@@ -1,4 +1,4 @@
-"""Private feature selection (PRIVATEKD, :mod:`dpmodels.selection`) and the
+"""Private feature selection (PRIVATEKD, :mod:`dpmodels.mechanisms.selection`) and the
 projected-histogram models (``dp_logit`` / ``dp_mnlogit`` with ``select=``,
 :mod:`dpmodels.models.projected`).
 
@@ -39,10 +39,10 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpmodels as dpm
-from dpmodels.clipping import CLIP_SHARE
+from dpmodels.data.clipping import CLIP_SHARE
 from dpmodels.models.projected import ProjectedReport, restrict_formula
-from dpmodels.randomness import random_source
-from dpmodels.selection import (
+from dpmodels.core.randomness import random_source
+from dpmodels.mechanisms.selection import (
     _all_undiscerned,
     estimate_gamma,
     estimate_k,
@@ -522,8 +522,8 @@ def test_private_kd_on_counted_cells_chooses_as_on_the_rows(seed):
     # issue 28: an engine counts the distinct cells where the data live; PRIVATEKD on
     # those cells, each weighted by its count, scores the same integer pair counts, so
     # with the same bits it makes the same choices as on the rows themselves
-    from dpmodels.randomness import random_source
-    from dpmodels.selection import private_kd
+    from dpmodels.core.randomness import random_source
+    from dpmodels.mechanisms.selection import private_kd
 
     rng = np.random.default_rng(seed)
     n, sizes, q = 3000, [3, 5, 2, 4, 6], 3

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.errors import ReleaseWarning, SeparationWarning
-from dpmodels.intervals import DPInference
+from dpmodels.core.errors import ReleaseWarning, SeparationWarning
+from dpmodels.inference.intervals import DPInference
 
 # the benchmark's anes96_mnlogit case (benchmarks/real_validity.py CASES)
 MN_FORMULA = "party ~ selfLR + np.log1p(popul) + age + income"

@@ -23,10 +23,10 @@ import pytest
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.budget import split_epsilon
-from dpmodels.clipping import CLIP_SHARE
-from dpmodels.domain import auto_bins
-from dpmodels.mechanisms import discrete_laplace, noisy_signed_dense, noisy_threshold_sparse
+from dpmodels.core.budget import split_epsilon
+from dpmodels.data.clipping import CLIP_SHARE
+from dpmodels.domain.axes import auto_bins
+from dpmodels.core.noise import discrete_laplace, noisy_signed_dense, noisy_threshold_sparse
 
 from .audit_tools import (
     ABSENT,
@@ -492,7 +492,7 @@ def test_threshold_and_auto_bins_depend_on_public_n_not_on_rows_left():
 
 @pytest.mark.parametrize("threshold", [math.inf, -math.inf])
 def test_infinite_threshold_is_an_input_error(threshold):
-    # dpmodels/errors.py: every error about the caller's input subclasses ValueError.
+    # dpmodels/core/errors.py: every error about the caller's input subclasses ValueError.
     df = _frame(50, seed=9)
     with pytest.raises(ValueError, match="threshold"):
         dpm.release(df, columns=["x0", "g"], epsilon=1.0, bounds={"x0": (0, 10)},

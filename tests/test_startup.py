@@ -2,7 +2,7 @@
 errors load no numerical library.
 
 ``import dpmodels`` took 1.5 s (pandas, scipy.stats, statsmodels, matplotlib
-through dpmodels.plots, dpmodels.local), most of every ``dpmodels`` command's
+through dpmodels.output.plots, dpmodels.mechanisms.local), most of every ``dpmodels`` command's
 overhead.  The package now resolves its public names on first use (PEP 562),
 and the command imports pandas, scipy, statsmodels and patsy inside the
 commands that use them.  Each check runs a fresh interpreter and reads
@@ -81,8 +81,8 @@ def test_the_probe_sees_a_heavy_import():
 
 def test_fit_help_lists_every_method_whole():
     """``sample-aggregate`` was printed "sample-" / "aggregate" across two lines."""
-    from dpmodels.cli import FIT_METHODS, build_parser
-    from dpmodels.methods import FAMILY_METHODS, ROUTED_METHODS
+    from dpmodels.cli.commands import FIT_METHODS, build_parser
+    from dpmodels.front.methods import FAMILY_METHODS, ROUTED_METHODS
 
     known = {m for ms in FAMILY_METHODS.values() for m in ms} | set(ROUTED_METHODS)
     assert set(FIT_METHODS) == known  # the command's list is the library's
@@ -103,7 +103,7 @@ def test_every_public_name_resolves_lazily():
     out = _python(
         "import dpmodels as dpm, types\n"
         "missing = [n for n in dpm.__all__ if getattr(dpm, n, None) is None]\n"
-        "import dpmodels.release, dpmodels.plots\n"  # the submodule does not replace the function
+        "import dpmodels.mechanisms.histogram, dpmodels.output.plots\n"  # the submodule does not replace the function
         "print(missing, callable(dpm.release), isinstance(dpm.plots, types.ModuleType),\n"
         "      isinstance(dpm.local, types.ModuleType), set(dpm.__all__) <= set(dir(dpm)))")
     assert out.stdout.split() == ["[]", "True", "True", "True", "True"], out.stderr

@@ -1,4 +1,4 @@
-"""Tests of :mod:`dpmodels.synthetic`: ``PrivateHistogram.sample`` (perturbed
+"""Tests of :mod:`dpmodels.mechanisms.synthetic`: ``PrivateHistogram.sample`` (perturbed
 histogram sampling, post-processing) and ``smoothed_sample`` (Wasserman &
 Zhou's smoothed histogram, a new epsilon-DP release).
 
@@ -37,8 +37,8 @@ import pytest
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.clipping import CLIP_SHARE
-from dpmodels.errors import (
+from dpmodels.data.clipping import CLIP_SHARE
+from dpmodels.core.errors import (
     BudgetExceededError,
     DomainError,
     DPModelsError,
@@ -47,8 +47,8 @@ from dpmodels.errors import (
     UndeclaredLevelError,
     UnknownVariableError,
 )
-from dpmodels.randomness import SeededBits, random_source
-from dpmodels.synthetic import smoothed_cells, smoothed_delta, uniform_below, values_in_bins
+from dpmodels.core.randomness import SeededBits, random_source
+from dpmodels.mechanisms.synthetic import smoothed_cells, smoothed_delta, uniform_below, values_in_bins
 
 from .audit_tools import ALPHA, loss_lower_bound, pooled_chisquare, tightness_margin
 

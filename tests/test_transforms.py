@@ -21,7 +21,7 @@ import statsmodels.formula.api as smf
 from patsy.state import stateful_transform
 
 import dpmodels as dpm
-from dpmodels.errors import DPModelsError
+from dpmodels.core.errors import DPModelsError
 
 INF = float("inf")
 LEVELS = {"k": [1, 2, 3, 4], "g": ["a", "b", "c"], "y": list(range(-6, 30)), "yb": [0, 1],
@@ -176,7 +176,7 @@ own = stateful_transform(_Own)
 ])
 def test_other_stateful_transforms_are_refused_before_the_release(frame, monkeypatch, formula,
                                                                   match):
-    release_module = importlib.import_module("dpmodels.release")
+    release_module = importlib.import_module("dpmodels.mechanisms.histogram")
 
     def refuse(*args, **kwargs):
         raise AssertionError("rows were counted")

@@ -1,5 +1,5 @@
 """Variables without public bounds: ``bounds={"x": dpm.Unbounded(center, scale)}``
-(dpmodels/unbounded.py; Lei 2011 §3.2).
+(dpmodels/core/unbounded.py; Lei 2011 §3.2).
 
 The per-row map ``x -> T(x) = 1/(1+exp(-(x-c)/s)) -> bin`` is public, so the
 histogram's sensitivity (2) and noise law are unchanged: the audit below
@@ -21,7 +21,7 @@ import statsmodels.api as sm
 from scipy import stats
 
 import dpmodels as dpm
-from dpmodels.domain import Axis, build_domain
+from dpmodels.domain.axes import Axis, build_domain
 
 from .audit_tools import ABSENT, exact_event_probability, privacy_audit, tightness_margin
 from .test_neighbours import Case, compare
@@ -242,7 +242,7 @@ def test_plot_and_sample_give_finite_values():
     if hasattr(rel, "sample"):
         rows = rel.sample(size=2000, random_state=0)
         assert np.all(np.isfinite(rows["x"]))
-        from dpmodels.synthetic import values_in_bins
+        from dpmodels.mechanisms.synthetic import values_in_bins
 
         ax = rel.domain.axis("x")
         edge = values_in_bins(ax, np.array([0, 4]), np.array([0.0, 1.0 - 2**-53]))
@@ -250,7 +250,7 @@ def test_plot_and_sample_give_finite_values():
 
 
 def test_cli_schema_declares_an_unbounded_variable(tmp_path):
-    from dpmodels.cli import CLIError, domain_for, read_schema
+    from dpmodels.cli.commands import CLIError, domain_for, read_schema
 
     path = tmp_path / "schema.toml"
     path.write_text('[variables.income]\nbounds = "unbounded:50000:20000"\n'

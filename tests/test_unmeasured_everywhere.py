@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-from dpmodels.dp_results import attach_dp_inference
-from dpmodels.errors import ReleaseWarning
-from dpmodels.intervals import MAX_FAILED_SHARE, DPInference
+from dpmodels.inference.dp_results import attach_dp_inference
+from dpmodels.core.errors import ReleaseWarning
+from dpmodels.inference.intervals import MAX_FAILED_SHARE, DPInference
 
 from .test_separation_names import (MN_BOUNDS, MN_FORMULA, MN_LEVELS, UNMEASURED, _mn_flat,
                                    _resample, anes96, names_in)  # noqa: F401 (fixture)

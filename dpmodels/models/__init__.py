@@ -1,5 +1,5 @@
 """The dp_* models: statsmodels models fitted on a private release (the
-``dp_*`` functions that build them are in `dpmodels.api`)."""
+``dp_*`` functions that build them are in `dpmodels.front.api`)."""
 
 from .logit import DPLogit
 from .mnlogit import DPMNLogit

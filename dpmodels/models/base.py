@@ -12,18 +12,19 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from ..accountant import Accountant
-from ..binning import BinningDiagnostic, coarse_columns
-from ..bootstrap import (
-    DEFAULT_N_BOOT,
-    DEFAULT_N_REFIT,
-    CellDesign,
-    parametric_bootstrap,
+from ..core.accountant import Accountant
+from ..core.errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
+from ..core.report import noise_epsilon
+from ..core.thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold, spurious_mass
+from ..data.validation import (
+    WEIGHTED_TRANSFORMS,
+    check_choice,
+    check_eval_env,
+    check_formula_transforms,
+    check_random_state,
 )
-from ..domain import Domain
-from ..dp_results import attach_dp_inference
-from ..errors import DomainError, DPModelsError, DPModelsTypeError, ReleaseWarning
-from ..formula import (
+from ..domain.axes import Domain
+from ..domain.formula import (
     PicklableNamespace,
     build_design,
     caller_namespace,
@@ -32,7 +33,17 @@ from ..formula import (
     formula_variables,
     user_stacklevel,
 )
-from ..information import (
+from ..domain.representatives import (
+    DEFAULT_REPRESENTATIVES,
+    REPRESENTATIVES,
+    cell_frame,
+    check_representatives,
+    representer_for,
+)
+from ..inference.binning import BinningDiagnostic, coarse_columns
+from ..inference.bootstrap import DEFAULT_N_BOOT, DEFAULT_N_REFIT, CellDesign, parametric_bootstrap
+from ..inference.dp_results import attach_dp_inference
+from ..inference.information import (
     CONTAMINATION_LIMIT,
     RELEASE_CONTAMINATION_LIMIT,
     absent_levels,
@@ -41,26 +52,10 @@ from ..information import (
     release_contamination,
     unidentified_columns,
 )
-from ..intervals import BINNING_MIN_BINS_ONE, DEFAULT_INTERVAL, DPInference, resolve_cov_type
-from ..moments import check_finite_design
-from ..release import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
-from ..report import noise_epsilon
-from ..representatives import (
-    DEFAULT_REPRESENTATIVES,
-    REPRESENTATIVES,
-    cell_frame,
-    check_representatives,
-    representer_for,
-)
-from ..rounding import response_rounding
-from ..thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold, spurious_mass
-from ..validation import (
-    WEIGHTED_TRANSFORMS,
-    check_choice,
-    check_eval_env,
-    check_formula_transforms,
-    check_random_state,
-)
+from ..inference.intervals import BINNING_MIN_BINS_ONE, DEFAULT_INTERVAL, DPInference, resolve_cov_type
+from ..inference.rounding import response_rounding
+from ..mechanisms.histogram import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, release
+from ..mechanisms.moments import check_finite_design
 from .pickling import formula_recipe, keep_design
 
 __all__ = ["DPModel", "formula_env", "dp_options", "weighted_namespace"]
@@ -308,7 +303,7 @@ class DPModel:
     ``representatives`` (keyword of every dp_* function) chooses the points
     that stand for the rows of each released cell in ``cells``: "density"
     (default), "midpoint" (Lei's Algorithm 1), "shift" or "sheppard"; see
-    `dpmodels.representatives`.  Post-processing only.
+    `dpmodels.domain.representatives`.  Post-processing only.
 
     Attributes
     ----------
@@ -428,7 +423,7 @@ class DPModel:
         bins : int, dict or "auto"
             Equal-width bins per continuous variable.
         threshold : "enhanced", "zero", float or None
-            Cell threshold; see `dpmodels.release.release()`.
+            Cell threshold; see `dpmodels.mechanisms.histogram.release()`.
         threshold_A : float
             Lei's constant of the enhanced threshold.
         n : int, optional
@@ -454,7 +449,7 @@ class DPModel:
             The model of the class it is called on.
         """
         model = cls.__new__(cls)
-        check_random_state(random_state)  # before anything else (dpmodels.validation)
+        check_random_state(random_state)  # before anything else (dpmodels.data.validation)
         namespace = model._prepare(formula, data, epsilon, threshold, eval_env, representatives)
         if isinstance(data, PrivateHistogram):
             return cls(formula, data, epsilon=epsilon, eval_env=namespace,
@@ -503,7 +498,7 @@ class DPModel:
         self.variables = fv.names
         self.response_variables = fv.response
         # the one place the cell frame is built: released cells, marginalized to the
-        # formula's variables, at the representatives' points (dpmodels.representatives)
+        # formula's variables, at the representatives' points (dpmodels.domain.representatives)
         self.representer = representer_for(self.release, fv.names, self.representatives)
         self.cells: pd.DataFrame = cell_frame(self.release, fv.names, self.representatives,
                                               representer=self.representer)
@@ -755,7 +750,7 @@ class DPModel:
                 + (f", and a normal fitted to them has a standard deviation of "
                    f"{bound.spread:.2f} bins" if bound.occupied > 2 else "")
                 + f", so rounding {bound.variable} to its bins can scale every least-squares "
-                "slope by a factor the release cannot bound (dpmodels.rounding). Their standard "
+                "slope by a factor the release cannot bound (dpmodels.inference.rounding). Their standard "
                 "errors are set to infinity (p = 1, unbounded intervals); declare tighter bounds "
                 f"for {bound.variable} or more bins "
                 f"(e.g. bins={{{bound.variable!r}: {bound.suggested_bins()}}})",

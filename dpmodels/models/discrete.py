@@ -52,8 +52,8 @@ from statsmodels.discrete.discrete_model import (
 from statsmodels.iolib.summary import Summary
 from statsmodels.tools._decorators import cache_readonly
 
-from ..dp_results import DPInferenceResultsMixin, quiet_refusals
-from ..summary import add_privacy_block, add_privacy_block2, inference_notes
+from ..inference.dp_results import DPInferenceResultsMixin, quiet_refusals
+from ..inference.summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = [
     "FreqLogit",
@@ -229,7 +229,7 @@ class _FreqResults(DPInferenceResultsMixin):
 
         Returns
         -------
-        dpmodels.summary.DPSummary
+        dpmodels.inference.summary.DPSummary
             Renders with ``as_text()``, ``as_html()`` and ``as_latex()``.
         """
         with quiet_refusals(self):  # a refused statistic reads n/a
@@ -406,7 +406,7 @@ class FreqLogitResults(_FreqResults, LogitResults):
     dp_inference : DPInference or None
         Under ``cov_type="dp"`` (the default), the parametric bootstrap that
         gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
-        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        ``conf_int()`` (`dpmodels.inference.intervals.DPInference`: replicates,
         intervals, the binning check); None under ``cov_type="naive"``.
     cov_type : str
         "dp" or "nonrobust" (the naive covariance).
@@ -564,7 +564,7 @@ class FreqMNLogitResults(_FreqResults, MultinomialResults):
     dp_inference : DPInference or None
         Under ``cov_type="dp"`` (the default), the parametric bootstrap that
         gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
-        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        ``conf_int()`` (`dpmodels.inference.intervals.DPInference`: replicates,
         intervals, the binning check); None under ``cov_type="naive"``.
     cov_type : str
         "dp" or "nonrobust" (the naive covariance).

@@ -29,10 +29,10 @@ from statsmodels.regression.linear_model import (
 from statsmodels.tools._decorators import cache_readonly, cache_writable
 from statsmodels.tools.tools import pinv_extended
 
-from ..dp_results import DPInferenceResultsMixin, quiet_refusals
-from ..errors import DPModelsError
-from ..summary import add_privacy_block, add_privacy_block2, inference_notes
-from ..weighted_stats import weighted_jarque_bera, weighted_omni_normtest
+from ..core.errors import DPModelsError
+from ..core.weighted_stats import weighted_jarque_bera, weighted_omni_normtest
+from ..inference.dp_results import DPInferenceResultsMixin, quiet_refusals
+from ..inference.summary import add_privacy_block, add_privacy_block2, inference_notes
 
 __all__ = ["FreqWLS", "FreqRegressionResults", "FreqRegressionResultsWrapper"]
 
@@ -173,7 +173,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
     dp_inference : DPInference or None
         Under ``cov_type="dp"`` (the default), the parametric bootstrap that
         gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
-        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        ``conf_int()`` (`dpmodels.inference.intervals.DPInference`: replicates,
         intervals, the binning check); None under ``cov_type="naive"``.
     cov_type : str
         "dp" or "nonrobust" (the naive covariance).
@@ -316,7 +316,7 @@ class FreqRegressionResults(DPInferenceResultsMixin, RegressionResults):
         Residual diagnostics (omnibus, skew, kurtosis, Jarque-Bera) are those
         of the expanded data at ``epsilon=inf`` and n/a on a private release
         (they would ignore the privacy noise), as are the log-likelihood, AIC
-        and BIC (`dpmodels.dp_results.CONTRACTS`); Durbin-Watson is left out
+        and BIC (`dpmodels.inference.dp_results.CONTRACTS`); Durbin-Watson is left out
         (cells have no order).
 
         Parameters

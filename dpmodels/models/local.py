@@ -1,4 +1,4 @@
-"""The ``dp_*`` models on a local release (`dpmodels.local`): the
+"""The ``dp_*`` models on a local release (`dpmodels.mechanisms.local`): the
 histogram models of each family fitted on the debiased, projected histogram
 of the reports, with the central path's inference and every one of its checks; the
 bootstrap's replicates come from the local channel
@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DPModelsError
-from ..intervals import BINNING_MIN_BINS_ONE
-from ..local import LocalRelease
-from ..quantile_steps import _quantiles
-from ..rounding import RoundingBound
+from ..core.errors import DPModelsError
+from ..inference.intervals import BINNING_MIN_BINS_ONE
+from ..inference.rounding import RoundingBound
+from ..mechanisms.local import LocalRelease
+from ..mechanisms.quantile_steps import _quantiles
 from .logit import DPLogit
 from .mnlogit import DPMNLogit
 from .ols import DPOLS

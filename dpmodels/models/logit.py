@@ -23,10 +23,8 @@ from statsmodels.tools.sm_exceptions import (
     PerfectSeparationWarning,
 )
 
-from ..batched import batched_newton, outer_rows, support_projectors
-from ..domain import Axis, Domain, _level_index
-from ..dp_results import attach_dp_inference
-from ..errors import (
+from ..core.batched import batched_newton, outer_rows, support_projectors
+from ..core.errors import (
     DomainError,
     DPModelsError,
     ReleaseWarning,
@@ -34,9 +32,11 @@ from ..errors import (
     SeparationWarning,
     SingularDesignError,
 )
-from ..formula import FormulaVariables, user_stacklevel
-from ..keywords import checked_keywords
-from ..newton import check_binary_levels
+from ..core.keywords import checked_keywords
+from ..domain.axes import Axis, Domain, _level_index
+from ..domain.formula import FormulaVariables, user_stacklevel
+from ..inference.dp_results import attach_dp_inference
+from ..mechanisms.newton import check_binary_levels
 from .base import DPModel, dp_options
 from .discrete import FreqLogit, separation_direction
 

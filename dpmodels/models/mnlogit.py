@@ -15,9 +15,9 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..batched import batched_newton, outer_rows
-from ..errors import ReleaseWarning, SeparationError
-from ..keywords import checked_keywords
+from ..core.batched import batched_newton, outer_rows
+from ..core.errors import ReleaseWarning, SeparationError
+from ..core.keywords import checked_keywords
 from .base import dp_options, flat_param_names
 from .discrete import FreqMNLogit, FreqMNLogitResultsWrapper
 from .logit import _DPChoiceModel

@@ -4,7 +4,7 @@ release, with a parametric bootstrap of that release for its standard errors.
 Estimate (post-processing)
 --------------------------
 From the noisy count N, sums S and second moments M of the scaled rows v
-(`dpmodels.moments`): mean ``mu = S/N`` and covariance ``C = M/N - mu mu'``.
+(`dpmodels.mechanisms.moments`): mean ``mu = S/N`` and covariance ``C = M/N - mu mu'``.
 ``C`` is symmetrized and its eigenvalues are raised to the noise floor
 ``2 sqrt(q) sd(M)/N`` (the typical operator norm of the noise matrix: a
 public number), which keeps it positive definite and acts as a ridge in the
@@ -60,13 +60,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..dp_results import attach_dp_inference
-from ..errors import DPModelsError, DPModelsTypeError, ReleaseWarning
-from ..formula import user_stacklevel
-from ..intervals import DPInference
-from ..keywords import checked_keywords
-from ..moments import DesignSpace, PrivateMoments, release_moments
-from ..randomness import make_rng
+from ..core.errors import DPModelsError, DPModelsTypeError, ReleaseWarning
+from ..core.keywords import checked_keywords
+from ..core.randomness import make_rng
+from ..domain.formula import user_stacklevel
+from ..inference.dp_results import attach_dp_inference
+from ..inference.intervals import DPInference
+from ..mechanisms.moments import DesignSpace, PrivateMoments, release_moments
 from .base import dp_options
 from .linear import FreqWLS
 from .pickling import SpaceRecipe, keep_design
@@ -487,7 +487,7 @@ class DPMomentsOLS(FormulaReleaseModel):
     """Differentially private OLS from noisy moments of the design.
 
     Built by `dpmodels.dp_ols()` when ``method="moments"`` (or when
-    ``method="auto"`` chooses it).  See `dpmodels.moments` for the
+    ``method="auto"`` chooses it).  See `dpmodels.mechanisms.moments` for the
     release and `dpmodels.models.moments_ols` for the estimate.
     """
 

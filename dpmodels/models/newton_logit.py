@@ -1,4 +1,4 @@
-"""dp_logit by noisy Newton steps (`dpmodels.newton`): the estimate, a
+"""dp_logit by noisy Newton steps (`dpmodels.mechanisms.newton`): the estimate, a
 statsmodels ``Logit`` results object, and the parametric bootstrap of the
 whole iteration for its standard errors.
 
@@ -16,7 +16,7 @@ statsmodels' Newton solver returns the estimate itself and every method
 log-likelihood is not released: ``llf``, ``llnull``, ``prsquared``,
 ``llr_pvalue``, ``aic`` and ``bic`` are refused (`ResultsRefusedError`, n/a in
 the summary), and so are ``pred_table()``, ``fittedvalues`` and the residuals
-of those points (`dpmodels.dp_results.CONTRACTS`).
+of those points (`dpmodels.inference.dp_results.CONTRACTS`).
 
 Standard errors (cov_type "dp")
 -------------------------------
@@ -51,10 +51,10 @@ import numpy as np
 import pandas as pd
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
-from ..dp_results import attach_dp_inference
-from ..keywords import checked_keywords
-from ..newton import PrivateNewton, _floored, newton_update, release_newton
-from ..randomness import make_rng
+from ..core.keywords import checked_keywords
+from ..core.randomness import make_rng
+from ..inference.dp_results import attach_dp_inference
+from ..mechanisms.newton import PrivateNewton, _floored, newton_update, release_newton
 from .base import dp_options
 from .discrete import FreqLogit, FreqLogitResults
 from .moments_ols import (
@@ -86,9 +86,9 @@ class NewtonLogitResults(FreqLogitResults):
     """Logit results of a noisy-Newton release (`DPNewtonLogit`): as
     `FreqLogitResults`, but the likelihood is not released, so ``llf``,
     ``llnull``, ``llr``, ``llr_pvalue``, ``prsquared``, ``aic`` and ``bic``
-    are refused (`dpmodels.dp_results.ResultsRefusedError`; NaN to
+    are refused (`dpmodels.inference.dp_results.ResultsRefusedError`; NaN to
     statsmodels' own code, n/a in the summary), as are ``pred_table()`` and
-    the per-point members (`dpmodels.dp_results.CONTRACTS`).
+    the per-point members (`dpmodels.inference.dp_results.CONTRACTS`).
 
     Attributes
     ----------
@@ -131,7 +131,7 @@ class DPNewtonLogit(FormulaReleaseModel):
     """Differentially private logistic regression by noisy Newton steps.
 
     Built by `dpmodels.dp_logit()` with ``method="newton"`` (or when
-    ``method="auto"`` chooses it); see `dpmodels.newton`.
+    ``method="auto"`` chooses it); see `dpmodels.mechanisms.newton`.
     """
 
     _name = "DP Logit (Newton)"

@@ -1,5 +1,5 @@
 """dp_quantreg by noisy Newton steps of the check loss
-(`dpmodels.quantile_steps`): the estimate, statsmodels ``QuantReg``
+(`dpmodels.mechanisms.quantile_steps`): the estimate, statsmodels ``QuantReg``
 results, and a parametric bootstrap that replays the whole iteration.
 
 Results
@@ -52,18 +52,18 @@ import numpy as np
 import pandas as pd
 from statsmodels.tools._decorators import cache_readonly
 
-from ..dp_results import attach_dp_inference
-from ..keywords import checked_keywords
-from ..newton import newton_update
-from ..quantile_steps import (
+from ..core.keywords import checked_keywords
+from ..core.randomness import make_rng
+from ..inference.dp_results import attach_dp_inference
+from ..inference.summary import inference_notes
+from ..mechanisms.newton import newton_update
+from ..mechanisms.quantile_steps import (
     BandCount,
     PrivateQuantileSteps,
     gram_of,
     quantile_update,
     release_quantile_steps,
 )
-from ..randomness import make_rng
-from ..summary import inference_notes
 from .base import dp_options
 from .moments_ols import (
     INFO_SDS,
@@ -79,13 +79,7 @@ from .moments_ols import (
 from .pickling import SpaceRecipe, keep_design
 from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
 from .shrinkage import SHRINK_MIN, calibrate, paired
-from .worlds import (
-    NEWTON_SIM_ROWS,
-    clipped_like,
-    representative_design,
-    structured_design,
-    sym_laplace,
-)
+from .worlds import NEWTON_SIM_ROWS, clipped_like, representative_design, structured_design, sym_laplace
 
 __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
 
@@ -94,7 +88,7 @@ class NewtonQuantRegResults(FreqQuantRegResults):
     """Quantile-regression results of a quantile-steps release
     (`DPNewtonQuantReg`): as `FreqQuantRegResults`, but the check loss is
     not released, so ``prsquared`` is refused (n/a in the summary), as are
-    ``objective`` and the per-point members (`dpmodels.dp_results.CONTRACTS`).
+    ``objective`` and the per-point members (`dpmodels.inference.dp_results.CONTRACTS`).
 
     Attributes
     ----------
@@ -136,7 +130,7 @@ class DPNewtonQuantReg(FormulaReleaseModel):
     check loss.
 
     Built by `dpmodels.dp_quantreg()` with ``method="newton"`` (or when
-    ``method="auto"`` chooses it); see `dpmodels.quantile_steps`.  The
+    ``method="auto"`` chooses it); see `dpmodels.mechanisms.quantile_steps`.  The
     release answers the quantiles it was made for (``q=`` of
     ``dp_quantreg``).
     """

@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
-from ..batched import full_rank, outer_rows, solve_ok
-from ..errors import ReleaseWarning
-from ..keywords import checked_keywords
+from ..core.batched import full_rank, outer_rows, solve_ok
+from ..core.errors import ReleaseWarning
+from ..core.keywords import checked_keywords
 from .base import DPModel, dp_options
 from .linear import FreqWLS
 

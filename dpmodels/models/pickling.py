@@ -26,10 +26,10 @@ import pandas as pd
 import patsy
 from statsmodels.base.data import PandasData
 
-from ..formula import PicklableNamespace
+from ..domain.formula import PicklableNamespace
 
 if TYPE_CHECKING:
-    from ..moments import DesignSpace
+    from ..mechanisms.moments import DesignSpace
 
 __all__ = ["FormulaRecipe", "SpaceRecipe", "keep_design"]
 
@@ -55,7 +55,7 @@ class FormulaRecipe:
 @dataclass(frozen=True, eq=False)
 class SpaceRecipe:
     """The design of a moments-type release's public design space (which
-    rebuilds itself when unpickled: `dpmodels.moments.DesignSpace`)."""
+    rebuilds itself when unpickled: `dpmodels.mechanisms.moments.DesignSpace`)."""
 
     space: DesignSpace
 

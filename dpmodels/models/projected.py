@@ -5,7 +5,7 @@ the histogram of the projection, then the logit / multinomial logit on it
 ``dp_logit(formula, data, epsilon=..., select=k)`` (and ``dp_mnlogit``):
 
 1. **Selection** (``eps_p = (1 - gamma) epsilon``): PRIVATEKD
-   (`dpmodels.selection`) chooses ``k`` of the formula's raw predictors
+   (`dpmodels.mechanisms.selection`) chooses ``k`` of the formula's raw predictors
    for the response.  Replace-one neighbours, public n; the pair-count score
    has sensitivity ``2(n-1)``; exact exponential mechanism with
    ``eps' = eps_p / (4k)`` per step on ``F = U/n``; ``eps_p``-DP in total.
@@ -20,8 +20,8 @@ the histogram of the projection, then the logit / multinomial logit on it
 
 Sequential composition: ``eps_p + eps_h <= epsilon`` (checked in exact
 rational arithmetic); both parts are reported.  ``k`` and ``gamma`` are
-estimated from public inputs (§2.3; `dpmodels.selection.estimate_k()`,
-`dpmodels.selection.estimate_gamma()`) unless given.  ``select`` may also
+estimated from public inputs (§2.3; `dpmodels.mechanisms.selection.estimate_k()`,
+`dpmodels.mechanisms.selection.estimate_gamma()`) unless given.  ``select`` may also
 be a list of variables (a public choice: nothing is spent on selection, the
 histogram gets all of epsilon) or a `FeatureSelection`
 made earlier (its epsilon was charged then; here only the histogram's).
@@ -43,34 +43,16 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import patsy
 
-from ..budget import exact_parts, parts_fit, split_epsilon
-from ..clipping import CLIP_SHARE, clipping_axes
-from ..columns import columns_of, dtype_of, nrows
-from ..domain import build_domain
-from ..engines import source_for
-from ..errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
-from ..exact import MIN_EPSILON
-from ..formula import formula_variables, user_stacklevel
-from ..mechanisms import discrete_laplace_sf
-from ..randomness import random_source
-from ..release import (
-    DEFAULT_A,
-    DEFAULT_MAX_SPURIOUS_CELLS,
-    PrivateHistogram,
-    resolve_threshold,
-)
-from ..report import PrivacyReport, ReleaseReport, opening_rows
-from ..representatives import REPRESENTATIVES, check_representatives
-from ..selection import (
-    FeatureSelection,
-    SelectionReport,
-    _run_selection,
-    estimate_gamma,
-    estimate_k,
-    selection_domain,
-    selection_rows,
-)
-from ..validation import (
+from ..core.budget import exact_parts, parts_fit, split_epsilon
+from ..core.errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
+from ..core.exact import MIN_EPSILON
+from ..core.noise import discrete_laplace_sf
+from ..core.randomness import random_source
+from ..core.report import PrivacyReport, ReleaseReport, opening_rows
+from ..data.clipping import CLIP_SHARE, clipping_axes
+from ..data.columns import columns_of, dtype_of, nrows
+from ..data.engines import source_for
+from ..data.validation import (
     check_choice,
     check_epsilon,
     check_eval_env,
@@ -78,6 +60,19 @@ from ..validation import (
     check_noise_cells,
     check_random_state,
     check_release_arguments,
+)
+from ..domain.axes import build_domain
+from ..domain.formula import formula_variables, user_stacklevel
+from ..domain.representatives import REPRESENTATIVES, check_representatives
+from ..mechanisms.histogram import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, resolve_threshold
+from ..mechanisms.selection import (
+    FeatureSelection,
+    SelectionReport,
+    _run_selection,
+    estimate_gamma,
+    estimate_k,
+    selection_domain,
+    selection_rows,
 )
 from .base import DPModel, _frame_namespace, _refuse_signed
 from .logit import DPLogit, _DPChoiceModel
@@ -167,7 +162,7 @@ class ProjectedReport(ReleaseReport):
     @property
     def outside_bounds(self):  # type: ignore[override]
         """The histogram's noisy counts of rows outside the bounds of the selected
-        variables (`dpmodels.clipping`), shown in its rows; None when none can clip."""
+        variables (`dpmodels.data.clipping`), shown in its rows; None when none can clip."""
         return self.histogram.outside_bounds
 
     @property
@@ -624,7 +619,7 @@ class DPProjectedMNLogit(_Projected, DPMNLogit):
 
 def build_projected(call):
     """The route of ``dp_logit`` / ``dp_mnlogit`` calls with ``select=``
-    (`dpmodels.routing`)."""
+    (`dpmodels.front.routing`)."""
     opts = dict(call.options)
     select = opts.pop("select")
     gamma = opts.pop("gamma", None)

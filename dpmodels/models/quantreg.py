@@ -49,12 +49,12 @@ from statsmodels.regression.quantile_regression import (
 from statsmodels.tools._decorators import cache_readonly
 from statsmodels.tools.validation import string_like
 
-from ..dp_results import DPInferenceResultsMixin, attach_dp_inference, quiet_refusals
-from ..errors import ReleaseWarning
-from ..formula import formula_variables, user_stacklevel
-from ..intervals import DPInference
-from ..keywords import checked_keywords
-from ..summary import add_privacy_block, add_privacy_block2, inference_notes
+from ..core.errors import ReleaseWarning
+from ..core.keywords import checked_keywords
+from ..domain.formula import formula_variables, user_stacklevel
+from ..inference.dp_results import DPInferenceResultsMixin, attach_dp_inference, quiet_refusals
+from ..inference.intervals import DPInference
+from ..inference.summary import add_privacy_block, add_privacy_block2, inference_notes
 from .base import DPModel, dp_options
 from .quantreg_lp import check_loss, refit_quantreg_batch, solve_check_loss
 
@@ -276,7 +276,7 @@ class FreqQuantRegResults(DPInferenceResultsMixin, QuantRegResults):
     dp_inference : DPInference or None
         Under ``cov_type="dp"`` (the default), the parametric bootstrap that
         gives ``bse``, ``cov_params()``, ``tvalues``, ``pvalues`` and
-        ``conf_int()`` (`dpmodels.intervals.DPInference`: replicates,
+        ``conf_int()`` (`dpmodels.inference.intervals.DPInference`: replicates,
         intervals, the binning check); None under ``cov_type="naive"``.
     cov_type : str
         "dp" or "nonrobust" (the naive covariance).

@@ -83,7 +83,7 @@ import numpy as np
 from scipy.optimize import linprog
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
-from ..formula import user_stacklevel
+from ..domain.formula import user_stacklevel
 
 __all__ = ["refit_quantreg_batch", "solve_check_loss", "check_loss"]
 

@@ -3,7 +3,7 @@ functions): a `PrivateSampleAggregate`
 release presented as statsmodels presents a fit.
 
 The estimate, its standard errors and intervals are post-processing of the
-release (`dpmodels.sample_aggregate`, "Standard errors"): ``params``,
+release (`dpmodels.mechanisms.sample_aggregate`, "Standard errors"): ``params``,
 ``bse``, ``tvalues``, ``pvalues``, ``conf_int``, ``cov_params``,
 ``summary()`` and ``summary2()`` (with the privacy block), ``predict`` and
 ``get_prediction`` on new rows through the public design, ``t_test``,
@@ -21,11 +21,11 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 
-from ..dp_results import install_contract
-from ..errors import DPModelsError, DPModelsTypeError
-from ..keywords import checked_keywords
-from ..sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
-from ..summary import add_privacy_block, add_privacy_block2
+from ..core.errors import DPModelsError, DPModelsTypeError
+from ..core.keywords import checked_keywords
+from ..inference.dp_results import install_contract
+from ..inference.summary import add_privacy_block, add_privacy_block2
+from ..mechanisms.sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
 
 __all__ = ["DPSampleAggregate", "SampleAggregateResults", "build_sample_aggregate"]
 
@@ -104,7 +104,7 @@ class DPSampleAggregate:
         q : float, optional
             The quantile (quantreg only).
         blocks : int, optional
-            The number of blocks k (default: `dpmodels.sample_aggregate.default_blocks()`).
+            The number of blocks k (default: `dpmodels.mechanisms.sample_aggregate.default_blocks()`).
         param_bounds : (low, high) or dict, optional
             Public range of the coefficients, for all or per coefficient (without
             it a private range is released on part of epsilon).
@@ -205,7 +205,7 @@ class SampleAggregateResults:
     """statsmodels-like results of a sample-and-aggregate release.
 
     ``bse``, ``tvalues``, ``pvalues`` and ``conf_int()`` use the law of the
-    sampling error plus the Laplace noise (see `dpmodels.sample_aggregate`).
+    sampling error plus the Laplace noise (see `dpmodels.mechanisms.sample_aggregate`).
 
     Attributes
     ----------
@@ -271,7 +271,7 @@ class SampleAggregateResults:
 
     def cov_params(self) -> pd.DataFrame:
         """Diagonal covariance (the working coordinates' errors are bounded
-        one by one; see the module notes of `dpmodels.sample_aggregate`)."""
+        one by one; see the module notes of `dpmodels.mechanisms.sample_aggregate`)."""
         names = list(self.release.names)
         return pd.DataFrame(np.diag(self.release.bse**2), index=names, columns=names)
 
@@ -657,11 +657,11 @@ class _SAPrediction:
                             index=self.index)
 
 
-install_contract(SampleAggregateResults)  # its table of dpmodels.dp_results.CONTRACTS
+install_contract(SampleAggregateResults)  # its table of dpmodels.inference.dp_results.CONTRACTS
 
 
 def build_sample_aggregate(call):
-    """The model of a routed ``dp_*`` call (see `dpmodels.routing`)."""
+    """The model of a routed ``dp_*`` call (see `dpmodels.front.routing`)."""
     options = dict(call.options)
     blocks = options.pop("blocks", None)
     param_bounds = options.pop("param_bounds", None)
