@@ -175,7 +175,11 @@ def test_a_release_mostly_of_noise_rows_measures_nothing():
     0.0-0.3 against 1, and the intervals covered 25-42% of the time.  More
     noise rows than data: every coefficient gets an infinite interval and a
     warning saying why, before the fit's numbers can be read as findings."""
-    from dpmodels.inference.information import RELEASE_CONTAMINATION_LIMIT, release_contamination
+    from dpmodels.inference.information import (
+        RELEASE_CONTAMINATION_LIMIT,
+        release_contamination,
+        spurious_law,
+    )
 
     from .benchmark_cases import load_benchmark
 
@@ -188,7 +192,7 @@ def test_a_release_mostly_of_noise_rows_measures_nothing():
         res = model.fit(random_state=0, n_boot=50)
     share = release_contamination(model.release, model.variables)
     # the expected spurious mass: cells x P(noise reaches the threshold) x its mean count
-    law = dpm.information.spurious_law(model.release.report)
+    law = spurious_law(model.release.report)
     mass = model.release.marginal(list(model.variables))["count"].clip(lower=0).sum()
     assert share == pytest.approx(model.release.domain.size * law[0] * law[1] / mass)
     assert share > RELEASE_CONTAMINATION_LIMIT
