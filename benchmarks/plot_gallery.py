@@ -1,7 +1,7 @@
 """The figures of docs/plots.md, rendered by the page's own examples (issue 29).
 
 Runs every ```python block of ``docs/plots.md`` in order, in a temporary
-directory, as ``tests/test_docs.py`` does, and copies the figures they save
+directory, as ``tests/docs/test_docs.py`` does, and copies the figures they save
 under the names ``plots_*.png`` to ``docs/images/``, where the page shows
 them.  The images are therefore the output of the code printed beside them;
 run this after changing the plots or the page.

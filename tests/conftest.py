@@ -31,7 +31,7 @@ HOUSING_LEVELS = {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 
 @pytest.fixture(scope="session")
 def spark_session():
     """One local Spark session (``local[2]``) for the whole run: a JVM start costs
-    several seconds, and the modules that count in Spark (tests/test_engines.py,
+    several seconds, and the modules that count in Spark (tests/data/test_engines.py,
     the engine contract, the neighbours, the row streams, ...) share it through
     their ``spark`` fixture.  The JVM's quick-start options halve its start."""
     import warnings

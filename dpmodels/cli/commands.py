@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 # The command starts without numpy's dependants: pandas, scipy, statsmodels, patsy
 # and matplotlib are imported inside the commands that use them (``dpmodels --help``,
-# ``dpmodels fit --help`` and a usage error import none of them; tests/test_startup.py).
+# ``dpmodels fit --help`` and a usage error import none of them; tests/package/test_startup.py).
 
 __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS", "ENGINES"]
 
@@ -63,7 +63,7 @@ MODELS = ("ols", "logit", "quantreg", "mnlogit")
 FORMATS = ("text", "html", "latex", "markdown", "json")
 #: The releases ``dpmodels fit --method`` fits on, with the models each serves (the
 #: union of `dpmodels.front.methods.FAMILY_METHODS` and `dpmodels.front.methods.ROUTED_METHODS`;
-#: tests/test_startup.py keeps them equal without importing them here).
+#: tests/package/test_startup.py keeps them equal without importing them here).
 FIT_METHODS = {
     "auto": "the default: chosen from the model and the public domain",
     "histogram": "every model",
@@ -94,7 +94,7 @@ DEMO_LEVELS = {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 3, 
 #: 6-16 s, and at the demo's smaller --n those bins are too many.  The moments release
 #: covered the non-private OLS coefficients in 158 of 160 (20 seeds x 8, n = 250,070),
 #: 152 of 160 at n = 20,000 and 157 of 160 at n = 5,000, with no warning at the
-#: default n (tests/test_cli.py checks the seeds).
+#: default n (tests/cli/test_cli.py checks the seeds).
 DEMO_METHOD = "moments"
 
 

@@ -77,7 +77,7 @@ METHOD_RELEASES = {(family, m.method): m.name for m in _registry.MECHANISMS
                    for family in m.families if m.method and m.method != m.name}
 #: The engines each mechanism reads, by its registry name.  On any other engine a
 #: release raises a DPModelsError saying to convert the data, before anything is read
-#: or spent (tests/test_engines_contract.py tries every pair both ways).
+#: or spent (tests/contracts/test_engines_contract.py tries every pair both ways).
 RELEASE_ENGINES = {m.name: m.engines for m in _registry.MECHANISMS}
 #: Releases made by a function of their own, not a dp_* method: (module, function).
 OTHER_RELEASES = {m.name: tuple(m.release.split(":")) for m in _registry.MECHANISMS

@@ -195,7 +195,7 @@ def _every_family(build) -> dict:
 #: histogram counts inside every engine (dpmodels.data.engines); the moments and
 #: Newton-type releases read in-memory rows or a Dask DataFrame partition by
 #: partition; the others read the rows in this process
-#: (tests/test_engines_contract.py tries every pair both ways).
+#: (tests/contracts/test_engines_contract.py tries every pair both ways).
 MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("histogram", FAMILIES, "histogram", "dpmodels.mechanisms.histogram:release",
               "PrivateHistogram", ENGINES,

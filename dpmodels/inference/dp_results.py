@@ -23,7 +23,7 @@ Every public name of every dpmodels results class is declared here, in
   robust sandwich of cells), or one of points a release is handed to
   statsmodels on that are not data (noisy Newton steps, noisy moments).
 
-tests/test_results_contract.py fits every (mechanism, family) of the
+tests/contracts/test_results_contract.py fits every (mechanism, family) of the
 registry and fails on any public name of ``dir(results)`` the table does not
 classify, so a statsmodels upgrade that adds a member cannot slip through.
 Summaries show a refused statistic as "n/a" (`quiet_refusals()`).
@@ -704,7 +704,7 @@ def attach_dp_inference(res, inference: DPInference, *, warn: bool = True) -> No
 # ---- the contract of every results class ---------------------------------------------------
 #
 # Each table maps every public name of the class's dir() to RELEASE, STATSMODELS or a
-# Refusal.  A name missing here fails tests/test_results_contract.py.
+# Refusal.  A name missing here fails tests/contracts/test_results_contract.py.
 
 R, S = RELEASE, STATSMODELS
 

@@ -53,9 +53,9 @@ The released moments are in the scaled, clipped coordinates ``v``;
 `PrivateMoments` maps them back to the design's units.  Rows beyond
 the radius are scaled down, which biases the moments toward the centre (and
 a clipped dummy's square is then below its sum); the noisy count of such
-rows is published with the release.  Tests: ``tests/test_moments.py``
+rows is published with the release.  Tests: ``tests/mechanisms/moments/test_moments.py``
 (exactness at epsilon = inf, noise law, coverage) and
-``tests/test_moments_privacy.py`` (adversarial sensitivity search, audit,
+``tests/mechanisms/moments/test_moments_privacy.py`` (adversarial sensitivity search, audit,
 split, refusals, neighbours).
 """
 
