@@ -85,3 +85,23 @@ def mixed_frame() -> pd.DataFrame:
 
 MIXED_BOUNDS = {"y": (-5, 20), "x": (0, 10)}
 MIXED_LEVELS = {"g": ["lo", "mid", "hi"]}
+
+
+@pytest.fixture(scope="module")
+def spark(spark_session):
+    """The run's Spark session, under the name the engine tests use."""
+    return spark_session
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A local Dask cluster per test module: two worker processes, one thread each,
+    so that the counting function and the domain are pickled to the workers, as on
+    a real cluster.  Skips where Dask is not installed (an optional engine)."""
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()

@@ -69,7 +69,6 @@ from dpmodels.front.registry import MECHANISMS as REGISTRY
 
 from tests.data.test_bad_inputs import BOUNDS, CASES, FRAME, LEVELS, MODELS as ENTRY_MODELS, RESPONSE
 from tests.data.test_bad_inputs import _c as corpus_case
-from tests.data.test_engines import dask_client  # noqa: F401  (a module fixture, reused)
 from tests.privacy.test_neighbours import (
     FACTORIES,
     KINDS,

@@ -20,7 +20,6 @@ from dpmodels.data.engines import source_for
 from dpmodels.core.randomness import SecureBits
 from dpmodels.core.streams import RowStreams
 
-from tests.data.test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 
 N = 600_000  # more than two Polars / DuckDB batches of PARTITION_ROWS (250,000)
 

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
-from dask.distributed import Client, LocalCluster
 
 import dpmodels as dpm
 import dpmodels.data.counting as hist
@@ -214,24 +213,6 @@ def _frame(n=3_000, seed=0) -> pd.DataFrame:
     return pd.DataFrame({"y": y, "x": x, "age": rng.integers(10, 100, n),
                          "k": rng.integers(1, 5, n), "g": g, "b": rng.random(n) < 0.4,
                          "rooms": rooms, "unused": np.arange(n)})
-
-
-@pytest.fixture(scope="module")
-def spark(spark_session):
-    """The run's Spark session (tests/conftest.py), under the name the engine tests use."""
-    return spark_session
-
-
-@pytest.fixture(scope="module")
-def dask_client():
-    # Two worker processes, one thread each: the counting function and the domain
-    # are pickled to the workers, as on a real cluster.
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
-    client = Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 @pytest.fixture

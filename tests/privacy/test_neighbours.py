@@ -42,7 +42,6 @@ import pytest
 
 import dpmodels as dpm
 
-from tests.data.test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 
 MODELS = ("ols", "logit", "mnlogit", "quantreg")
 FACTORIES = {"ols": dpm.dp_ols, "logit": dpm.dp_logit, "mnlogit": dpm.dp_mnlogit,

@@ -25,7 +25,6 @@ import dpmodels.mechanisms.local as local
 from dpmodels.core.errors import DPModelsError
 from dpmodels.core.randomness import SeededBits
 
-from tests.data.test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 
 N = 2_000
 LEVELS = {"g": ["a", "b", "c"], "y": [0, 1]}

@@ -34,7 +34,6 @@ from dpmodels.mechanisms import sample_aggregate as sa
 from dpmodels.data.engines import lazy
 from dpmodels.core.streams import RowStreams
 
-from tests.data.test_engines import dask_client, spark  # noqa: F401  (module fixtures, reused)
 
 N = 1_203  # not a multiple of the blocks: blocks of two sizes
 BLOCKS = 7
