@@ -1,4 +1,4 @@
-"""A small fast run of benchmarks/power.py (issue 44; the long runs live there):
+"""A small fast run of benchmarks/power.py:
 the table has its columns for every method and the baselines' own validity
 check on a synthetic population is computed before they are used."""
 

@@ -1,4 +1,4 @@
-"""benchmarks/theil_sen.py (issue 44, goal 2): a small fast run of the DP
+"""benchmarks/theil_sen.py: a small fast run of the DP
 Theil-Sen baseline benchmark, and checks of the mechanism itself: it recovers a
 strong slope on a large sample, its exponential-mechanism sampler never leaves
 [-S, S] and draws the intervals with the exact probabilities, and one replaced

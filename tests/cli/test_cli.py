@@ -1,4 +1,5 @@
-"""Tests for the ``dpmodels`` command (:mod:`dpmodels.cli.commands`, run by :mod:`dpmodels.__main__`)."""
+"""Tests for the ``dpmodels`` command (:mod:`dpmodels.cli.commands`, run by
+:mod:`dpmodels.__main__`)."""
 
 import os
 import subprocess

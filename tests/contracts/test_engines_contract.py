@@ -1,4 +1,4 @@
-"""The engine contract (issue 25, "Also"): every (mechanism, engine) pair runs
+"""The engine contract: every (mechanism, engine) pair runs
 or refuses the data, and every pair that runs passes the neighbour property
 test (PRIVACY.md rule 5) and the bad-input corpus (rule 10).
 

@@ -1,4 +1,4 @@
-"""One contract for every registered mechanism and model (issue 27).
+"""One contract for every registered mechanism and model.
 
 The suite is parametrized over the registry, :data:`dpmodels.front.registry.MECHANISMS`
 x each mechanism's families (one entry per mechanism that serves no family:

@@ -1,4 +1,4 @@
-"""The results contract (issue 43): for every (mechanism, family) of the
+"""The results contract: for every (mechanism, family) of the
 registry, every public name of ``dir(results)`` is declared in
 `dpmodels.inference.dp_results.CONTRACTS` as an honest function of the release
 ("release"), statsmodels' own ("statsmodels"), or refused with a message

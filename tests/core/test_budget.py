@@ -1,5 +1,5 @@
-"""Budget splits add up, in exact arithmetic (issue 25, finding 8; PRIVACY.md
-rule 8): the parts a mechanism reports, as the rationals the floats are, sum
+"""Budget splits add up, in exact arithmetic: the parts a mechanism reports, as the
+rationals the floats are, sum
 to at most the caller's epsilon, and to within a few ulps of it."""
 
 from __future__ import annotations

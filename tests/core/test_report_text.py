@@ -1,4 +1,4 @@
-"""Report texts never contradict themselves (issue 26): a negative noisy
+"""Report texts never contradict themselves: a negative noisy
 count is shown as 0 rows with the noisy value beside it."""
 
 from __future__ import annotations

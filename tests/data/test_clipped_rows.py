@@ -1,4 +1,4 @@
-"""Issue 43 part 4: bounds that clip most rows are no longer silent.
+"""Bounds that clip most rows are not silent.
 
 Every release that reads a continuous variable with finite declared bounds
 spends ``CLIP_SHARE`` of its epsilon on a noisy count, per such variable, of

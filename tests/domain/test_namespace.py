@@ -1,4 +1,4 @@
-"""What a model keeps of the caller's namespace (issue 25, finding 9).
+"""What a model keeps of the caller's namespace.
 
 A model evaluates its formula in the caller's namespace (``np.log``, a user
 function) and keeps it for predictions on new frames.  It must keep only

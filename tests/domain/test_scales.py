@@ -1,4 +1,4 @@
-"""Binning on the formula's scale (issue 11, "the wrong scale"): a variable the
+"""Binning on the formula's scale: a variable the
 formula uses only through np.log / np.log1p / np.sqrt is cut into bins of equal
 width on that scale, inside the transformed public bounds."""
 

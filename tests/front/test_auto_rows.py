@@ -1,5 +1,5 @@
 """``method="auto"`` reads the public n as the number of rows handed in,
-whatever the container (issue 25, finding 7): a mapping of arrays has as
+whatever the container: a mapping of arrays has as
 many rows as its columns are long, not as many as it has columns."""
 
 from __future__ import annotations

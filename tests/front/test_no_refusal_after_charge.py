@@ -1,4 +1,4 @@
-"""No default fit raises after the budget is spent (issue 44, goal 4).
+"""No default fit raises after the budget is spent.
 
 The default logit (the Newton steps, at 6 continuous covariates) refused
 anes96's ``vote ~ selfLR + age + educ + income + TVnews + np.log(popul + 0.1)``

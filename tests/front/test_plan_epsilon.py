@@ -1,4 +1,4 @@
-"""``plan_epsilon=``: epsilon = inf runs the pipeline the user will run (issue 43, part 5).
+"""``plan_epsilon=``: epsilon = inf runs the pipeline the user will run.
 
 At ``epsilon=inf`` ``method="auto"`` used to switch a large logit from the
 Newton steps to the histogram (the Newton-type releases refused epsilon = inf),

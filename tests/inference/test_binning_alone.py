@@ -1,5 +1,5 @@
 """The binning check merges each continuous variable's bins alone, as well as
-all of them at once (issue 26, "Honest answers on real analyses").
+all of them at once.
 
 The joint refit sums the variables' binning biases, and they can cancel in it:
 on statsmodels' ``randhie`` (the benchmark's formula, epsilon = inf, 5 bins a

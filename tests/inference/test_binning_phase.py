@@ -1,5 +1,5 @@
 """Quantile regression's binning check moves the response's points within
-their bins (issue 26, "Honest answers on real analyses", eighth pass).
+their bins.
 
 A quantile of a binned response is a step function of the covariates.  On the
 synthetic grid's median4 shape (n = 20,000, 7 bins a variable), where the

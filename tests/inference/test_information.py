@@ -1,6 +1,6 @@
 """Coefficients the release carries no information about (dpmodels.inference.information):
 an infinite standard error, p = 1, an unbounded interval and a warning naming
-them, never a precise-looking significant estimate (issue 12).
+them, never a precise-looking significant estimate.
 
 The calibration test checks the spurious-mass law the rule rests on: over
 releases of a level no row has, the mass behind its dummy has the mean and

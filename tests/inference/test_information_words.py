@@ -1,5 +1,5 @@
-"""Each mechanism explains a coefficient without information in its own terms
-(issue 25, finding 10): the moments, Newton and quantile-steps fits have no
+"""Each mechanism explains a coefficient without information in its own terms: the
+moments, Newton and quantile-steps fits have no
 threshold and no cells, and their summaries never say they do."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Least squares on a coarsely binned response (issue 26, eighth pass;
-``dpmodels.inference.rounding``).
+"""Least squares on a coarsely binned response.
 
 With the histogram named, the synthetic grid's cont5 at n = 2e3, epsilon 1
 cuts y into 3 bins over a range 13 of its SDs wide: 87% of the released mass

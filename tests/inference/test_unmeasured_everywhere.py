@@ -1,4 +1,4 @@
-"""Issue 26, "no significance without information", for every mechanism: a
+"""No significance without information, for every mechanism: a
 coefficient whose error the bootstrap cannot measure gets an infinite
 interval and a warning naming it, whatever mechanism made the release.
 

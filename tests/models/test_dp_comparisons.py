@@ -1,5 +1,5 @@
-"""statsmodels' model comparisons and row diagnostics on dp results
-(issue 26): dp-aware (a Wald test with the dp covariance) or refused with
+"""statsmodels' model comparisons and row diagnostics on dp results: dp-aware (a Wald
+test with the dp covariance) or refused with
 the reason; never the naive statistic of the cells without saying so, and
 never across two releases."""
 

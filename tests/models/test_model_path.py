@@ -1,4 +1,4 @@
-"""One model path (issue 27): a model is built on a release and spends
+"""One model path: a model is built on a release and spends
 nothing; the release is made first, by the ``dp_*`` function or the model's
 ``from_formula``.  Constructing a model on raw rows is refused, naming the
 two ways to release, before anything is read or spent."""

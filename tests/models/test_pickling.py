@@ -1,5 +1,5 @@
-"""Results and models of every default route pickle (issue 27, raised in the
-issue-26 review): ``pickle.dumps(res)`` failed on the default OLS, logit and
+"""Results and models of every default route pickle: ``pickle.dumps(res)`` failed on the
+default OLS, logit and
 quantile routes and on sample-and-aggregate (patsy's ``NotImplementedError``:
 patsy cannot pickle a DesignInfo), and ``pickle.loads`` of the histogram
 routes' results failed (statsmodels rebuilds the design by searching the

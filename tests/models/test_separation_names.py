@@ -1,5 +1,5 @@
-"""Issue 26 ("the mnlogit separation warning names too few coefficients"):
-on a (quasi-)separated histogram release, dp_mnlogit's and dp_logit's
+"""The separation warning names every coefficient it leaves without an interval: on a
+(quasi-)separated histogram release, dp_mnlogit's and dp_logit's
 SeparationWarning named only the coefficients along the diverging direction,
 while the dp bootstrap, whose replicate refits diverge as well, reported an
 infinite interval for (up to) every coefficient.  Every coefficient with an

@@ -1,6 +1,5 @@
 """The summary's header says which private model it is and shows the public n
-and the noisy total apart (issue 27: "Model: FreqWLS", "No. Observations:
-20221.59")."""
+and the noisy total apart."""
 
 from __future__ import annotations
 

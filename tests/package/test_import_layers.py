@@ -1,4 +1,4 @@
-"""The package's import graph (issue 27, by packages since issue 45): layers,
+"""The package's import graph: layers,
 imports pointing down only, no cycle.
 
 An ``ast`` pass over every module's ``from ... import`` statements, lazy

@@ -1,4 +1,4 @@
-"""Lint and type checks of the package, as part of the test run (issue 27).
+"""Lint and type checks of the package, as part of the test run.
 
 ``ruff check dpmodels`` and ``mypy dpmodels`` with the settings of
 pyproject.toml ([tool.ruff], [tool.mypy]); both tools come with the ``test``

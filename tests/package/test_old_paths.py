@@ -1,5 +1,5 @@
-"""The module paths from before the package was split into layers still work
-(issue 45): every module of main at b3f9846 imports under its old name as the
+"""The module paths from before the package was split into layers still work: every
+module of main at b3f9846 imports under its old name as the
 very module object of its new home, the four old modules that are packages now
 answer for their names, and results pickled and releases saved by that main
 load and give back what they held."""

@@ -1,5 +1,5 @@
 """The contract and privacy suites are collected where the optional engines are
-not installed (issue 45): Dask, Spark, Polars and DuckDB come with extras, and a
+not installed: Dask, Spark, Polars and DuckDB come with extras, and a
 suite that imported one of them at module level (the engine fixtures did, through
 tests/data/test_engines.py) could not even be listed without it.  The engine
 fixtures live in tests/conftest.py and skip through ``importorskip``."""

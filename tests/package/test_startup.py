@@ -1,4 +1,4 @@
-"""Start-up (issue 29): ``import dpmodels`` and the command's help and usage
+"""Start-up: ``import dpmodels`` and the command's help and usage
 errors load no numerical library.
 
 ``import dpmodels`` took 1.5 s (pandas, scipy.stats, statsmodels, matplotlib

@@ -1,4 +1,5 @@
-"""Issue 43, part 2: items 3, 6 and 7 of the outside privacy audit.
+"""What the reports and docs claim, as the outside privacy audit checked it (its items 3,
+6 and 7).
 
 3. ``select=`` with an epsilon whose selection or histogram part is below
    MIN_EPSILON is refused before any charge or noise, and the message gives

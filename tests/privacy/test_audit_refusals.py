@@ -1,5 +1,5 @@
-"""Issue 43, part 2: the outside privacy audit's items 1, 2, 4, 5, 8 and 9 (no
-violation; defects).  Each test failed on the code before its fix.
+"""Refusals and defects the outside privacy audit found (its items 1, 2, 4, 5, 8 and 9;
+no violation).  Each test failed on the code before its fix.
 
 1. Spark, local randomization, a ``decimal(10, 2)`` column: the engine's
    check compared the values as doubles, the batch coder as ``Decimal``

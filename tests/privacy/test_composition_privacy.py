@@ -1,5 +1,4 @@
-"""A result built on any non-private part says so (issue 25, finding 1;
-PRIVACY.md rule 8): a model whose coefficients were chosen by a
+"""A result built on any non-private part says so: a model whose coefficients were chosen by a
 non-private selection, or fitted on a non-private (epsilon = inf) release
 saved and loaded again, never reports epsilon-DP."""
 

@@ -1,4 +1,4 @@
-"""Every mechanism at the ends of epsilon's range (issue 25, finding 6): it
+"""Every mechanism at the ends of epsilon's range: it
 either runs, or refuses before anything is read, charged or drawn, with its
 limit in the message; never an OverflowError, ZeroDivisionError, a hang or
 a MemoryError, and never after the charge.  Before: sample-and-aggregate at

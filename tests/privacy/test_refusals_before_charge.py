@@ -1,4 +1,4 @@
-"""Refusals that must come before the charge (issue 25, findings 3 and 5):
+"""Refusals that must come before the charge:
 a formula whose design is singular over the whole declared domain, and a
 binary response whose numeric levels are not 0/1, through every mechanism
 that reads the design; a clear DPModelsError naming the term or variable,

@@ -1,4 +1,4 @@
-"""Factor levels the threshold's spurious cells dominate (issue 26).
+"""Factor levels the threshold's spurious cells dominate.
 
 On statsmodels' ``fair`` resampled ten times (63,660 rows, epsilon 1, 19,440
 cells, enhanced threshold 6) the spurious cells are an expected 48% of the

@@ -1,4 +1,4 @@
-"""Degenerate releases are reported as such (issue 26): a noisy row count not
+"""Degenerate releases are reported as such: a noisy row count not
 above the parameter count is never fitted into a summary that looks normal
 (anes96, Newton logit at epsilon 1 printed 'No. Observations: 1',
 'Df Residuals: -17'), and numpy's overflow warnings do not reach the user.

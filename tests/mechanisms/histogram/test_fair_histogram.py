@@ -1,4 +1,4 @@
-"""The histogram logit on statsmodels' ``fair``, resampled ten times (issue 26).
+"""The histogram logit on statsmodels' ``fair``, resampled ten times.
 
 Before this test, releases at epsilon 1 (63,660 rows, 3 bins per
 continuous variable, 19,440 cells, threshold 6) missed the truth on 5-7

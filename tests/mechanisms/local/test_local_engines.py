@@ -1,4 +1,4 @@
-"""Local randomization where the data live (issue 28): ``dpm.local.randomize``
+"""Local randomization where the data live: ``dpm.local.randomize``
 on a Polars DataFrame or LazyFrame, a DuckDB relation, a Dask DataFrame and a
 PySpark DataFrame gives, with one seed, the pandas release of the same rows bit
 for bit - the k report counts, the report, the debiased estimate and the fits

@@ -1,4 +1,4 @@
-"""Estimates in a well-conditioned basis (issue 26): NIST StRD's Longley at
+"""Estimates in a well-conditioned basis: NIST StRD's Longley at
 epsilon = inf reproduces the certified values to at least 9 digits and the
 certified standard errors within 1%; covariates with large offsets give
 bootstrap standard errors within 5% of OLS at epsilon = inf; and the

@@ -1,7 +1,8 @@
 """Empirical privacy audits of one Newton logit step (:mod:`dpmodels.mechanisms.newton`), one
 quantile step and the level counts (:mod:`dpmodels.mechanisms.quantile_steps`).
 
-Modelled on the audit of the moments release's part 3 (tests/mechanisms/moments/test_moments_privacy.py,
+Modelled on the audit of the moments release's part 3
+(tests/mechanisms/moments/test_moments_privacy.py,
 section 3), with the same estimator (:mod:`tests.support.audit_tools`).  Each stage is
 epsilon_t-DP given the earlier stages' outputs (sequential composition), so one stage
 is audited alone with everything the earlier stages release held fixed at values they

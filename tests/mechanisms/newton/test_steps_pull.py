@@ -1,4 +1,4 @@
-"""The Newton-type releases' pull towards their start, on real data (issue 26).
+"""The Newton-type releases' pull towards their start, on real data.
 
 The noisy-Newton logit and the quantile steps stop after a few steps whose
 information the noise can swamp; their estimate is then pulled towards the

@@ -1,4 +1,4 @@
-"""Sample-and-aggregate when blocks cannot be fitted (issue 26).
+"""Sample-and-aggregate when blocks cannot be fitted.
 
 A block whose fit fails takes the range's centre.  On fair's logit (18
 coefficients, default blocks of about 180 rows) 94-100% of the blocks failed:

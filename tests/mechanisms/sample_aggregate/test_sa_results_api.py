@@ -1,6 +1,4 @@
-"""Sample-and-aggregate results have the statsmodels API a user reaches for
-(issue 27: "sample-and-aggregate results have no summary2, t_test, f_test,
-wald_test, get_prediction or save")."""
+"""Sample-and-aggregate results have the statsmodels API a user reaches for."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""method="sample-aggregate" on every engine (issue 28): the blocks are
+"""method="sample-aggregate" on every engine: the blocks are
 assigned by the rows' words under the release's key (dpmodels.core.streams) and
 fitted where the data live, and with one seed every engine publishes the
 pandas release bit for bit.

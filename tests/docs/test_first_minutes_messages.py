@@ -1,5 +1,5 @@
-"""Issue 29, "Messages": errors a user meets in the first minutes say what to
-do.  Each case printed something less useful before (quoted per test)."""
+"""Errors a user meets in the first minutes say what to do.  Each case printed something
+less useful before (quoted per test)."""
 
 from __future__ import annotations
 
