@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from ..data.clipping import OutsideBounds
@@ -164,6 +164,11 @@ class ReleaseReport:
     #: whether a ``seeded`` generator drew the noise, and the accountant's
     #: ``budget`` line.
     FIELDS = ("epsilon", "private", "mechanism", "n", "seeded", "budget")
+    #: The report's fields that are computed from the noise, declared by each
+    #: mechanism's report; every other field is a public input, equal on
+    #: neighbouring data sets (PRIVACY.md rule 5; the neighbour tests compare them).
+    #: None: not declared, and the neighbour tests mask every number.
+    NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = None
     #: The noisy counts of rows outside each bounded variable's declared bounds
     #: (a `dpmodels.data.clipping.OutsideBounds`, from a share of epsilon listed in the
     #: report's split), or None when no variable can clip or the mechanism does
@@ -248,6 +253,10 @@ class PrivacyReport(ReleaseReport):
         Noisy counts of rows outside each bounded variable's declared bounds;
         None when no variable can clip.
     """
+
+    #: The fields computed from the noise (the released cells and the noisy total); the others
+    #: are public inputs, equal on neighbouring data sets.
+    NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("released_cells", "noisy_total")
 
     epsilon: float
     private: bool
@@ -338,6 +347,10 @@ class MomentsReport(ReleaseReport):
         Noisy counts of rows outside each bounded variable's declared bounds
         (`dpmodels.data.clipping`); None when no variable can clip.
     """
+
+    #: The fields computed from the noise (the clipping radius, the clipped and the noisy rows); the others
+    #: are public inputs, equal on neighbouring data sets.
+    NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("radius", "clipped_rows", "noisy_rows")
 
     epsilon: float
     private: bool

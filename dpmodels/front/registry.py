@@ -69,6 +69,11 @@ class Mechanism:
     own_function : bool
         The caller makes the release with ``release``'s function, not through
         a dp_* call (a local release, a feature selection, a smoothed sample).
+    options : mapping
+        ``{option: where it applies}``: the keyword options of a dp_* call
+        that only this mechanism takes.  A call that gives one to a release
+        that does not take it is refused naming where it belongs
+        (`dpmodels.front.routing.check_options()`).
     """
 
     name: str
@@ -80,6 +85,7 @@ class Mechanism:
     applies: Callable[[Any], bool] | None = None
     builders: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     own_function: bool = False
+    options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def routed(self) -> bool:
@@ -213,11 +219,15 @@ MECHANISMS: tuple[Mechanism, ...] = (
               applies=_local_applies, builders=_every_family(_local_build), own_function=True),
     Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.models.projected:build_projected",
               None, ENGINES, applies=_projected_applies,
-              builders={"logit": _projected_build, "mnlogit": _projected_build}),
+              builders={"logit": _projected_build, "mnlogit": _projected_build},
+              options={"select": "dp_logit and dp_mnlogit",
+                       "gamma": "dp_logit and dp_mnlogit with select="}),
     Mechanism("sample-aggregate", FAMILIES, "sample-aggregate",
               "dpmodels.mechanisms.sample_aggregate:release_sample_aggregate", "PrivateSampleAggregate",
               ENGINES, applies=_sample_aggregate_applies,
-              builders=_every_family(_sample_aggregate_build)),
+              builders=_every_family(_sample_aggregate_build),
+              options=dict.fromkeys(("blocks", "param_bounds", "bias_correction"),
+                                    "method='sample-aggregate'")),
     Mechanism("select_features", (), None, "dpmodels.mechanisms.selection:select_features", None,
               ENGINES, own_function=True),
     Mechanism("smoothed_sample", (), None, "dpmodels.mechanisms.synthetic:smoothed_sample", None,

@@ -152,12 +152,9 @@ DEFAULT_OPTIONS = ("missing",) + HISTOGRAM_OPTIONS
 #: The dp_* functions' own arguments (for "did you mean" in the error message).
 COMMON_ARGUMENTS = ("formula", "data", "epsilon", "bounds", "levels", "bins", "threshold", "n",
                     "random_state", "accountant", "method", "q", "plan_epsilon")
-#: Where the options of the routes belong, for the error message.
-_OPTION_HOMES = {
-    "blocks": "method='sample-aggregate'", "param_bounds": "method='sample-aggregate'",
-    "bias_correction": "method='sample-aggregate'",
-    "select": "dp_logit and dp_mnlogit", "gamma": "dp_logit and dp_mnlogit with select=",
-}
+#: Where the options of the other mechanisms belong, for the error message (each
+#: registry entry declares its own: `dpmodels.front.registry.Mechanism.options`).
+_OPTION_HOMES = {k: where for m in _registry.MECHANISMS for k, where in m.options.items()}
 
 
 def check_options(family: str, options: dict) -> None:

@@ -659,6 +659,10 @@ class LocalReport(ReleaseReport):
         How the release was charged to an `Accountant` ("no accountant" when none).
     """
 
+    #: The fields computed from the noise (the noisy total); the others
+    #: are public inputs, equal on neighbouring data sets.
+    NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("noisy_total",)
+
     title = "Privacy report (LOCAL)"
     html_title = "Privacy report (local)"
 

@@ -157,7 +157,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -320,6 +320,10 @@ class SampleAggregateReport(ReleaseReport):
         Noisy counts of rows outside each bounded variable's declared bounds
         (`dpmodels.data.clipping`); None when no variable can clip.
     """
+
+    #: The fields computed from the noise (none: every field is a public input); the others
+    #: are public inputs, equal on neighbouring data sets.
+    NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ()
 
     epsilon: float
     private: bool

@@ -71,7 +71,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, overload
+from typing import ClassVar, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -431,6 +431,10 @@ class SmoothedSampleReport(ReleaseReport):
         Noisy counts of rows outside each bounded variable's declared bounds;
         None when no variable can clip.
     """
+
+    #: The fields computed from the noise (none: every field is a public input); the others
+    #: are public inputs, equal on neighbouring data sets.
+    NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ()
 
     epsilon: float
     private: bool

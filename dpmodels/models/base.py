@@ -7,6 +7,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,7 +59,7 @@ from ..mechanisms.histogram import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, Privat
 from ..mechanisms.moments import check_finite_design
 from .pickling import formula_recipe, keep_design
 
-__all__ = ["DPModel", "formula_env", "dp_options", "weighted_namespace"]
+__all__ = ["DPModel", "FormulaReleaseModel", "formula_env", "dp_options", "weighted_namespace"]
 
 #: Cell frames never hold missing values: skip patsy's per-element NA scan
 #: (most of the cost of rebuilding a design on bootstrap replicates).
@@ -904,3 +905,106 @@ def _same_eps(a, b) -> bool:
         return math.isclose(float(a), float(b)) or (math.isinf(a) and math.isinf(b))
     except (TypeError, ValueError):
         return False
+
+
+class FormulaReleaseModel:
+    """Base of the models fitted on a release that answers one formula (the
+    moments and the Newton steps): the release is made from raw rows, or
+    taken as given (no budget spent) when it was made for the same formula.
+    Subclasses set ``_release_type`` and ``_release_fn`` and implement ``fit``.
+
+    Attributes
+    ----------
+    formula : str
+        The model's formula.
+    release : PrivateMoments, PrivateNewton or PrivateQuantileSteps
+        The release the model is fitted on.
+    method : str
+        The ``method=`` that names the mechanism ("moments", "newton").
+    budget_spent : float
+        The epsilon this model's construction spent (0 on an existing
+        release).
+    """
+
+    _name = "DP model"
+    method = ""
+    _release_type: type[Any] = object
+    _release_fn: Any = None  # the subclass's release function (a staticmethod)
+
+    def __init__(self, formula: str, data):
+        """The model of ``formula`` on the release ``data`` (made for that
+        formula): nothing is read or spent.  To release from raw rows, call the
+        ``dp_*`` function (or `from_formula()`)."""
+        if not isinstance(data, self._release_type):
+            raise DPModelsTypeError(
+                f"{type(self).__name__}(formula, data) fits on a release (a "
+                f"{self._release_type.__name__}), got {type(data).__name__}: to release from raw "
+                "rows call the dp_* function (e.g. dpm.dp_ols(formula, data, epsilon=...)) or "
+                f"{type(self).__name__}.from_formula(formula, data, epsilon=...)")
+        if data.space.formula != formula:
+            raise DPModelsError(
+                f"this release was made for {data.space.formula!r}; a {self.method} "
+                f"release answers its own formula only (got {formula!r})")
+        self.formula = formula
+        self.release, self.budget_spent = data, 0.0
+
+    @classmethod
+    def from_formula(cls, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,
+                     random_state=None, accountant=None, missing="drop", namespace=None,
+                     domain_check=None, **release_options):
+        """Make the release of ``formula`` from the raw rows ``data`` (spending
+        ``epsilon``), then build the model on it; on a release, the model on it
+        (nothing spent).  The ``dp_*`` functions call this.
+
+        Parameters
+        ----------
+        formula : str
+            A patsy formula.
+        data : pandas.DataFrame, mapping, engine frame or release
+            Raw rows (one release, spending ``epsilon``) or a release of this
+            formula (nothing spent).
+        epsilon : float, optional
+            Privacy parameter of the release (required for raw rows).
+        bounds : dict of str to (low, high), optional
+            Public bounds of each continuous variable.
+        levels : dict of str to list, optional
+            Public level sets of the discrete variables.
+        n : int, optional
+            The public number of rows (default: the rows handed in).
+        random_state : None, int or Generator
+            The release's noise (None: OS secure entropy).
+        accountant : Accountant, optional
+            Charged with ``epsilon`` before anything is read.
+        missing : {"drop", "raise"}
+            What to do with rows with a missing value.
+        namespace : mapping, optional
+            Where the formula's names are looked up.
+        domain_check : callable, optional
+            The model's own check of the public domain, run before any row is
+            read.
+        **release_options
+            Passed to the release function (e.g. ``q`` of the quantile steps).
+
+        Returns
+        -------
+        FormulaReleaseModel
+            The model of the class it is called on.
+        """
+        if isinstance(data, cls._release_type):
+            return cls(formula, data)
+        rel = cls._release_fn(
+            data, formula=formula, epsilon=epsilon, bounds=bounds, levels=levels, n=n,
+            random_state=random_state, accountant=accountant, missing=missing,
+            namespace=namespace, domain_check=domain_check, **release_options)
+        model = cls(formula, rel)
+        model.budget_spent = rel.report.epsilon
+        return model
+
+    @property
+    def privacy(self):
+        """The privacy report of the release."""
+        return self.release.report
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.formula!r}, "
+                f"epsilon={self.release.report.epsilon:g}, q={self.release.space.q})")

@@ -55,14 +55,13 @@ from ..core.keywords import checked_keywords
 from ..core.randomness import make_rng
 from ..inference.dp_results import attach_dp_inference
 from ..mechanisms.newton import PrivateNewton, _floored, newton_update, release_newton
-from .base import dp_options
+from .base import FormulaReleaseModel, dp_options
 from .discrete import FreqLogit, FreqLogitResults
 from .moments_ols import (
     INFO_SDS,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
     SWAMPED_ADVICE,
-    FormulaReleaseModel,
     MomentsInference,
     check_noisy_rows,
     swamped_reason,

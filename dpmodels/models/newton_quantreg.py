@@ -64,13 +64,12 @@ from ..mechanisms.quantile_steps import (
     quantile_update,
     release_quantile_steps,
 )
-from .base import dp_options
+from .base import FormulaReleaseModel, dp_options
 from .moments_ols import (
     INFO_SDS,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
     SWAMPED_ADVICE,
-    FormulaReleaseModel,
     MomentsInference,
     check_noisy_rows,
     swamped_reason,

@@ -69,7 +69,7 @@ from dpmodels.front.registry import MECHANISMS as REGISTRY
 
 from tests.data.test_bad_inputs import BOUNDS, CASES, FRAME, LEVELS, MODELS as ENTRY_MODELS, RESPONSE
 from tests.data.test_bad_inputs import _c as corpus_case
-from tests.privacy.test_neighbours import (
+from tests.support.neighbours import (
     FACTORIES,
     KINDS,
     MODELS,
@@ -338,14 +338,6 @@ ENGINE_KINDS = {"pandas": ("missing", "empty"), "dict": ("missing",), "polars": 
 #: Spark is slow: the Unbounded pair and the bad inputs found by counting for this family
 #: only (the counting query is the same for every family).
 SPARK_FAMILY = "ols"
-#: Report fields computed from the noisy outputs, by report type (the "split"
-#: labels are masked: they carry noisy-derived numbers).  A report type not
-#: listed has every number masked.
-NOISY_FIELDS = {"PrivacyReport": ("released_cells", "noisy_total"),
-                "MomentsReport": ("radius", "clipped_rows", "noisy_rows"),
-                "SampleAggregateReport": ()}
-
-
 def _cases(mech: Mechanism, engine: str, kinds=None):
     """Generated pairs of the mechanism's family, one per kind (ENGINE_KINDS),
     then the next seeds of each kind."""
@@ -362,8 +354,11 @@ def _cases(mech: Mechanism, engine: str, kinds=None):
 
 
 def _public_report(report) -> dict:
+    """The report with the fields its class declares noisy (``NOISY_FIELDS``) left
+    out and the "split" labels masked (they carry noisy-derived numbers); a report
+    that declares none has every number masked."""
     fields = asdict(report)
-    noisy = NOISY_FIELDS.get(type(report).__name__)
+    noisy = type(report).NOISY_FIELDS
     if noisy is None:
         return {"masked": mask(repr(fields))}
     out = {k: v for k, v in fields.items() if k not in noisy}

@@ -77,7 +77,7 @@ from dpmodels.core.errors import DomainError, DPModelsError, UndeclaredLevelErro
 from dpmodels.core.report import Release, ReleaseReport
 
 from tests.support.benchmark_cases import load_benchmark
-from tests.privacy.test_neighbours import NOISE_DRIVEN, _diff, mask
+from tests.support.neighbours import NOISE_DRIVEN, _diff, mask
 
 # ---------------------------------------------------------------------------
 # the shared frame and the public domain
@@ -776,26 +776,19 @@ def test_epsilon_inf(entry):
 # 5. neighbours
 # ---------------------------------------------------------------------------
 
-#: Report fields computed from the noisy outputs, by report type (each report's
-#: docstring); a report type not listed has every number masked.  "selected" is the
-#: noisy selection: when it differs the rest is not compared (a noise-driven path).
-NOISY_FIELDS = {
-    "PrivacyReport": ("released_cells", "noisy_total"),
-    "MomentsReport": ("radius", "clipped_rows", "noisy_rows"),
-    "SampleAggregateReport": (),
-    "LocalReport": ("noisy_total",),
-    "SmoothedSampleReport": (),
-}
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def _public_report(report) -> object:
-    name = type(report).__name__
-    if name not in NOISY_FIELDS or not is_dataclass(report):
+    """The report with the fields its class declares noisy (``NOISY_FIELDS``) left
+    out; a report that declares none has every number masked.  "selected" is the
+    noisy selection: when it differs the rest is not compared (a noise-driven path)."""
+    noisy = getattr(type(report), "NOISY_FIELDS", None)
+    if noisy is None or not is_dataclass(report):
         return mask(_HEX.sub("#", repr(report)))
     out = {}
     for f in fields(report):
-        if f.name in NOISY_FIELDS[name]:
+        if f.name in noisy:
             continue
         value = getattr(report, f.name)
         if f.name == "split":

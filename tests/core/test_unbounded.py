@@ -24,7 +24,7 @@ import dpmodels as dpm
 from dpmodels.domain.axes import Axis, build_domain
 
 from tests.support.audit_tools import ABSENT, exact_event_probability, privacy_audit, tightness_margin
-from tests.privacy.test_neighbours import Case, compare
+from tests.support.neighbours import Case, compare
 
 U = dpm.Unbounded(center=2.0, scale=3.0)
 

@@ -47,7 +47,7 @@ import pytest
 
 import dpmodels as dpm
 
-from tests.privacy.test_neighbours import (
+from tests.support.neighbours import (
     FACTORIES,
     KINDS,
     Case,
@@ -227,7 +227,7 @@ def test_sample_aggregate_neighbours():
 def test_sample_aggregate_polars_neighbours():
     """Polars frames (an int column with a null, Enums): the neighbours publish
     the same, and what pandas publishes."""
-    from tests.privacy.test_neighbours import _to_polars
+    from tests.support.neighbours import _to_polars
 
     for kind in KINDS:
         case = make_case(0, kind, "polars")

@@ -85,7 +85,7 @@ from dpmodels.mechanisms.moments import (
 from dpmodels.core.randomness import SecureBits
 
 from tests.support.audit_tools import format_audit, privacy_audit, tightness_margin
-from tests.privacy.test_neighbours import mask
+from tests.support.neighbours import mask
 
 NS = {"np": np}
 

@@ -171,7 +171,7 @@ def test_a_dask_frame_gives_the_pandas_release():
 
 def _published_newton(data, kw) -> dict:
     """Everything the Newton release and its fit publish, numbers masked."""
-    from tests.privacy.test_neighbours import formula_release_metadata
+    from tests.support.neighbours import formula_release_metadata
 
     def build():
         model = dpm.dp_logit("z ~ x + C(k) + C(g)", data, method="newton", random_state=13,
@@ -188,7 +188,7 @@ def test_newton_neighbours_publish_the_same_metadata(kind):
     is y > 8, computed row by row) publish the same names, report and
     masked summary with one seed."""
     from tests.mechanisms.moments.test_moments_privacy import make_pair
-    from tests.privacy.test_neighbours import formula_release_diff
+    from tests.support.neighbours import formula_release_diff
 
     for seed in range(3):
         label, _, base, nb, kw = make_pair(seed, kind)

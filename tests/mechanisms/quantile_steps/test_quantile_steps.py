@@ -467,7 +467,7 @@ def test_a_dask_frame_gives_the_pandas_release():
 
 def _published(data, kw) -> dict:
     """Everything the quantile-steps release and its fit publish, numbers masked."""
-    from tests.privacy.test_neighbours import formula_release_metadata
+    from tests.support.neighbours import formula_release_metadata
 
     def build():
         model = dpm.dp_quantreg("y ~ x + C(k) + C(g)", data, method="newton",
@@ -483,7 +483,7 @@ def test_neighbours_publish_the_same_metadata(kind):
     each kind (tests/mechanisms/moments/test_moments_privacy.py's generator) publish the same
     names, report and masked summary with one seed."""
     from tests.mechanisms.moments.test_moments_privacy import make_pair
-    from tests.privacy.test_neighbours import formula_release_diff
+    from tests.support.neighbours import formula_release_diff
 
     for seed in range(3):
         label, _, base, nb, kw = make_pair(seed, kind)
