@@ -16,13 +16,15 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
 import dpmodels
 from dpmodels.cli.commands import ENGINES, main
 
-from tests.cli.test_cli import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 
 SCHEMA = """
 [variables.price]

@@ -67,8 +67,8 @@ from dpmodels.front.methods import (
 )
 from dpmodels.front.registry import MECHANISMS as REGISTRY
 
-from tests.data.test_bad_inputs import BOUNDS, CASES, FRAME, LEVELS, MODELS as ENTRY_MODELS, RESPONSE
-from tests.data.test_bad_inputs import _c as corpus_case
+from tests.support.bad_inputs import BOUNDS, CASES, FRAME, LEVELS, MODELS as ENTRY_MODELS, RESPONSE
+from tests.support.bad_inputs import _c as corpus_case
 from tests.support.neighbours import (
     FACTORIES,
     KINDS,
@@ -81,7 +81,7 @@ from tests.support.neighbours import (
     make_case,
     mask,
 )
-from tests.privacy.test_neighbours_mechanisms import (
+from tests.support.mechanism_publishers import (
     _check_pair,
     _error,
     _local_published,

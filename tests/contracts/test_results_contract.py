@@ -34,7 +34,7 @@ from dpmodels.inference.dp_results import (
 )
 from dpmodels.core.errors import DPModelsError
 
-from tests.contracts.test_mechanism_contract import FAMILY_ENTRIES, built
+from tests.support.registry_entries import FAMILY_ENTRIES, built
 
 ENTRY_PARAMS = [pytest.param(e, id=e.id) for e in FAMILY_ENTRIES]
 

@@ -239,7 +239,7 @@ NOT_COUNTED = ("local",)
 @pytest.mark.parametrize("entry", [e for e in __import__(
     "tests.contracts.test_mechanism_contract", fromlist=["ENTRIES"]).ENTRIES], ids=lambda e: e.id)
 def test_every_mechanism_reports_the_rows_outside(entry):
-    from tests.contracts.test_mechanism_contract import FRAME, base_kw, formula_of, recipe, report_of
+    from tests.support.registry_entries import FRAME, base_kw, formula_of, recipe, report_of
 
     assert entry.mech in registry.MECHANISMS
     with warnings.catch_warnings():

@@ -16,6 +16,10 @@ import pytest
 import dpmodels as dpm
 from dpmodels.core.errors import DPModelsError
 from dpmodels.front.saved import FORMAT, FORMAT_VERSION, SavedReleaseError
+from tests.support.saved_edits import (
+    _drop,
+    _set,
+)
 
 #: A raw value no bound, level or released number can equal: it must never reach a file.
 SENTINEL = 987654.3125
@@ -269,24 +273,6 @@ def _edit(doc, edit):
     doc = copy.deepcopy(doc)
     edit(doc)
     return doc
-
-
-def _set(keys, value):
-    def edit(doc):
-        target = doc
-        for k in keys[:-1]:
-            target = target[k]
-        target[keys[-1]] = value
-    return edit
-
-
-def _drop(keys):
-    def edit(doc):
-        target = doc
-        for k in keys[:-1]:
-            target = target[k]
-        del target[keys[-1]]
-    return edit
 
 
 def _histogram_edits(doc):

@@ -22,7 +22,7 @@ from dpmodels.inference.dp_results import attach_dp_inference
 from dpmodels.core.errors import ReleaseWarning
 from dpmodels.inference.intervals import MAX_FAILED_SHARE, DPInference
 
-from tests.models.test_separation_names import (MN_BOUNDS, MN_FORMULA, MN_LEVELS, UNMEASURED, _mn_flat,
+from tests.support.separation import (MN_BOUNDS, MN_FORMULA, MN_LEVELS, UNMEASURED, _mn_flat,
                                    _resample, anes96, names_in)  # noqa: F401 (fixture)
 
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tests.models.test_pickling import FIT, ROUTES, _frame, N
+from tests.support.routes import FIT, ROUTES, _frame, N
 
 EXPECTED = {"ols auto (moments)": "DP OLS (noisy moments)",
             "ols histogram": "DP OLS (histogram)",

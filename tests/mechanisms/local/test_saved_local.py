@@ -21,7 +21,7 @@ from dpmodels.core.errors import DPModelsError
 from dpmodels.mechanisms.local import Channel, LocalHistogram, LocalRelease, randomize
 from dpmodels.front.saved import FORMAT, FORMAT_VERSION, SavedReleaseError, save_release
 
-from tests.front.test_saved_release import _drop, _set  # the file edits of the refusal tests
+from tests.support.saved_edits import _drop, _set  # the file edits of the refusal tests
 
 #: Raw values no bound, level or released number can equal: they must never reach a file.
 SENTINEL = 987654.3125

@@ -187,7 +187,7 @@ def test_newton_neighbours_publish_the_same_metadata(kind):
     each kind (tests/mechanisms/moments/test_moments_privacy.py's generator; the binary response
     is y > 8, computed row by row) publish the same names, report and
     masked summary with one seed."""
-    from tests.mechanisms.moments.test_moments_privacy import make_pair
+    from tests.support.moment_pairs import make_pair
     from tests.support.neighbours import formula_release_diff
 
     for seed in range(3):

@@ -482,7 +482,7 @@ def test_neighbours_publish_the_same_metadata(kind):
     """PRIVACY.md rule 5 for the quantile steps: replace-one neighbours of
     each kind (tests/mechanisms/moments/test_moments_privacy.py's generator) publish the same
     names, report and masked summary with one seed."""
-    from tests.mechanisms.moments.test_moments_privacy import make_pair
+    from tests.support.moment_pairs import make_pair
     from tests.support.neighbours import formula_release_diff
 
     for seed in range(3):
