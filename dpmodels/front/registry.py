@@ -136,15 +136,13 @@ def _newton_logit(call):
     from ..models.logit import DPLogit
     from ..models.newton_logit import DPNewtonLogit
 
-    checker = object.__new__(DPLogit)  # the response checks of dp_logit, before anything
-    checker.formula = call.formula
     env = call.namespace
     return DPNewtonLogit.from_formula(
         call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
         n=call.n, random_state=call.random_state, accountant=call.accountant,
         missing=_missing(call), namespace=env,
-        domain_check=lambda domain: checker._check_domain(
-            domain, formula_variables(call.formula, domain.names, env)))
+        domain_check=lambda domain: DPLogit.check_response(  # dp_logit's checks, before
+            call.formula, domain, formula_variables(call.formula, domain.names, env)))  # any read
 
 
 def _newton_quantreg(call):

@@ -115,32 +115,42 @@ class _DPChoiceModel(DPModel):
 
     # ---- before the release: public domain only ---------------------------------------
     def _check_domain(self, domain: Domain, formula_vars: FormulaVariables) -> None:
-        name = self._response_of(formula_vars)
-        self._check_response_axis(domain.axis(name))
-        self.response = name
+        self.response = type(self).check_response(self.formula, domain, formula_vars)
 
-    def _response_of(self, fv: FormulaVariables) -> str:
-        if len(fv.response) != 1 or not _lhs_is_variable(self.formula, fv.response[0]):
-            lhs = self.formula.split("~")[0].strip() if "~" in self.formula else ""
+    @classmethod
+    def check_response(cls, formula: str, domain: Domain, formula_vars: FormulaVariables) -> str:
+        """The response of ``formula``, checked on the public domain before anything
+        is released: one variable of the data, discrete, with the levels this
+        family needs (a DPModelsError or DomainError naming it otherwise).  Other
+        releases of the same family run it as their domain check (the Newton logit)."""
+        name = cls._response_of(formula, formula_vars)
+        cls._check_response_axis(domain.axis(name))
+        return name
+
+    @classmethod
+    def _response_of(cls, formula: str, fv: FormulaVariables) -> str:
+        if len(fv.response) != 1 or not _lhs_is_variable(formula, fv.response[0]):
+            lhs = formula.split("~")[0].strip() if "~" in formula else ""
             raise DPModelsError(
-                f"the response of {self._func} must be a single variable of the data, as in "
+                f"the response of {cls._func} must be a single variable of the data, as in "
                 f"'y ~ x'; got {lhs!r}: build the response as a column first (and declare its "
                 "levels)"
             )
         return fv.response[0]
 
-    def _check_response_axis(self, axis: Axis) -> None:
+    @classmethod
+    def _check_response_axis(cls, axis: Axis) -> None:
         if axis.kind != "discrete":
             raise DomainError(
-                f"the response {axis.name!r} of {self._func} must be discrete, but it is "
+                f"the response {axis.name!r} of {cls._func} must be discrete, but it is "
                 f"continuous ({axis.describe()}): declare its level set, e.g. "
-                f"levels={{{axis.name!r}: {self._example_levels}}}, instead of bounds"
+                f"levels={{{axis.name!r}: {cls._example_levels}}}, instead of bounds"
             )
         levels = axis.level_set  # a discrete axis always has its levels
         if len(levels) < 2:
             raise DomainError(
                 f"the response {axis.name!r} has a single declared level "
-                f"({levels[0]!r}): {self._func} needs at least two; declare every value "
+                f"({levels[0]!r}): {cls._func} needs at least two; declare every value "
                 f"{axis.name!r} can take"
             )
 
@@ -337,7 +347,8 @@ class DPLogit(_DPChoiceModel):
     _func = "dp_logit"
     _example_levels = "[0, 1]"
 
-    def _check_response_axis(self, axis: Axis) -> None:
+    @classmethod
+    def _check_response_axis(cls, axis: Axis) -> None:
         super()._check_response_axis(axis)
         levels = axis.level_set  # discrete: checked by super()
         if len(levels) > 2:

@@ -443,7 +443,7 @@ class _Projected(_ChoiceModel):
                 f"Polars, Dask, DuckDB or PySpark data frame; got {type(data).__name__}")
         cols = engine.columns() if engine is not None else columns_of(data)
         fv = formula_variables(formula, cols, namespace)
-        response = self._response_of(fv)
+        response = self._response_of(formula, fv)
         candidates = tuple(nm for nm in fv.names if nm != response)
         if not candidates:
             raise DPModelsError(f"select= needs predictors: the formula {formula!r} has none")
