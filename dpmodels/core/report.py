@@ -348,8 +348,8 @@ class MomentsReport(ReleaseReport):
         (`dpmodels.data.clipping`); None when no variable can clip.
     """
 
-    #: The fields computed from the noise (the clipping radius, the clipped and the noisy rows); the others
-    #: are public inputs, equal on neighbouring data sets.
+    #: The fields computed from the noise (the clipping radius, the clipped and the
+    #: noisy rows); the others are public inputs, equal on neighbouring data sets.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("radius", "clipped_rows", "noisy_rows")
 
     epsilon: float

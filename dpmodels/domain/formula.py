@@ -25,6 +25,7 @@ import pandas as pd
 import patsy
 import patsy.builtins
 
+from ..core import keywords
 from ..core.errors import UnknownVariableError
 
 __all__ = ["FormulaVariables", "formula_variables", "caller_namespace", "formula_namespace",
@@ -65,8 +66,7 @@ def caller_namespace(depth: int) -> dict:
     used to evaluate formula functions such as ``np.log`` on the cell frame."""
     frame = sys._getframe(depth + 1)
     # a decorator's wrapper (keywords.checked_keywords) is not the caller: skip it
-    while frame.f_back is not None and frame.f_code.co_filename.endswith(
-            os.path.join("dpmodels", "core", "keywords.py")):
+    while frame.f_back is not None and frame.f_code.co_filename == keywords.__file__:
         frame = frame.f_back
     ns = dict(frame.f_globals)
     ns.update(frame.f_locals)

@@ -86,10 +86,10 @@ def dp_ols(
         moments with a ReleaseWarning.  The privacy block names the mechanism
         and the split of epsilon.  "sample-aggregate": Smith's estimator
         (`dpmodels.mechanisms.sample_aggregate`): statsmodels' fit on ``blocks``
-        random blocks of rows (default from public n, the parameters and epsilon), each clamped to
-        ``param_bounds`` (a public (low, high) for all or per coefficient;
-        without it a private range on 20% of epsilon), averaged, exact
-        discrete Laplace noise.
+        random blocks of rows (default from public n, the parameters and
+        epsilon), each clamped to ``param_bounds`` (a public (low, high) for
+        all or per coefficient; without it a private range on 20% of
+        epsilon), averaged, exact discrete Laplace noise.
     **kwargs
         ``threshold_A``, ``missing``, ``max_spurious_cells``,
         ``representatives``: see `dpmodels.release()` (histogram only,

@@ -321,8 +321,8 @@ class SampleAggregateReport(ReleaseReport):
         (`dpmodels.data.clipping`); None when no variable can clip.
     """
 
-    #: The fields computed from the noise (none: every field is a public input); the others
-    #: are public inputs, equal on neighbouring data sets.
+    #: The fields computed from the noise: none, every field is a public input,
+    #: equal on neighbouring data sets.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ()
 
     epsilon: float

@@ -432,8 +432,8 @@ class SmoothedSampleReport(ReleaseReport):
         None when no variable can clip.
     """
 
-    #: The fields computed from the noise (none: every field is a public input); the others
-    #: are public inputs, equal on neighbouring data sets.
+    #: The fields computed from the noise: none, every field is a public input,
+    #: equal on neighbouring data sets.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ()
 
     epsilon: float
