@@ -1124,12 +1124,12 @@ def _check_savable_levels(levels: Mapping[str, list]) -> None:
     `dpmodels.output.saving`): a TOML date, time or date-time (``levels =
     [2020-01-01, ...]``), an array or a table.  The release would be paid for,
     and then not written."""
-    from ..output.saving import SavedReleaseError, _level_out
+    from ..output.documents import SavedReleaseError, level_out
 
     for name, values in levels.items():
         for v in values:
             try:
-                _level_out(name, v)
+                level_out(name, v)
             except SavedReleaseError:
                 shown = v.isoformat() if hasattr(v, "isoformat") else repr(v)
                 raise CLIError(

@@ -8,6 +8,7 @@ here is computed from the raw rows (PRIVACY.md rule 5).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -169,6 +170,12 @@ class ReleaseReport:
     #: neighbouring data sets (PRIVACY.md rule 5; the neighbour tests compare them).
     #: None: not declared, and the neighbour tests mask every number.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = None
+    #: The fields a saved file holds, each with the JSON type its reader checks
+    #: (`dpmodels.output.documents.report_in()`): "float", "float?" (a float or
+    #: null), "int", "bool", "str", "strs", "pairs" (name, text) or "split"
+    #: (label, epsilon); a type ending in "|absent" may be missing from older files.
+    #: ``outside_bounds`` is read when present.  Empty: the report cannot be saved.
+    SAVED_FIELDS: ClassVar[Mapping[str, str]] = {}
     #: The noisy counts of rows outside each bounded variable's declared bounds
     #: (a `dpmodels.data.clipping.OutsideBounds`, from a share of epsilon listed in the
     #: report's split), or None when no variable can clip or the mechanism does
@@ -257,6 +264,13 @@ class PrivacyReport(ReleaseReport):
     #: The fields computed from the noise (the released cells and the noisy total); the others
     #: are public inputs, equal on neighbouring data sets.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("released_cells", "noisy_total")
+    SAVED_FIELDS: ClassVar[Mapping[str, str]] = {
+        "epsilon": "float", "private": "bool", "mechanism": "str", "noise_scale": "float",
+        "sensitivity": "int", "threshold_rule": "str", "threshold_A": "float?",
+        "threshold": "float?", "n": "int", "n_source": "str", "variables": "pairs",
+        "domain_cells": "int", "expected_spurious_cells": "float", "released_cells": "int",
+        "noisy_total": "int", "seeded": "bool", "budget": "str",
+        "split": "split|absent"}  # a histogram saved before its epsilon was split (issue 43)
 
     epsilon: float
     private: bool
@@ -351,6 +365,10 @@ class MomentsReport(ReleaseReport):
     #: The fields computed from the noise (the clipping radius, the clipped and the
     #: noisy rows); the others are public inputs, equal on neighbouring data sets.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("radius", "clipped_rows", "noisy_rows")
+    SAVED_FIELDS: ClassVar[Mapping[str, str]] = {
+        "epsilon": "float", "private": "bool", "mechanism": "str", "split": "split", "n": "int",
+        "n_source": "str", "variables": "pairs", "columns": "strs", "radius": "float",
+        "clipped_rows": "float", "noisy_rows": "float", "seeded": "bool", "budget": "str"}
 
     epsilon: float
     private: bool

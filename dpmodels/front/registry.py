@@ -69,6 +69,10 @@ class Mechanism:
     own_function : bool
         The caller makes the release with ``release``'s function, not through
         a dp_* call (a local release, a feature selection, a smoothed sample).
+    codec : str or None
+        The module (``dpmodels.mechanisms.<name>.codec``) that writes its
+        release to a saved file and reads it back (`dpmodels.front.saved`), or
+        None when its release is not saved.
     options : mapping
         ``{option: where it applies}``: the keyword options of a dp_* call
         that only this mechanism takes.  A call that gives one to a release
@@ -86,6 +90,7 @@ class Mechanism:
     builders: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     own_function: bool = False
     options: Mapping[str, str] = field(default_factory=dict)
+    codec: str | None = None
 
     @property
     def routed(self) -> bool:
@@ -203,18 +208,21 @@ def _every_family(build) -> dict:
 MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("histogram", FAMILIES, "histogram", "dpmodels.mechanisms.histogram:release",
               "PrivateHistogram", ENGINES,
-              builders={family: _histogram(family) for family in FAMILIES}),
+              builders={family: _histogram(family) for family in FAMILIES},
+              codec="dpmodels.mechanisms.histogram.codec"),
     Mechanism("moments", ("ols",), "moments", "dpmodels.mechanisms.moments:release_moments",
               "PrivateMoments", ENGINES,
-              builders={"ols": _moments_ols}),
+              builders={"ols": _moments_ols}, codec="dpmodels.mechanisms.moments.codec"),
     Mechanism("newton", ("logit",), "newton", "dpmodels.mechanisms.newton:release_newton",
               "PrivateNewton", ENGINES,
-              builders={"logit": _newton_logit}),
+              builders={"logit": _newton_logit}, codec="dpmodels.mechanisms.newton.codec"),
     Mechanism("quantile-newton", ("quantreg",), "newton",
               "dpmodels.mechanisms.quantile_steps:release_quantile_steps", "PrivateQuantileSteps",
-              ENGINES, builders={"quantreg": _newton_quantreg}),
+              ENGINES, builders={"quantreg": _newton_quantreg},
+              codec="dpmodels.mechanisms.quantile_steps.codec"),
     Mechanism("local", FAMILIES, None, "dpmodels.mechanisms.local:randomize", None, ENGINES,
-              applies=_local_applies, builders=_every_family(_local_build), own_function=True),
+              applies=_local_applies, builders=_every_family(_local_build), own_function=True,
+              codec="dpmodels.mechanisms.local.codec"),
     Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.models.projected:build_projected",
               None, ENGINES, applies=_projected_applies,
               builders={"logit": _projected_build, "mnlogit": _projected_build},

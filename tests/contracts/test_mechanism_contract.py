@@ -324,7 +324,7 @@ def _inf_exact_histogram(entry: Entry):
 
 
 def _inf_moments(entry: Entry):
-    """dpmodels/mechanisms/moments.py and docs/reporting.md: exact moments (no clipping, no
+    """dpmodels/mechanisms/moments/ and docs/reporting.md: exact moments (no clipping, no
     quantization): statsmodels' OLS and its classical standard errors, a
     continuous covariate and its log included."""
     model = _inf(entry, formula_of(entry.family))
@@ -335,7 +335,7 @@ def _inf_moments(entry: Entry):
 
 
 def _inf_noiseless_steps(entry: Entry):
-    """dpmodels/mechanisms/newton.py and quantile_steps.py (issue 43 part 5): the same
+    """dpmodels/mechanisms/newton/ and quantile_steps.py (issue 43 part 5): the same
     pipeline without its noise, NOT private: the report and the summary say
     which pipeline ran and that it is not statsmodels' fit (clipped, quantized,
     a few steps), and the estimate is close to statsmodels' on these rows."""
@@ -389,7 +389,7 @@ def _inf_projected(entry: Entry):
 
 
 def _inf_sample_aggregate(entry: Entry):
-    """dpmodels/mechanisms/sample_aggregate.py: "epsilon=inf publishes the exact average of the
+    """dpmodels/mechanisms/sample_aggregate/: "epsilon=inf publishes the exact average of the
     blocks' estimates (failed blocks left out), without clamping or noise, and their
     exact sample variance": statsmodels on each block of the release's partition
     (a uniform permutation from the seeded source, as tests/mechanisms/sample_aggregate/test_sample_aggregate.py
@@ -438,7 +438,7 @@ def _greedy_first(target: str, candidates: list[str]) -> str:
 
 
 def _inf_select_features(entry: Entry):
-    """dpmodels/mechanisms/selection.py: "epsilon=inf: the selection is the non-private greedy
+    """dpmodels/mechanisms/selection/: "epsilon=inf: the selection is the non-private greedy
     choice", flagged NOT PRIVATE (discrete candidates: the exact score)."""
     target, *cands = variables(exact_formula_of(None))
     sel = _inf(entry, exact_formula_of(None))

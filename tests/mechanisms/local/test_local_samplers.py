@@ -1,4 +1,4 @@
-"""The row-aligned exact samplers of the local channels (dpmodels/mechanisms/local.py,
+"""The row-aligned exact samplers of the local channels (dpmodels/mechanisms/local/,
 PRIVACY.md rules 1 and 9): each row's report comes from its own stream
 (:class:`dpmodels.core.streams.RowStreams`), so it depends on (key, position, cell)
 only, whatever the batches; and its law is the channel's, exactly.

@@ -317,7 +317,7 @@ def test_old_files_still_load_and_a_newer_minor_version_too(local, tmp_path):
 
 def test_channel_choose_names_are_all_readable():
     """Every channel Channel.choose can make is one the reader knows."""
-    from dpmodels.front.saved import _LOCAL_CHANNELS
+    from dpmodels.mechanisms.local.codec import CHANNELS as _LOCAL_CHANNELS
 
     made = {Channel.choose(4, 1.0).name, Channel.choose(400, 1.0).name,
             Channel.choose(4, math.inf).name, Channel.choose(4, 1.0, "oue").name}

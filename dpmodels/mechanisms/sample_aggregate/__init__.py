@@ -162,15 +162,15 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from scipy import optimize, special, stats
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import exact_parts
-from ..core.errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
-from ..core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from ..core.keywords import checked_keywords
-from ..core.randomness import random_source
-from ..core.report import Release, ReleaseReport, closing_rows, opening_rows
-from ..core.streams import RowStreams
-from ..data.clipping import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import exact_parts
+from ...core.errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
+from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from ...core.keywords import checked_keywords
+from ...core.randomness import random_source
+from ...core.report import Release, ReleaseReport, closing_rows, opening_rows
+from ...core.streams import RowStreams
+from ...data.clipping import (
     CLIP_SHARE,
     OutsideBounds,
     clipping_axes,
@@ -178,17 +178,17 @@ from ..data.clipping import (
     release_outside,
     warn_outside,
 )
-from ..data.clipping import split_label as clip_split_label
-from ..data.engines import source_for
-from ..domain.formula import build_design, caller_namespace, equation_names, user_stacklevel
-from .moments import _to_pandas, describe_axis, design_space, public_inputs, published_frame
-from .moments import unit_epsilon as vector_unit_epsilon
-from .newton import binary_response, check_binary_levels
-from .selection import exponential_choice
+from ...data.clipping import split_label as clip_split_label
+from ...data.engines import source_for
+from ...domain.formula import build_design, caller_namespace, equation_names, user_stacklevel
+from ..moments import _to_pandas, describe_axis, design_space, public_inputs, published_frame
+from ..moments import unit_epsilon as vector_unit_epsilon
+from ..newton import binary_response, check_binary_levels
+from ..selection import exponential_choice
 
 if TYPE_CHECKING:
-    from ..domain.axes import Domain
-    from .moments import DesignSpace
+    from ...domain.axes import Domain
+    from ..moments import DesignSpace
 
 __all__ = ["PrivateSampleAggregate", "SampleAggregateReport", "release_sample_aggregate",
            "default_blocks", "normal_laplace_quantile", "firth_step",

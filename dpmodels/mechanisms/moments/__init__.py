@@ -77,29 +77,29 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import split_epsilon
-from ..core.errors import DPModelsError, NotPrivateWarning
-from ..core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from ..core.keywords import checked_keywords
-from ..core.randomness import random_source
-from ..core.report import MomentsReport, Release
-from ..core.unbounded import refuse_unbounded
-from ..data.clipping import CLIP_SHARE, OutsideCounter, clipping_axes, release_outside, warn_outside
-from ..data.clipping import split_label as clip_split_label
-from ..data.columns import columns_of, dtype_of, nrows, unreadable_values_error
-from ..data.counting import missing_error, undeclared_error
-from ..data.engines import source_for
-from ..data.validation import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import split_epsilon
+from ...core.errors import DPModelsError, NotPrivateWarning
+from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from ...core.keywords import checked_keywords
+from ...core.randomness import random_source
+from ...core.report import MomentsReport, Release
+from ...core.unbounded import refuse_unbounded
+from ...data.clipping import CLIP_SHARE, OutsideCounter, clipping_axes, release_outside, warn_outside
+from ...data.clipping import split_label as clip_split_label
+from ...data.columns import columns_of, dtype_of, nrows, unreadable_values_error
+from ...data.counting import missing_error, undeclared_error
+from ...data.engines import source_for
+from ...data.validation import (
     check_dtypes,
     check_epsilon,
     check_release_arguments,
     check_row_count,
     check_used_columns,
 )
-from ..domain.axes import Domain, build_domain
-from ..domain.formula import NO_NA as _NO_NA  # noqa: F401  (imported from here by the other releases)
-from ..domain.formula import (
+from ...domain.axes import Domain, build_domain
+from ...domain.formula import NO_NA as _NO_NA  # noqa: F401  (imported from here by the other releases)
+from ...domain.formula import (
     FormulaVariables,
     PicklableNamespace,
     caller_namespace,
@@ -107,8 +107,9 @@ from ..domain.formula import (
     formula_variables,
     user_stacklevel,
 )
-from ..domain.formula import build_design as _design
-from ..output.saving import save_release
+from ...domain.formula import build_design as _design
+from ...output.documents import SavedParts, float_out, floats_out
+from ...output.saving import save_release
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
            "RADIUS_SHARE", "moments_sensitivity", "describe_axis", "published_frame"]
@@ -657,6 +658,16 @@ class PrivateMoments(ScaledRows):
 
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "moments"
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.space.domain, self.report, {
+            "design": space_out(self.space, True), "count": float_out(self.count),
+            "sums": floats_out(self.sums), "second": floats_out(self.second),
+            "noise_var": floats_out(self.noise_var), "radius": float_out(self.radius),
+            "offsets": floats_out(self.offsets), "scales": floats_out(self.scales)})
 
     space: DesignSpace
     count: float
@@ -1390,3 +1401,24 @@ def exact_statistics(rows_of, space: DesignSpace, offsets, scales, radius: float
         m = [a + int(b) for a, b in zip(m, (K.T @ K)[i, j])]
     vector = (w_s * g * n,) + tuple(w_s * v for v in s) + tuple(m)
     return IntegerStatistics(space, g, w_s, delta, vector)
+
+
+def space_out(space: DesignSpace, response: bool) -> dict:
+    """A formula release's design as its saved file holds it: the formula, its
+    columns and the public ranges of its design (read back, and rebuilt on the
+    saved domain, by `dpmodels.mechanisms.moments.codec`)."""
+    return {"formula": space.formula, "response": response,
+            "exog_names": list(space.exog_names), "endog_name": space.endog_name,
+            "constant": [bool(c) for c in space.constant],
+            "constant_values": floats_out(space.constant_values),
+            "lo": floats_out(space.lo), "hi": floats_out(space.hi),
+            "centre": floats_out(space.centre), "half": floats_out(space.half),
+            "exclusive": [[int(i) for i in g] for g in space.exclusive]}
+
+
+
+def moments_out(moments) -> dict:
+    """The released (count, mean, covariance) a Newton-type release starts from,
+    as its saved file holds them."""
+    count, mean, cov = moments
+    return {"count": float_out(count), "mean": floats_out(mean), "cov": floats_out(cov)}

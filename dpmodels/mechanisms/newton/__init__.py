@@ -50,19 +50,20 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import exact_parts
-from ..core.errors import DomainError, DPModelsError, NotPrivateWarning
-from ..core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
-from ..core.keywords import checked_keywords
-from ..core.randomness import random_source
-from ..core.report import MomentsReport
-from ..data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
-from ..data.clipping import split_label as clip_split_label
-from ..data.counting import undeclared_error
-from ..domain.formula import caller_namespace, user_stacklevel
-from . import moments as _moments_module  # its CENTRE_SQUARES, read at release time
-from .moments import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import exact_parts
+from ...core.errors import DomainError, DPModelsError, NotPrivateWarning
+from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
+from ...core.keywords import checked_keywords
+from ...core.randomness import random_source
+from ...core.report import MomentsReport
+from ...data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
+from ...data.clipping import split_label as clip_split_label
+from ...data.counting import undeclared_error
+from ...domain.formula import caller_namespace, user_stacklevel
+from ...output.documents import SavedParts, float_out, floats_out
+from .. import moments as _moments_module  # its CENTRE_SQUARES, read at release time
+from ..moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
@@ -74,10 +75,12 @@ from .moments import (
     design_space,
     largest_squares,
     location_counts,
+    moments_out,
     public_inputs,
     published_frame,
     row_units,
     scaled_ball,
+    space_out,
     unit_epsilon,
 )
 
@@ -144,6 +147,18 @@ class PrivateNewton(ScaledRows):
 
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "newton"
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.space.domain, self.report, {
+            "design": space_out(self.space, False), "beta": floats_out(self.beta),
+            "information": floats_out(self.information), "score": floats_out(self.score),
+            "start": floats_out(self.start), "noise_var": floats_out(self.noise_var),
+            "moments": moments_out(self.moments), "offsets": floats_out(self.offsets),
+            "scales": floats_out(self.scales), "radius": float_out(self.radius),
+            "step_noise": [floats_out(s) for s in self.step_noise]})
 
     space: DesignSpace
     beta: np.ndarray

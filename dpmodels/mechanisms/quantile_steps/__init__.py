@@ -56,17 +56,18 @@ import pandas as pd
 import patsy
 from scipy import stats
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import exact_parts
-from ..core.errors import DomainError, DPModelsError
-from ..core.exact import discrete_laplace, discrete_laplace_variance
-from ..core.randomness import random_source
-from ..core.report import MomentsReport
-from ..data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
-from ..data.clipping import split_label as clip_split_label
-from ..domain.formula import caller_namespace, user_stacklevel
-from . import moments as _moments_module  # its CENTRE_SQUARES, read at release time
-from .moments import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import exact_parts
+from ...core.errors import DomainError, DPModelsError
+from ...core.exact import discrete_laplace, discrete_laplace_variance
+from ...core.randomness import random_source
+from ...core.report import MomentsReport
+from ...data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
+from ...data.clipping import split_label as clip_split_label
+from ...domain.formula import caller_namespace, user_stacklevel
+from ...output.documents import SavedParts, float_out, floats_out
+from .. import moments as _moments_module  # its CENTRE_SQUARES, read at release time
+from ..moments import (
     _NO_NA,
     RADIUS_SHARE,
     SCALE_SHARE,
@@ -78,12 +79,14 @@ from .moments import (
     describe_axis,
     design_space,
     location_counts,
+    moments_out,
     public_inputs,
     published_frame,
     scaled_ball,
+    space_out,
     unit_epsilon,
 )
-from .newton import (
+from ..newton import (
     LEVELS,
     NOISELESS,
     _floored,
@@ -311,6 +314,26 @@ class PrivateQuantileSteps(ScaledRows):
 
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "quantile-steps"
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.space.domain, self.report, {
+            "design": space_out(self.space, False),
+            "quantiles": floats_out(self.quantiles), "beta": floats_out(self.beta),
+            "density": floats_out(self.density), "ls_information": floats_out(self.ls_information),
+            "band_prior_var": floats_out(self.band_prior_var), "score": floats_out(self.score),
+            "start": floats_out(self.start), "bandwidth": floats_out(self.bandwidth),
+            "steps": [[floats_out(s) for s in per_q] for per_q in self.steps],
+            "ls_beta": floats_out(self.ls_beta), "ls_noise": floats_out(self.ls_noise),
+            "residual_counts": [int(c) for c in np.asarray(self.residual_counts).tolist()],
+            "residual_edges": floats_out(self.residual_edges),
+            "level_counts": floats_out(self.level_counts),
+            "level_noise_var": float_out(self.level_noise_var),
+            "moments": moments_out(self.moments), "offsets": floats_out(self.offsets),
+            "scales": floats_out(self.scales), "radius": float_out(self.radius),
+            "y_centre": float_out(self.y_centre), "y_half": float_out(self.y_half)})
 
     space: DesignSpace
     quantiles: tuple

@@ -78,20 +78,20 @@ import pandas as pd
 from mpmath.libmp import from_float, from_int, mpf_cmp, to_float
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_log, mpi_mul
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import split_epsilon
-from ..core.errors import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import split_epsilon
+from ...core.errors import (
     DPModelsError,
     DPModelsTypeError,
     NotPrivateWarning,
     ReleaseWarning,
     UnknownVariableError,
 )
-from ..core.exact import MIN_EPSILON, uniform_below
-from ..core.keywords import checked_keywords
-from ..core.randomness import RandomBits, make_rng, random_source
-from ..core.report import ReleaseReport, closing_rows
-from ..data.clipping import (
+from ...core.exact import MIN_EPSILON, uniform_below
+from ...core.keywords import checked_keywords
+from ...core.randomness import RandomBits, make_rng, random_source
+from ...core.report import ReleaseReport, closing_rows
+from ...data.clipping import (
     CLIP_SHARE,
     OutsideBounds,
     clipping_axes,
@@ -99,20 +99,20 @@ from ..data.clipping import (
     release_outside,
     warn_outside,
 )
-from ..data.clipping import split_label as clip_split_label
-from ..data.columns import columns_of, dtype_of, nrows, unreadable_values_error
-from ..data.counting import count_cells
-from ..data.engines import source_for
-from ..data.validation import (
+from ...data.clipping import split_label as clip_split_label
+from ...data.columns import columns_of, dtype_of, nrows, unreadable_values_error
+from ...data.counting import count_cells
+from ...data.engines import source_for
+from ...data.validation import (
     check_dtypes,
     check_epsilon,
     check_release_arguments,
     check_row_count,
     check_used_columns,
 )
-from ..domain.axes import Axis, Domain, build_domain
-from ..domain.formula import user_stacklevel
-from ..domain.representatives import Representer, _basis, _layout
+from ...domain.axes import Axis, Domain, build_domain
+from ...domain.formula import user_stacklevel
+from ...domain.representatives import Representer, _basis, _layout
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]

@@ -23,21 +23,21 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import split_epsilon
-from ..core.errors import DomainTooLargeError, DPModelsError, NotPrivateWarning, UnknownVariableError
-from ..core.exact import MIN_EPSILON
-from ..core.keywords import checked_keywords
-from ..core.noise import NoisyCells, discrete_laplace_sf, noisy_signed_dense, noisy_threshold_sparse
-from ..core.randomness import random_source
-from ..core.report import HISTOGRAM_PART, PrivacyReport, Release
-from ..core.thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
-from ..data.clipping import CLIP_SHARE, clipping_axes, exact_outside, release_outside, warn_outside
-from ..data.clipping import split_label as clip_split_label
-from ..data.columns import columns_of, dtype_of, nrows, unreadable_values_error
-from ..data.counting import count_cells
-from ..data.engines import source_for
-from ..data.validation import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import split_epsilon
+from ...core.errors import DomainTooLargeError, DPModelsError, NotPrivateWarning, UnknownVariableError
+from ...core.exact import MIN_EPSILON
+from ...core.keywords import checked_keywords
+from ...core.noise import NoisyCells, discrete_laplace_sf, noisy_signed_dense, noisy_threshold_sparse
+from ...core.randomness import random_source
+from ...core.report import HISTOGRAM_PART, PrivacyReport, Release
+from ...core.thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
+from ...data.clipping import CLIP_SHARE, clipping_axes, exact_outside, release_outside, warn_outside
+from ...data.clipping import split_label as clip_split_label
+from ...data.columns import columns_of, dtype_of, nrows, unreadable_values_error
+from ...data.counting import count_cells
+from ...data.engines import source_for
+from ...data.validation import (
     INT64_MAX,
     check_dtypes,
     check_epsilon,
@@ -46,12 +46,13 @@ from ..data.validation import (
     check_row_count,
     check_used_columns,
 )
-from ..domain.axes import Domain, build_domain
-from ..domain.formula import caller_namespace, formula_variables, user_stacklevel
-from ..output.plots import plot_release
-from ..output.saving import save_release
-from .simulation import ReleaseSimulator
-from .synthetic import sample_release
+from ...domain.axes import Domain, build_domain
+from ...domain.formula import caller_namespace, formula_variables, user_stacklevel
+from ...output.documents import SavedParts
+from ...output.plots import plot_release
+from ...output.saving import save_release
+from ..simulation import ReleaseSimulator
+from ..synthetic import sample_release
 
 __all__ = ["PrivateHistogram", "release", "DEFAULT_A", "DEFAULT_MAX_SPURIOUS_CELLS"]
 
@@ -92,6 +93,14 @@ class PrivateHistogram(Release):
 
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "histogram"
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.domain, self.report,
+                          {"cell_ids": [int(i) for i in self.cell_ids.tolist()],
+                           "counts": [int(c) for c in self.counts.tolist()]})
 
     domain: Domain
     cell_ids: np.ndarray

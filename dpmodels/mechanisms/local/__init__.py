@@ -98,28 +98,29 @@ import pandas as pd
 from mpmath.libmp import from_float, from_int, mpf_floor, mpf_neg, mpf_shift, to_int
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_mul
 
-from ..core.accountant import Accountant, charge
-from ..core.errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
-from ..core.exact import LogRate, _slow_geometric, geometric_fast
-from ..core.keywords import checked_keywords
-from ..core.randomness import random_source
-from ..core.report import Release, ReleaseReport, closing_rows
-from ..core.streams import RowStreams
-from ..data.columns import columns_of, dtype_of, nrows
-from ..data.counting import _as_reference_input, missing_error, undeclared_error
-from ..data.engines import source_for
-from ..data.validation import (
+from ...core.accountant import Accountant, charge
+from ...core.errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
+from ...core.exact import LogRate, _slow_geometric, geometric_fast
+from ...core.keywords import checked_keywords
+from ...core.randomness import random_source
+from ...core.report import Release, ReleaseReport, closing_rows
+from ...core.streams import RowStreams
+from ...data.columns import columns_of, dtype_of, nrows
+from ...data.counting import _as_reference_input, missing_error, undeclared_error
+from ...data.engines import source_for
+from ...data.validation import (
     check_choice,
     check_dtypes,
     check_epsilon,
     check_release_arguments,
     check_used_columns,
 )
-from ..domain.axes import AUTO_BINS_MAX, AUTO_BINS_MIN, Domain, build_domain
-from ..domain.formula import caller_namespace, user_stacklevel
-from ..output.saving import save_release
-from .histogram import PrivateHistogram, release_variables
-from .simulation import ReplicateChunk
+from ...domain.axes import AUTO_BINS_MAX, AUTO_BINS_MIN, Domain, build_domain
+from ...domain.formula import caller_namespace, user_stacklevel
+from ...output.documents import SavedParts, SavedReleaseError, float_out
+from ...output.saving import save_release
+from ..histogram import PrivateHistogram, release_variables
+from ..simulation import ReplicateChunk
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
            "randomize", "project_to_counts", "MAX_LOCAL_CELLS"]
@@ -662,6 +663,11 @@ class LocalReport(ReleaseReport):
     #: The fields computed from the noise (the noisy total); the others
     #: are public inputs, equal on neighbouring data sets.
     NOISY_FIELDS: ClassVar[tuple[str, ...] | None] = ("noisy_total",)
+    SAVED_FIELDS: ClassVar[Mapping[str, str]] = {
+        "epsilon": "float", "private": "bool", "mechanism": "str", "channel": "str",
+        "p": "float", "q": "float", "k": "int", "domain_cells": "int", "missing": "str",
+        "n": "int", "n_source": "str", "variables": "pairs", "noisy_total": "int",
+        "seeded": "bool", "budget": "str"}
 
     title = "Privacy report (LOCAL)"
     html_title = "Privacy report (local)"
@@ -725,6 +731,16 @@ class LocalHistogram(PrivateHistogram):
 
     #: Saved as the local release it is a view of (`save()`).
     saved_kind: ClassVar[str] = "local"
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        if self.local is None:
+            raise SavedReleaseError(
+                f"cannot save this {type(self).__name__}: it has no local release (make it "
+                "with LocalRelease.histogram); a local release saves its channel's report counts")
+        return self.local.saved_parts()
 
     local: LocalRelease | None = field(default=None, repr=False, compare=False)
     _dpm_local = True
@@ -800,6 +816,19 @@ class LocalRelease(Release):
     _dpm_local = True
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "local"
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        ch = self.channel
+        return SavedParts(
+            self.saved_kind, self.domain, self.report,
+            {"channel": {"name": ch.name, "k": int(ch.k), "epsilon": float_out(ch.epsilon),
+                         "p": float_out(ch.p), "q": float_out(ch.q)},
+             "report_counts": [int(c) for c in self.report_counts.tolist()]},
+            definition="pure epsilon-local differential privacy (delta = 0): each row's report is "
+                       "epsilon-DP on its own")
 
     def __post_init__(self):
         self.report_counts.setflags(write=False)

@@ -76,20 +76,20 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from ..core.accountant import Accountant, charge
-from ..core.budget import split_epsilon
-from ..core.errors import (
+from ...core.accountant import Accountant, charge
+from ...core.budget import split_epsilon
+from ...core.errors import (
     DomainError,
     DPModelsError,
     DPModelsTypeError,
     NotPrivateWarning,
     UnknownVariableError,
 )
-from ..core.exact import MIN_EPSILON, LogRate, geometric, uniform_below
-from ..core.keywords import checked_keywords
-from ..core.randomness import RandomBits, random_source
-from ..core.report import ReleaseReport, closing_rows
-from ..data.clipping import (
+from ...core.exact import MIN_EPSILON, LogRate, geometric, uniform_below
+from ...core.keywords import checked_keywords
+from ...core.randomness import RandomBits, random_source
+from ...core.report import ReleaseReport, closing_rows
+from ...data.clipping import (
     CLIP_SHARE,
     OutsideBounds,
     clipping_axes,
@@ -97,11 +97,11 @@ from ..data.clipping import (
     release_outside,
     warn_outside,
 )
-from ..data.clipping import split_label as clip_split_label
-from ..data.columns import columns_of, dtype_of, nrows
-from ..data.counting import missing_error, undeclared_error
-from ..data.engines import source_for
-from ..data.validation import (
+from ...data.clipping import split_label as clip_split_label
+from ...data.columns import columns_of, dtype_of, nrows
+from ...data.counting import missing_error, undeclared_error
+from ...data.engines import source_for
+from ...data.validation import (
     _check_accountant,
     _check_bins,
     _check_bounds,
@@ -112,8 +112,8 @@ from ..data.validation import (
     check_random_state,
     check_used_columns,
 )
-from ..domain.axes import Domain, build_domain
-from ..domain.formula import user_stacklevel
+from ...domain.axes import Domain, build_domain
+from ...domain.formula import user_stacklevel
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins", "selection_rows"]
