@@ -16,6 +16,7 @@ __all__ = [
     "DPModelsError",
     "DPModelsTypeError",
     "DomainError",
+    "SavedReleaseError",
     "DomainTypeError",
     "UnknownVariableError",
     "UndeclaredLevelError",
@@ -87,6 +88,12 @@ class MissingValueError(DPModelsError):
     """A model variable has missing values and ``missing="raise"`` was asked.
     Use ``missing="drop"`` (the default) to leave such rows out, or impute
     them before the release."""
+
+
+class SavedReleaseError(DPModelsError):
+    """A saved release cannot be written (an unsupported level type) or read
+    (not a dpmodels release, an unknown major version, a missing key, or
+    values that contradict each other or the declared domain)."""
 
 
 class DomainTooLargeError(DomainError):

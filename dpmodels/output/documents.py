@@ -20,7 +20,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from ..core.errors import DPModelsError
+from ..core.errors import DPModelsError, SavedReleaseError
 from ..core.unbounded import Unbounded
 from ..data.clipping import OutsideBounds, outside_noise_sd, split_label
 from ..domain.axes import (
@@ -39,12 +39,6 @@ __all__ = ["SavedReleaseError", "SavedParts", "float_out", "floats_out", "level_
            "report_out", "Reader", "as_int", "as_float", "float_array", "int_vector",
            "domain_in", "report_in", "pairs", "positive", "variances", "symmetric",
            "claim_error", "split_claim", "clips", "parts_claim"]
-
-
-class SavedReleaseError(DPModelsError):
-    """A saved release cannot be written (an unsupported level type) or read
-    (not a dpmodels release, an unknown major version, a missing key, or
-    values that contradict each other or the declared domain)."""
 
 
 def float_out(x) -> float | str:
