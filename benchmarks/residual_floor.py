@@ -1,5 +1,5 @@
 """The moments OLS's eigenvalue floor on the whole ``[x y]`` matrix against the
-residual floored apart (`dpmodels.models.moments_ols.FLOOR_RESIDUAL_APART`),
+residual floored apart (`dpmodels.mechanisms.moments.model.FLOOR_RESIDUAL_APART`),
 in one run on the same data sets and seeds (issue 44, goal 3).
 
 Where the fit is tight (R-squared near 1: co2's trend) the residual direction's
@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 import power as pw  # noqa: E402
 import validity as va  # noqa: E402
 
-import dpmodels.models.moments_ols as mo  # noqa: E402
+import dpmodels.mechanisms.moments.model as mo  # noqa: E402
 
 OUT = os.path.join(HERE, "results", "residual_floor.md")
 ARMS = {"whole": False, "apart": True}

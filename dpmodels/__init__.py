@@ -53,13 +53,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .mechanisms import local
     from .mechanisms.histogram import PrivateHistogram, release
     from .mechanisms.moments import PrivateMoments, release_moments
+    from .mechanisms.moments.model import DPMomentsOLS
     from .mechanisms.newton import PrivateNewton, release_newton
+    from .mechanisms.newton.model import DPNewtonLogit
     from .mechanisms.sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
     from .mechanisms.selection import FeatureSelection, SelectionReport, select_features
     from .mechanisms.synthetic import SmoothedSample, smoothed_sample
     from .models import DPOLS, DPLogit, DPMNLogit, DPQuantReg
-    from .models.moments_ols import DPMomentsOLS
-    from .models.newton_logit import DPNewtonLogit
 
 __all__ = [
     "dp_ols",
@@ -121,7 +121,7 @@ _HOMES = {
     "dp_ols": ".front.api", "dp_logit": ".front.api", "dp_quantreg": ".front.api",
     "dp_mnlogit": ".front.api",
     "DPOLS": ".models", "DPLogit": ".models", "DPQuantReg": ".models", "DPMNLogit": ".models",
-    "DPMomentsOLS": ".models.moments_ols", "DPNewtonLogit": ".models.newton_logit",
+    "DPMomentsOLS": ".mechanisms.moments.model", "DPNewtonLogit": ".mechanisms.newton.model",
     "release": ".mechanisms.histogram", "PrivateHistogram": ".mechanisms.histogram",
     "load_release": ".front.saved", "SavedReleaseError": ".front.saved",
     "plan": ".front.planning", "Plan": ".front.planning",

@@ -1,7 +1,9 @@
 """The modules' old paths, from before the package was split into layers.
 
 Until then every module sat flat in ``dpmodels/`` (``dpmodels.release``,
-``dpmodels.report``, ``dpmodels.intervals``, ...).  Results pickled and scripts
+``dpmodels.report``, ``dpmodels.intervals``, ...), and each mechanism's models
+sat in ``dpmodels/models/`` (``dpmodels.models.moments_ols``, ...); they are in
+the mechanism's folder now (``dpmodels.mechanisms.moments.model``).  Results pickled and scripts
 written against those paths keep working: `OldPaths` (installed on
 ``sys.meta_path`` by ``import dpmodels``) imports the module's new home under
 its old name, so both names give one module object (an attribute set through
@@ -71,6 +73,12 @@ MOVED = {
     "saved": "front.saved",
     "planning": "front.planning",
     "datasets": "front.datasets",
+    # session 47: each mechanism's own models moved into its folder
+    "models.moments_ols": "mechanisms.moments.model",
+    "models.newton_logit": "mechanisms.newton.model",
+    "models.newton_quantreg": "mechanisms.quantile_steps.model",
+    "models.sample_aggregate": "mechanisms.sample_aggregate.model",
+    "models.local": "mechanisms.local.model",
 }
 
 

@@ -15,11 +15,11 @@ from ..models.base import formula_env
 from .routing import Call, dispatch
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..mechanisms.moments.model import DPMomentsOLS
+    from ..mechanisms.newton.model import DPNewtonLogit
+    from ..mechanisms.quantile_steps.model import DPNewtonQuantReg
     from ..models.logit import DPLogit
     from ..models.mnlogit import DPMNLogit
-    from ..models.moments_ols import DPMomentsOLS
-    from ..models.newton_logit import DPNewtonLogit
-    from ..models.newton_quantreg import DPNewtonQuantReg
     from ..models.ols import DPOLS
     from ..models.quantreg import DPQuantReg
 

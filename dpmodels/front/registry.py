@@ -5,14 +5,19 @@ Each `Mechanism` says what it is called, which ``dp_*`` families it
 serves and how a caller names it (``method=``, or a route that recognises the
 call: a local release handed in as data, ``select=``), the function that
 makes its release and the type of that release, the engines whose data it
-reads, and how to build each family's model on it.  `dpmodels.front.methods`
-(the tables ``method="auto"`` and the tests read) and `dpmodels.front.routing`
-(the routes the ``dp_*`` functions try first) are views of this table; a new
-mechanism is its module plus one entry here.
+reads, the model class of each family it serves (built by the class's
+``from_call``), the keyword options only it takes, its promise at
+``epsilon=inf`` and the codec of its saved file.  `dpmodels.front.methods`
+(the tables ``method="auto"`` and the tests read), `dpmodels.front.routing`
+(the routes the ``dp_*`` functions try first), `dpmodels.front.saved` (the
+saved-file readers) and the contract suites are views of this table; a new
+mechanism is its folder (``dpmodels/mechanisms/<name>/``: its release, report,
+codec and model) plus one entry here.
 
 Every ``applies`` reads public inputs only (the arguments' types and values,
 never the rows: PRIVACY.md rule 4), leaves the call as it found it, and
-imports nothing heavy; builders import their model lazily.
+imports nothing heavy; the model classes and codecs are named by their import
+path and imported on first use.
 
 Examples
 --------
@@ -24,11 +29,12 @@ Examples
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Mechanism", "MECHANISMS", "FAMILIES", "ENGINES", "mechanism"]
+__all__ = ["Mechanism", "MECHANISMS", "FAMILIES", "ENGINES", "INF_PROMISES", "mechanism"]
 
 #: The dp_* model families.
 FAMILIES = ("ols", "logit", "quantreg", "mnlogit")
@@ -37,6 +43,28 @@ FAMILIES = ("ols", "logit", "quantreg", "mnlogit")
 #: (a relation), "spark".
 ENGINES = ("pandas", "dict", "polars", "polars-lazy", "dask", "duckdb", "spark")
 _IN_MEMORY = ("pandas", "dict")
+
+
+#: What a mechanism promises at ``epsilon=inf`` (no noise, NOT private), by key:
+#: each entry names its promise (``Mechanism.inf``), written in its docs, and
+#: tests/contracts/test_mechanism_contract.py checks every promise of this table.
+INF_PROMISES = {
+    "exact histogram": "the exact counts, no threshold: a fit on discrete variables is "
+                       "statsmodels' fit",
+    "exact moments": "the exact moments of the design: statsmodels' OLS and its classical "
+                     "standard errors",
+    "noiseless steps": "the same pipeline without its noise (clipped, quantized, a few steps), "
+                       "said to be NOT statsmodels' fit, close to it",
+    "exact local": "every row's true cell: the fits of the central exact release with "
+                   "midpoints",
+    "greedy projection": "the non-private greedy selection and the exact histogram of the "
+                         "projection",
+    "exact block average": "the exact average of the blocks' estimates and their exact "
+                           "sample variance",
+    "greedy selection": "the non-private greedy choice",
+    "plain histogram sample": "synthetic rows drawn from the plain histogram (cells of the "
+                              "data)",
+}
 
 
 @dataclass(frozen=True)
@@ -64,11 +92,18 @@ class Mechanism:
     applies : callable or None
         ``applies(call) -> bool`` for a routed mechanism: tried, in registry
         order, before the method choice (``method=`` names it too when set).
-    builders : mapping
-        ``{family: build(call) -> model}``.
+    models : mapping
+        ``{family: "module:Class"}``: the model class a dp_* call of that family
+        returns, built by its ``from_call(call)`` classmethod.
+    build_with : str or None
+        ``"module:function"`` that builds the model of every family instead
+        (``build(call) -> model``), for a mechanism whose models are another's
+        (a local release fits the histogram's models).
     own_function : bool
         The caller makes the release with ``release``'s function, not through
         a dp_* call (a local release, a feature selection, a smoothed sample).
+    inf : str
+        Its promise at ``epsilon=inf``: a key of `INF_PROMISES`.
     codec : str or None
         The module (``dpmodels.mechanisms.<name>.codec``) that writes its
         release to a saved file and reads it back (`dpmodels.front.saved`), or
@@ -85,81 +120,44 @@ class Mechanism:
     method: str | None
     release: str
     release_type: str | None
-    engines: tuple[str, ...]
+    engines: tuple[str, ...] = ENGINES
     applies: Callable[[Any], bool] | None = None
-    builders: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    models: Mapping[str, str] = field(default_factory=dict)
+    build_with: str | None = None
     own_function: bool = False
     options: Mapping[str, str] = field(default_factory=dict)
     codec: str | None = None
+    inf: str = ""
 
     @property
     def routed(self) -> bool:
         """Taken by its route before ``method="auto"`` chooses."""
         return self.applies is not None
 
+    def model_class(self, family: str) -> Any:
+        """The model class of ``family`` (imported on first use)."""
+        return _resolve(self.models[family])
+
     def build(self, call):
         """The model of ``call.family`` on this mechanism."""
-        return self.builders[call.family](call)
+        if self.build_with is not None:
+            return _resolve(self.build_with)(call)
+        return self.model_class(call.family).from_call(call)
 
 
-# ---- how each family's model is built on each release ------------------------------------
+def _resolve(path: str):
+    """The object ``"module:name"`` names."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def _missing(call) -> str:
-    return call.options.pop("missing", "drop")
+#: The histogram's model of each family (also the models of a local release).
+_HISTOGRAM_MODELS = {"ols": "dpmodels.models.ols:DPOLS", "logit": "dpmodels.models.logit:DPLogit",
+                     "quantreg": "dpmodels.models.quantreg:DPQuantReg",
+                     "mnlogit": "dpmodels.models.mnlogit:DPMNLogit"}
 
 
-def _histogram(family: str):
-    def build(call):
-        from .. import models
-
-        cls = {"ols": models.DPOLS, "logit": models.DPLogit, "quantreg": models.DPQuantReg,
-               "mnlogit": models.DPMNLogit}[family]
-        model = cls.from_formula(
-            call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
-            levels=call.levels, bins=call.bins, threshold=call.threshold, n=call.n,
-            random_state=call.random_state, accountant=call.accountant,
-            eval_env=call.namespace, **call.options)
-        if family == "quantreg":
-            model.default_q = call.quantiles[0]  # quantreg models'
-        return model
-
-    return build
-
-
-def _moments_ols(call):
-    from ..models.moments_ols import DPMomentsOLS
-
-    return DPMomentsOLS.from_formula(
-        call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
-        n=call.n, random_state=call.random_state, accountant=call.accountant,
-        missing=_missing(call), namespace=call.namespace)
-
-
-def _newton_logit(call):
-    from ..domain.formula import formula_variables
-    from ..models.logit import DPLogit
-    from ..models.newton_logit import DPNewtonLogit
-
-    env = call.namespace
-    return DPNewtonLogit.from_formula(
-        call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
-        n=call.n, random_state=call.random_state, accountant=call.accountant,
-        missing=_missing(call), namespace=env,
-        domain_check=lambda domain: DPLogit.check_response(  # dp_logit's checks, before
-            call.formula, domain, formula_variables(call.formula, domain.names, env)))  # any read
-
-
-def _newton_quantreg(call):
-    from ..models.newton_quantreg import DPNewtonQuantReg
-
-    return DPNewtonQuantReg.from_formula(
-        call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds, levels=call.levels,
-        n=call.n, random_state=call.random_state, accountant=call.accountant,
-        missing=_missing(call), namespace=call.namespace, q=call.quantiles)
-
-
-# ---- the routes' recognisers and builders -------------------------------------------------
+# ---- the routes' recognisers ----------------------------------------------------------------
 
 
 def _local_applies(call) -> bool:
@@ -167,20 +165,8 @@ def _local_applies(call) -> bool:
     return bool(getattr(type(call.data), "_dpm_local", False))
 
 
-def _local_build(call):
-    from ..models.local import build_model
-
-    return build_model(call)
-
-
 def _projected_applies(call) -> bool:
     return call.options.get("select") is not None
-
-
-def _projected_build(call):
-    from ..models.projected import build_projected
-
-    return build_projected(call)
 
 
 def _sample_aggregate_applies(call) -> bool:
@@ -190,16 +176,6 @@ def _sample_aggregate_applies(call) -> bool:
             or bool(getattr(type(call.data), "_dpm_sample_aggregate", False)))
 
 
-def _sample_aggregate_build(call):
-    from ..models.sample_aggregate import build_sample_aggregate
-
-    return build_sample_aggregate(call)
-
-
-def _every_family(build) -> dict:
-    return {family: build for family in FAMILIES}
-
-
 #: The mechanisms, in the order the routes are tried and the methods listed.  The
 #: histogram counts inside every engine (dpmodels.data.engines); the moments and
 #: Newton-type releases read in-memory rows or a Dask DataFrame partition by
@@ -207,37 +183,41 @@ def _every_family(build) -> dict:
 #: (tests/contracts/test_engines_contract.py tries every pair both ways).
 MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("histogram", FAMILIES, "histogram", "dpmodels.mechanisms.histogram:release",
-              "PrivateHistogram", ENGINES,
-              builders={family: _histogram(family) for family in FAMILIES},
+              "PrivateHistogram", models=_HISTOGRAM_MODELS, inf="exact histogram",
               codec="dpmodels.mechanisms.histogram.codec"),
     Mechanism("moments", ("ols",), "moments", "dpmodels.mechanisms.moments:release_moments",
-              "PrivateMoments", ENGINES,
-              builders={"ols": _moments_ols}, codec="dpmodels.mechanisms.moments.codec"),
+              "PrivateMoments", models={"ols": "dpmodels.mechanisms.moments.model:DPMomentsOLS"},
+              inf="exact moments", codec="dpmodels.mechanisms.moments.codec"),
     Mechanism("newton", ("logit",), "newton", "dpmodels.mechanisms.newton:release_newton",
-              "PrivateNewton", ENGINES,
-              builders={"logit": _newton_logit}, codec="dpmodels.mechanisms.newton.codec"),
+              "PrivateNewton", models={"logit": "dpmodels.mechanisms.newton.model:DPNewtonLogit"},
+              inf="noiseless steps", codec="dpmodels.mechanisms.newton.codec"),
     Mechanism("quantile-newton", ("quantreg",), "newton",
               "dpmodels.mechanisms.quantile_steps:release_quantile_steps", "PrivateQuantileSteps",
-              ENGINES, builders={"quantreg": _newton_quantreg},
-              codec="dpmodels.mechanisms.quantile_steps.codec"),
-    Mechanism("local", FAMILIES, None, "dpmodels.mechanisms.local:randomize", None, ENGINES,
-              applies=_local_applies, builders=_every_family(_local_build), own_function=True,
-              codec="dpmodels.mechanisms.local.codec"),
+              models={"quantreg": "dpmodels.mechanisms.quantile_steps.model:DPNewtonQuantReg"},
+              inf="noiseless steps", codec="dpmodels.mechanisms.quantile_steps.codec"),
+    Mechanism("local", FAMILIES, None, "dpmodels.mechanisms.local:randomize", None,
+              applies=_local_applies, models=_HISTOGRAM_MODELS,
+              build_with="dpmodels.mechanisms.local.model:build_model", own_function=True,
+              inf="exact local", codec="dpmodels.mechanisms.local.codec"),
     Mechanism("projected", ("logit", "mnlogit"), None, "dpmodels.models.projected:build_projected",
-              None, ENGINES, applies=_projected_applies,
-              builders={"logit": _projected_build, "mnlogit": _projected_build},
+              None, applies=_projected_applies,
+              models={"logit": "dpmodels.models.projected:DPProjectedLogit",
+                      "mnlogit": "dpmodels.models.projected:DPProjectedMNLogit"},
               options={"select": "dp_logit and dp_mnlogit",
-                       "gamma": "dp_logit and dp_mnlogit with select="}),
+                       "gamma": "dp_logit and dp_mnlogit with select="},
+              inf="greedy projection"),
     Mechanism("sample-aggregate", FAMILIES, "sample-aggregate",
-              "dpmodels.mechanisms.sample_aggregate:release_sample_aggregate", "PrivateSampleAggregate",
-              ENGINES, applies=_sample_aggregate_applies,
-              builders=_every_family(_sample_aggregate_build),
+              "dpmodels.mechanisms.sample_aggregate:release_sample_aggregate",
+              "PrivateSampleAggregate", applies=_sample_aggregate_applies,
+              models=dict.fromkeys(FAMILIES,
+                                   "dpmodels.mechanisms.sample_aggregate.model:DPSampleAggregate"),
               options=dict.fromkeys(("blocks", "param_bounds", "bias_correction"),
-                                    "method='sample-aggregate'")),
+                                    "method='sample-aggregate'"),
+              inf="exact block average"),
     Mechanism("select_features", (), None, "dpmodels.mechanisms.selection:select_features", None,
-              ENGINES, own_function=True),
+              own_function=True, inf="greedy selection"),
     Mechanism("smoothed_sample", (), None, "dpmodels.mechanisms.synthetic:smoothed_sample", None,
-              ENGINES, own_function=True),
+              own_function=True, inf="plain histogram sample"),
 )
 
 

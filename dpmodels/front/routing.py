@@ -128,7 +128,12 @@ class Route:
 
 #: The registered routes, tried in order: the routed mechanisms of
 #: `dpmodels.front.registry.MECHANISMS`.
-ROUTES: list[Route] = [Route(m.name, m.families, m.applies, m.build)
+def _builder(m) -> Callable[[Call], Any]:
+    """``m.build``, looked up when the route builds (not bound once here)."""
+    return lambda call: m.build(call)
+
+
+ROUTES: list[Route] = [Route(m.name, m.families, m.applies, _builder(m))
                        for m in _registry.MECHANISMS if m.applies is not None]
 
 

@@ -7,7 +7,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
@@ -381,6 +381,18 @@ class DPModel:
         self._check_domain(data.domain, fv)
         _warn_scale_mismatch(formula, data.domain, fv)
         self._attach(data, fv, namespace, budget_spent=0.0)
+
+    @classmethod
+    def from_call(cls, call) -> Self:
+        """The model of a ``dp_*`` call on the histogram release: ``call`` (a
+        `dpmodels.front.routing.Call`) holds the call's formula, data, public
+        inputs and options.  Every model class a registry entry names
+        (``Mechanism.models``) is built this way, by the same signature."""
+        return cls.from_formula(
+            call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
+            levels=call.levels, bins=call.bins, threshold=call.threshold, n=call.n,
+            random_state=call.random_state, accountant=call.accountant,
+            eval_env=call.namespace, **call.options)
 
     @classmethod
     def from_formula(
@@ -947,6 +959,24 @@ class FormulaReleaseModel:
                 f"release answers its own formula only (got {formula!r})")
         self.formula = formula
         self.release, self.budget_spent = data, 0.0
+
+    @classmethod
+    def from_call(cls, call) -> Self:
+        """The model of a ``dp_*`` call (a `dpmodels.front.routing.Call`) on this
+        class's release: `from_formula()` with the call's public inputs, its
+        ``missing=`` option and the class's own release options
+        (`call_options()`)."""
+        return cls.from_formula(
+            call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
+            levels=call.levels, n=call.n, random_state=call.random_state,
+            accountant=call.accountant, missing=call.options.pop("missing", "drop"),
+            namespace=call.namespace, **cls.call_options(call))
+
+    @classmethod
+    def call_options(cls, call) -> dict:
+        """The options of ``call`` this class's release function takes besides
+        the public inputs (none here)."""
+        return {}
 
     @classmethod
     def from_formula(cls, formula: str, data, *, epsilon=None, bounds=None, levels=None, n=None,

@@ -392,6 +392,22 @@ class _Projected(_ChoiceModel):
             "restricted to the variables you want with the plain dp_* function")
 
     @classmethod
+    def from_call(cls, call):
+        """The model of a ``dp_*`` call with ``select=`` (and ``gamma=``)."""
+        opts = dict(call.options)
+        select = opts.pop("select")
+        gamma = opts.pop("gamma", None)
+        if call.method not in ("auto", "histogram"):
+            raise DPModelsError(
+                f"select= projects a histogram: it works with method='histogram' (or 'auto'), "
+                f"not method={call.method!r}")
+        return cls.from_formula(
+            call.formula, call.data, select=select, gamma=gamma, epsilon=call.epsilon,
+            bounds=call.bounds, levels=call.levels, bins=call.bins, threshold=call.threshold,
+            n=call.n, random_state=call.random_state, accountant=call.accountant,
+            eval_env=call.namespace, **opts)
+
+    @classmethod
     def from_formula(  # type: ignore[override]  # adds select= and gamma= to DPModel's
             cls, formula, data, *, select, gamma=None, epsilon=None, bounds=None,
             levels=None, bins="auto", threshold="enhanced", threshold_A=DEFAULT_A, n=None,
@@ -619,20 +635,9 @@ class DPProjectedMNLogit(_Projected, DPMNLogit):
 
 def build_projected(call):
     """The route of ``dp_logit`` / ``dp_mnlogit`` calls with ``select=``
-    (`dpmodels.front.routing`)."""
-    opts = dict(call.options)
-    select = opts.pop("select")
-    gamma = opts.pop("gamma", None)
-    if call.method not in ("auto", "histogram"):
-        raise DPModelsError(
-            f"select= projects a histogram: it works with method='histogram' (or 'auto'), not "
-            f"method={call.method!r}")
+    (`dpmodels.front.routing`): the projected model of the call's family."""
     cls = DPProjectedLogit if call.family == "logit" else DPProjectedMNLogit
-    return cls.from_formula(call.formula, call.data, select=select, gamma=gamma,
-                            epsilon=call.epsilon,
-               bounds=call.bounds, levels=call.levels, bins=call.bins, threshold=call.threshold,
-               n=call.n, random_state=call.random_state, accountant=call.accountant,
-               eval_env=call.namespace, **opts)
+    return cls.from_call(call)
 
 
 def _dtypes(data, names) -> dict:

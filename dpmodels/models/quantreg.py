@@ -548,6 +548,14 @@ class DPQuantReg(DPModel):
     response_phase = True
     _allows_signed = False
 
+    @classmethod
+    def from_call(cls, call) -> DPQuantReg:
+        """The histogram model of a ``dp_quantreg`` call; its fits default to the
+        call's first quantile."""
+        model = super().from_call(call)
+        model.default_q = call.quantiles[0]
+        return model
+
     @cached_property
     def _model(self) -> FreqQuantReg:
         """The frequency-weighted QuantReg on the cells, built once and shared by every fit."""

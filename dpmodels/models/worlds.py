@@ -1,5 +1,5 @@
 """The bootstrap populations ("worlds") of the Newton-type releases
-(`dpmodels.models.newton_logit`, `dpmodels.models.newton_quantreg`):
+(`dpmodels.mechanisms.newton.model`, `dpmodels.mechanisms.quantile_steps.model`):
 design rows drawn from a release's noisy mean and covariance, clipped as the
 release clipped its own, and the representative rows their statsmodels results
 are built on.  Post-processing only: every input is a released statistic or

@@ -35,8 +35,8 @@ The checks, each its own parametrized test:
    bit-identical params, covariance and summary (less its clock).
 3. ``test_pickle_round_trip``: results and model pickle and come back the same.
 4. ``test_epsilon_inf``: what each mechanism's docs promise at ``epsilon=inf``
-   (``INF_PROMISES``, with the source of each promise); an entry whose promise
-   is not recorded FAILS, naming it.
+   (its registry entry's ``inf``, a key of ``registry.INF_PROMISES``; ``INF_CHECKS``
+   checks each promise, with its source); an entry that names no promise FAILS.
 5. ``test_neighbours``: two data sets that differ in one row, the same seed:
    everything published but the numbers computed from the noise is identical
    (PRIVACY.md rule 5).
@@ -72,6 +72,7 @@ import dpmodels as dpm
 from dpmodels.core.errors import DomainError, DPModelsError, UndeclaredLevelError
 from dpmodels.core.report import Release, ReleaseReport
 from dpmodels.front import registry
+from dpmodels.front.registry import INF_PROMISES
 from tests.support.benchmark_cases import load_benchmark
 from tests.support.neighbours import NOISE_DRIVEN, _diff, mask
 from tests.support.registry_entries import (
@@ -458,28 +459,33 @@ def _inf_smoothed_sample(entry: Entry):
     assert len(syn.frame) == SYNTHETIC_ROWS and drawn <= seen, drawn - seen
 
 
-#: What each mechanism promises at epsilon=inf, by registry name (the docstring of each
-#: says where the promise is written).  A mechanism missing here fails test_epsilon_inf.
-INF_PROMISES = {
-    "histogram": _inf_exact_histogram,
-    "moments": _inf_moments,
-    "newton": _inf_noiseless_steps,
-    "quantile-newton": _inf_noiseless_steps,
-    "local": _inf_local,
-    "projected": _inf_projected,
-    "sample-aggregate": _inf_sample_aggregate,
-    "select_features": _inf_select_features,
-    "smoothed_sample": _inf_smoothed_sample,
+#: The check of each promise at epsilon=inf (`dpmodels.front.registry.INF_PROMISES`; each
+#: entry names its promise, ``Mechanism.inf``, and the check's docstring says where the
+#: promise is written).  A promise without a check here fails test_every_promise_is_checked.
+INF_CHECKS = {
+    "exact histogram": _inf_exact_histogram,
+    "exact moments": _inf_moments,
+    "noiseless steps": _inf_noiseless_steps,
+    "exact local": _inf_local,
+    "greedy projection": _inf_projected,
+    "exact block average": _inf_sample_aggregate,
+    "greedy selection": _inf_select_features,
+    "plain histogram sample": _inf_smoothed_sample,
 }
+
+
+def test_every_promise_is_checked():
+    assert set(INF_CHECKS) == set(INF_PROMISES), set(INF_CHECKS) ^ set(INF_PROMISES)
 
 
 @pytest.mark.parametrize("entry", _entry_params(ENTRIES))
 def test_epsilon_inf(entry):
-    promise = INF_PROMISES.get(entry.mech.name)
-    if promise is None:
-        pytest.fail(f"{entry.id}: no epsilon=inf promise recorded: add what its docs promise "
-                    "(or that it refuses) to INF_PROMISES in tests/contracts/test_mechanism_contract.py")
-    promise(entry)
+    promise = entry.mech.inf
+    if promise not in INF_PROMISES:
+        pytest.fail(f"{entry.id}: its registry entry names no epsilon=inf promise (inf="
+                    f"{promise!r}): name one of {sorted(INF_PROMISES)} (what its docs promise), "
+                    "or add the new promise to INF_PROMISES and its check to INF_CHECKS")
+    INF_CHECKS[promise](entry)
 
 
 # ---------------------------------------------------------------------------

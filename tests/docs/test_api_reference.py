@@ -26,25 +26,15 @@ import pytest
 import yaml
 
 import dpmodels
+from dpmodels.front.registry import MECHANISMS
 
 ROOT = Path(__file__).resolve().parents[2]
 API_PAGES = sorted((ROOT / "docs" / "api").glob("*.md"))
 
-#: The model classes a dp_* call returns (the local models are the histogram
-#: models of each family with the local channel's bootstrap; the projected ones
-#: inherit their family's fit()).
-MODEL_CLASSES = (
-    "dpmodels.models.ols.DPOLS",
-    "dpmodels.models.logit.DPLogit",
-    "dpmodels.models.quantreg.DPQuantReg",
-    "dpmodels.models.mnlogit.DPMNLogit",
-    "dpmodels.models.moments_ols.DPMomentsOLS",
-    "dpmodels.models.newton_logit.DPNewtonLogit",
-    "dpmodels.models.newton_quantreg.DPNewtonQuantReg",
-    "dpmodels.models.projected.DPProjectedLogit",
-    "dpmodels.models.projected.DPProjectedMNLogit",
-    "dpmodels.models.sample_aggregate.DPSampleAggregate",
-)
+#: The model classes a dp_* call returns: those the registry's entries name
+#: (``Mechanism.models``; a local release fits the histogram's models).
+MODEL_CLASSES = tuple(dict.fromkeys(
+    path.replace(":", ".") for m in MECHANISMS for path in m.models.values()))
 
 #: Functions a public module exports for the package's own use (not for users).
 MODULE_HELPERS = {"project_to_counts"}
@@ -185,7 +175,6 @@ def test_every_mechanism_module_has_its_notes(headings):
     """The maths and privacy argument of every mechanism of the registry (its
     module's docstring) are on the mechanism notes page, for the user pages to
     link to."""
-    from dpmodels.front.registry import MECHANISMS
 
     notes = {ident for page, _, ident in headings if page == "mechanisms.md"}
     modules = {m.release.split(":")[0] for m in MECHANISMS}
@@ -260,7 +249,7 @@ def test_the_results_document_their_dp_members(api_html):
                   "dpmodels.models.discrete.FreqLogitResults",
                   "dpmodels.models.discrete.FreqMNLogitResults",
                   "dpmodels.models.quantreg.FreqQuantRegResults",
-                  "dpmodels.models.sample_aggregate.SampleAggregateResults"):
+                  "dpmodels.mechanisms.sample_aggregate.model.SampleAggregateResults"):
         attributes = _table(_section(results, ident), "Attributes")
         assert {"privacy", "release"} <= set(attributes), ident
         if "SampleAggregate" not in ident:  # its errors have a closed form: no bootstrap

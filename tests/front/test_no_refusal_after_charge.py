@@ -22,7 +22,7 @@ import statsmodels.api as sm
 
 import dpmodels as dpm
 from dpmodels.core.errors import ReleaseWarning
-from dpmodels.models.moments_ols import check_noisy_rows
+from dpmodels.mechanisms.moments.model import check_noisy_rows
 
 ANES_FORMULA = "vote ~ selfLR + age + educ + income + TVnews + np.log(popul + 0.1)"
 #: from the ANES 1996 codebook

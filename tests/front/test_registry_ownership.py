@@ -15,6 +15,7 @@ import inspect
 import pkgutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import dpmodels
@@ -95,3 +96,37 @@ def test_an_unknown_release_type_is_refused_naming_the_registered_ones(tmp_path)
         saved.release_from_document(doc)
     for kind in saved.readers():
         assert repr(kind) in str(info.value)
+
+
+@pytest.mark.parametrize("m", MECHANISMS, ids=lambda m: m.name)
+def test_an_entry_names_the_model_class_of_each_family_it_serves(m):
+    """``Mechanism.models`` is the model class a dp_* call of each family returns;
+    every one is built by the same ``from_call(call)`` (or ``build_with``)."""
+    assert set(m.models) == set(m.families), (m.name, sorted(m.models), m.families)
+    for family in m.families:
+        cls = m.model_class(family)
+        assert inspect.isclass(cls) and callable(getattr(cls, "from_call", None)), (m.name, cls)
+    if m.build_with is not None:
+        module, _, name = m.build_with.partition(":")
+        assert callable(getattr(importlib.import_module(module), name))
+
+
+@pytest.mark.parametrize("family", ["ols", "logit", "quantreg", "mnlogit"])
+def test_a_dp_call_returns_the_class_its_entry_names(family):
+    """method= of each entry reaches the entry's model class (the class is the
+    registry's declaration, not a table of the tests)."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 5.0, 600)
+    frame = {"x": x, "y": np.clip(1 + 0.5 * x + rng.normal(0, 0.5, 600), 0, 4),
+             "yb": (rng.random(600) < 1 / (1 + np.exp(2 - x))).astype(int),
+             "yc": rng.integers(0, 3, 600)}
+    response = {"ols": "y", "logit": "yb", "quantreg": "y", "mnlogit": "yc"}[family]
+    fn = getattr(dpmodels, f"dp_{family}")
+    for m in MECHANISMS:
+        if family not in m.families or m.method is None:
+            continue
+        kw = {"param_bounds": (-30.0, 30.0)} if m.name == "sample-aggregate" else {}
+        model = fn(f"{response} ~ x", frame, epsilon=float("inf"), method=m.method,
+                   bounds={"y": (0.0, 4.0), "x": (0.0, 5.0)},
+                   levels={"yb": [0, 1], "yc": [0, 1, 2]}, **kw)
+        assert type(model) is m.model_class(family), (m.name, type(model))

@@ -11,11 +11,11 @@ import pytest
 
 import dpmodels as dpm
 from dpmodels.core.errors import DPModelsTypeError
-from dpmodels.models.moments_ols import DPMomentsOLS
-from dpmodels.models.newton_logit import DPNewtonLogit
-from dpmodels.models.newton_quantreg import DPNewtonQuantReg
+from dpmodels.mechanisms.moments.model import DPMomentsOLS
+from dpmodels.mechanisms.newton.model import DPNewtonLogit
+from dpmodels.mechanisms.quantile_steps.model import DPNewtonQuantReg
 from dpmodels.models.projected import DPProjectedLogit
-from dpmodels.models.sample_aggregate import DPSampleAggregate
+from dpmodels.mechanisms.sample_aggregate.model import DPSampleAggregate
 
 N = 3000
 B = {"x": (0, 10), "y": (-10, 30)}

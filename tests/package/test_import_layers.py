@@ -32,7 +32,8 @@ LAYERS = {
     "domain": "the public domain of a release and the variables a formula reads",
     "data": "the caller's data as the releases see it: counting in every engine, columns, checks",
     "output": "what writes public values out: saved-release files, figures",
-    "mechanisms": "one module per mechanism (the histogram with its bootstrap's simulation)",
+    "mechanisms": "one folder per mechanism: its release, report and saved-file codec (and its "
+                  "model, in the models layer); the histogram's bootstrap simulation",
     "inference": "post-processing of a release: bootstrap, binning, intervals, results' inference",
     "models": "statsmodels models and results fitted on a release",
     "front": "what the analyst calls: the registry and its routes, the dp_* functions, loading",
@@ -43,11 +44,21 @@ LAYERS = {
 ROOT_MODULES = {"dpmodels": "package", "dpmodels.__main__": "cli"}
 
 
+#: Modules of a mechanism's folder (``dpmodels/mechanisms/<name>/``) that sit in a
+#: layer above the mechanisms: the folder holds everything of its mechanism, and its
+#: ``model`` module (the statsmodels models fitted on its release) is of the models
+#: layer, so the release never imports it and it may import the inference.
+FOLDER_LAYERS = {"model": "models"}
+
+
 def layer_of(module: str) -> str | None:
-    """The layer of a module: the package of dpmodels it sits in."""
+    """The layer of a module: the package of dpmodels it sits in (a mechanism
+    folder's ``model`` module: the models layer, `FOLDER_LAYERS`)."""
     if module in ROOT_MODULES:
         return ROOT_MODULES[module]
     parts = module.split(".")
+    if len(parts) == 4 and parts[1] == "mechanisms" and parts[3] in FOLDER_LAYERS:
+        return FOLDER_LAYERS[parts[3]]
     if len(parts) >= 3 or (len(parts) == 2 and parts[1] in LAYERS):
         return parts[1] if parts[1] in LAYERS else None
     return None

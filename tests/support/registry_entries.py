@@ -154,22 +154,20 @@ def call_release_function(entry: Entry, fn, formula: str, data, kw: dict):
 
 @contextlib.contextmanager
 def recording_builders():
-    """Records which (mechanism, family) builder dispatch runs: the ground truth of
-    which entry a dp_* call reached."""
+    """Records which (mechanism, family) dispatch builds (`Mechanism.build`): the
+    ground truth of which entry a dp_* call reached."""
     hits: list[tuple[str, str]] = []
-    saved = []
-    for m in registry.MECHANISMS:
-        for family, build in list(m.builders.items()):
-            def wrapped(call, _build=build, _key=(m.name, family)):
-                hits.append(_key)
-                return _build(call)
-            saved.append((m.builders, family, build))
-            m.builders[family] = wrapped
+    build = registry.Mechanism.build
+
+    def wrapped(self, call):
+        hits.append((self.name, call.family))
+        return build(self, call)
+
+    registry.Mechanism.build = wrapped  # type: ignore[method-assign]
     try:
         yield hits
     finally:
-        for builders, family, build in saved:
-            builders[family] = build
+        registry.Mechanism.build = build  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)

@@ -803,7 +803,7 @@ def moments_sensitivity(radius: float, space: DesignSpace, offsets: np.ndarray,
     least squares, but put its whole clamped range into the sensitivity:
     1.5-3x the error on skewed, mixed and wide-bounded responses in
     benchmarks/peers.py.  The clipping's pull is carried into the intervals
-    instead, see `dpmodels.models.moments_ols`.)
+    instead, see `dpmodels.mechanisms.moments.model`.)
     Replace-one: ``Delta = max(2 (w_s A + F), w_n + w_s A + F)``.  Depends on
     public inputs and on the released radius, offsets and scales.
     """

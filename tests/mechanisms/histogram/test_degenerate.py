@@ -15,7 +15,7 @@ import pytest
 import statsmodels.api as sm
 
 import dpmodels as dpm
-from dpmodels.models.moments_ols import check_noisy_rows
+from dpmodels.mechanisms.moments.model import check_noisy_rows
 
 #: from the ANES 1996 codebook: 7-point scales, age of adults, 24 income brackets
 BOUNDS = {"logpopul": (-2.31, 9.0), "age": (18, 100), "income": (1, 24), "educ": (1, 7),

@@ -1,5 +1,5 @@
 """The noisy-moments release and dp_ols on it (dpmodels.mechanisms.moments,
-dpmodels.models.moments_ols, dpmodels.front.methods).
+dpmodels.mechanisms.moments.model, dpmodels.front.methods).
 
 Exactness at epsilon = inf, the noise law of the released entries, the
 estimator's bootstrap coverage on a small fast version of the validity
@@ -22,7 +22,7 @@ import dpmodels as dpm
 from dpmodels.core.errors import DPModelsError, NotPrivateWarning, ReleaseWarning
 from dpmodels.front.methods import choose_ols_method
 from dpmodels.mechanisms.moments import PrivateMoments, _RowPasses, published_frame, exact_statistics
-from dpmodels.models.moments_ols import DPMomentsOLS
+from dpmodels.mechanisms.moments.model import DPMomentsOLS
 
 BOUNDS = {"x1": (1.0, 10.0), "x2": (-4.0, 4.0), "y": (-20.0, 20.0)}
 LEVELS = {"g": ["a", "b", "c"]}
@@ -182,7 +182,7 @@ def test_a_coefficient_the_floor_absorbs_is_flagged(monkeypatch):
     reason; the others keep finite errors.  (By default this release floors its
     residual apart, `floors_apart()`, and keeps more of the counties:
     tests/mechanisms/moments/test_residual_floor.py.)"""
-    from dpmodels.models import moments_ols as mo
+    from dpmodels.mechanisms.moments import model as mo
 
     monkeypatch.setattr(mo, "FLOOR_RESIDUAL_APART", False)
     df = dpm.datasets.housing().sample(2000, random_state=5)
@@ -212,7 +212,7 @@ def test_the_shrinkage_is_the_mechanism_s():
     slope moved by 1), against the median of the per-release measures: the
     diagnostic separates a tenth from all of it, so it must agree within a
     factor of two."""
-    from dpmodels.models import moments_ols as mo
+    from dpmodels.mechanisms.moments import model as mo
 
     n, k = 2000, 10
     names = [f"x{i}" for i in range(1, k + 1)]
@@ -249,7 +249,7 @@ def test_what_the_floor_took_widens_the_interval():
     (the grid's cont10 at n = 2e3, epsilon 3: the intercept's null rejections
     12.5% before the shift).  The shift's arithmetic, and its size inside the
     standard errors."""
-    from dpmodels.models import moments_ols as mo
+    from dpmodels.mechanisms.moments import model as mo
 
     n, k = 2000, 10
     names = [f"x{i}" for i in range(1, k + 1)]
@@ -280,7 +280,7 @@ def test_a_well_informed_release_flags_nothing():
     """At n = 50,000 and epsilon 1 the estimate keeps most of every coefficient
     (30 data sets of this design at n = 5,000 never went below SHRINK_MIN): no
     coefficient is flagged; without noise nothing is measured at all."""
-    from dpmodels.models import moments_ols as mo
+    from dpmodels.mechanisms.moments import model as mo
 
     df = _frame(n=50_000)
     model = dpm.dp_ols("y ~ x1 + x2 + C(g)", df, epsilon=1.0, bounds=BOUNDS, levels=LEVELS,

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import dpmodels as dpm
-import dpmodels.models.moments_ols as mo
+import dpmodels.mechanisms.moments.model as mo
 
 
 def _moments(n, C, mu):

@@ -1,4 +1,4 @@
-"""dp_logit by noisy Newton steps (dpmodels.mechanisms.newton, dpmodels.models.newton_logit).
+"""dp_logit by noisy Newton steps (dpmodels.mechanisms.newton, dpmodels.mechanisms.newton.model).
 
 The sensitivity of a step's statistics against adversarial rows, the
 estimate at a large epsilon against statsmodels, the bootstrap's coverage on
@@ -20,7 +20,7 @@ from dpmodels.domain.axes import build_domain
 from dpmodels.core.errors import DomainError, DPModelsError
 from dpmodels.front.methods import choose_logit_method
 from dpmodels.mechanisms.moments import published_frame, design_space
-from dpmodels.models.newton_logit import DPNewtonLogit
+from dpmodels.mechanisms.newton.model import DPNewtonLogit
 from dpmodels.mechanisms.moments import _RowPasses
 from dpmodels.mechanisms.newton import binary_response, _step_statistics
 

@@ -1,5 +1,5 @@
 """dp_quantreg by noisy Newton steps of the check loss (dpmodels.mechanisms.quantile_steps,
-dpmodels.models.newton_quantreg).
+dpmodels.mechanisms.quantile_steps.model).
 
 The sensitivity of every stage's integer statistics against adversarial
 replace-one neighbours (the quantile steps, the least-squares step, the
@@ -24,7 +24,7 @@ import dpmodels as dpm
 from dpmodels.domain.axes import build_domain
 from dpmodels.core.errors import DomainError, DPModelsError
 from dpmodels.front.methods import choose_quantreg_method
-from dpmodels.models.newton_quantreg import DPNewtonQuantReg
+from dpmodels.mechanisms.quantile_steps.model import DPNewtonQuantReg
 from dpmodels.models.quantreg import DPQuantReg
 from dpmodels.mechanisms.moments import _NO_NA, _RowPasses, design_space, published_frame
 from dpmodels.mechanisms.newton import _step_statistics, step_scale

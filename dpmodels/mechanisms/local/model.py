@@ -11,15 +11,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import DPModelsError
-from ..inference.intervals import BINNING_MIN_BINS_ONE
-from ..inference.rounding import RoundingBound
-from ..mechanisms.local import LocalRelease
-from ..mechanisms.quantile_steps import _quantiles
-from .logit import DPLogit
-from .mnlogit import DPMNLogit
-from .ols import DPOLS
-from .quantreg import DPQuantReg
+from ...core.errors import DPModelsError
+from ...inference.intervals import BINNING_MIN_BINS_ONE
+from ...inference.rounding import RoundingBound
+from ...mechanisms.local import LocalRelease
+from ...mechanisms.quantile_steps import _quantiles
+from ...models.logit import DPLogit
+from ...models.mnlogit import DPMNLogit
+from ...models.ols import DPOLS
+from ...models.quantreg import DPQuantReg
 
 __all__ = ["build_model"]
 

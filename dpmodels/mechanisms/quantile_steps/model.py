@@ -52,20 +52,30 @@ import numpy as np
 import pandas as pd
 from statsmodels.tools._decorators import cache_readonly
 
-from ..core.keywords import checked_keywords
-from ..core.randomness import make_rng
-from ..inference.dp_results import attach_dp_inference
-from ..inference.summary import inference_notes
-from ..mechanisms.newton import newton_update
-from ..mechanisms.quantile_steps import (
+from ...core.keywords import checked_keywords
+from ...core.randomness import make_rng
+from ...inference.dp_results import attach_dp_inference
+from ...inference.summary import inference_notes
+from ...mechanisms.newton import newton_update
+from ...mechanisms.quantile_steps import (
     BandCount,
     PrivateQuantileSteps,
     gram_of,
     quantile_update,
     release_quantile_steps,
 )
-from .base import FormulaReleaseModel, dp_options
-from .moments_ols import (
+from ...models.base import FormulaReleaseModel, dp_options
+from ...models.pickling import SpaceRecipe, keep_design
+from ...models.quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
+from ...models.shrinkage import SHRINK_MIN, calibrate, paired
+from ...models.worlds import (
+    NEWTON_SIM_ROWS,
+    clipped_like,
+    representative_design,
+    structured_design,
+    sym_laplace,
+)
+from ..moments.model import (
     INFO_SDS,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
@@ -75,10 +85,6 @@ from .moments_ols import (
     swamped_reason,
     warn_uninformative,
 )
-from .pickling import SpaceRecipe, keep_design
-from .quantreg import FreqQuantReg, FreqQuantRegResults, FreqQuantRegResultsWrapper
-from .shrinkage import SHRINK_MIN, calibrate, paired
-from .worlds import NEWTON_SIM_ROWS, clipped_like, representative_design, structured_design, sym_laplace
 
 __all__ = ["DPNewtonQuantReg", "NewtonQuantRegResults"]
 
@@ -139,6 +145,11 @@ class DPNewtonQuantReg(FormulaReleaseModel):
     _release_type = PrivateQuantileSteps
     _release_fn = staticmethod(release_quantile_steps)
     release: PrivateQuantileSteps
+
+    @classmethod
+    def call_options(cls, call) -> dict:
+        """The call's quantiles (``q=`` of dp_quantreg): the release answers those."""
+        return {"q": call.quantiles}
 
     @property
     def quantiles(self) -> tuple:

@@ -21,13 +21,13 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 from statsmodels.iolib.tableformatting import fmt_2cols, fmt_params
 
-from ..core.errors import DPModelsError, DPModelsTypeError
-from ..core.keywords import checked_keywords
-from ..inference.dp_results import install_contract
-from ..inference.summary import add_privacy_block, add_privacy_block2
-from ..mechanisms.sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
+from ...core.errors import DPModelsError, DPModelsTypeError
+from ...core.keywords import checked_keywords
+from ...inference.dp_results import install_contract
+from ...inference.summary import add_privacy_block, add_privacy_block2
+from ...mechanisms.sample_aggregate import PrivateSampleAggregate, release_sample_aggregate
 
-__all__ = ["DPSampleAggregate", "SampleAggregateResults", "build_sample_aggregate"]
+__all__ = ["DPSampleAggregate", "SampleAggregateResults"]
 
 _NAMES = {"ols": "DP OLS", "logit": "DP Logit", "quantreg": "DP QuantReg",
           "mnlogit": "DP MNLogit"}
@@ -74,6 +74,28 @@ class DPSampleAggregate:
                 f"model only (got {family} {formula!r})")
         self.family, self.formula = family, formula
         self.release, self.budget_spent = data, 0.0
+
+    @classmethod
+    def from_call(cls, call) -> DPSampleAggregate:
+        """The model of a ``dp_*`` call with ``method="sample-aggregate"`` (or a
+        sample-aggregate release as data), its options checked first."""
+        options = dict(call.options)
+        blocks = options.pop("blocks", None)
+        param_bounds = options.pop("param_bounds", None)
+        bias_correction = options.pop("bias_correction", "auto")
+        missing = options.pop("missing", "drop")
+        if options:
+            raise DPModelsError(
+                f"method='sample-aggregate' does not take {sorted(options)[0]!r}; its options "
+                "are blocks=, param_bounds=, bias_correction= and missing=")
+        if call.bins != "auto" or call.threshold != "enhanced":
+            raise DPModelsError("bins= and threshold= are options of the histogram release; "
+                                "method='sample-aggregate' does not take them")
+        return cls.from_formula(
+            call.family, call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
+            levels=call.levels, n=call.n, q=call.q, blocks=blocks, param_bounds=param_bounds,
+            bias_correction=bias_correction, random_state=call.random_state,
+            accountant=call.accountant, missing=missing, namespace=call.namespace)
 
     @classmethod
     def from_formula(cls, family: str, formula: str, data, *, epsilon=None, bounds=None,
@@ -658,24 +680,3 @@ class _SAPrediction:
 
 
 install_contract(SampleAggregateResults)  # its table of dpmodels.inference.dp_results.CONTRACTS
-
-
-def build_sample_aggregate(call):
-    """The model of a routed ``dp_*`` call (see `dpmodels.front.routing`)."""
-    options = dict(call.options)
-    blocks = options.pop("blocks", None)
-    param_bounds = options.pop("param_bounds", None)
-    bias_correction = options.pop("bias_correction", "auto")
-    missing = options.pop("missing", "drop")
-    if options:
-        raise DPModelsError(
-            f"method='sample-aggregate' does not take {sorted(options)[0]!r}; its options are "
-            "blocks=, param_bounds=, bias_correction= and missing=")
-    if call.bins != "auto" or call.threshold != "enhanced":
-        raise DPModelsError("bins= and threshold= are options of the histogram release; "
-                            "method='sample-aggregate' does not take them")
-    return DPSampleAggregate.from_formula(
-        call.family, call.formula, call.data, epsilon=call.epsilon, bounds=call.bounds,
-        levels=call.levels, n=call.n, q=call.q, blocks=blocks, param_bounds=param_bounds,
-        bias_correction=bias_correction, random_state=call.random_state,
-        accountant=call.accountant, missing=missing, namespace=call.namespace)

@@ -51,13 +51,25 @@ import numpy as np
 import pandas as pd
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
-from ..core.keywords import checked_keywords
-from ..core.randomness import make_rng
-from ..inference.dp_results import attach_dp_inference
-from ..mechanisms.newton import PrivateNewton, _floored, newton_update, release_newton
-from .base import FormulaReleaseModel, dp_options
-from .discrete import FreqLogit, FreqLogitResults
-from .moments_ols import (
+from ...core.keywords import checked_keywords
+from ...core.randomness import make_rng
+from ...domain.formula import formula_variables
+from ...inference.dp_results import attach_dp_inference
+from ...mechanisms.newton import PrivateNewton, _floored, newton_update, release_newton
+from ...models.base import FormulaReleaseModel, dp_options
+from ...models.discrete import FreqLogit, FreqLogitResults
+from ...models.logit import DPLogit
+from ...models.pickling import SpaceRecipe, keep_design
+from ...models.shrinkage import SHRINK_MIN, calibrate, paired
+from ...models.worlds import (
+    NEWTON_SIM_ROWS,
+    clipped_like,
+    deflated_moments,
+    representative_design,
+    structured_design,
+    sym_laplace,
+)
+from ..moments.model import (
     INFO_SDS,
     MOMENTS_INTERVAL,
     MOMENTS_N_BOOT,
@@ -66,16 +78,6 @@ from .moments_ols import (
     check_noisy_rows,
     swamped_reason,
     warn_uninformative,
-)
-from .pickling import SpaceRecipe, keep_design
-from .shrinkage import SHRINK_MIN, calibrate, paired
-from .worlds import (
-    NEWTON_SIM_ROWS,
-    clipped_like,
-    deflated_moments,
-    representative_design,
-    structured_design,
-    sym_laplace,
 )
 
 __all__ = ["DPNewtonLogit", "NewtonLogitResults"]
@@ -138,6 +140,14 @@ class DPNewtonLogit(FormulaReleaseModel):
     _release_type = PrivateNewton
     _release_fn = staticmethod(release_newton)
     release: PrivateNewton
+
+    @classmethod
+    def call_options(cls, call) -> dict:
+        """dp_logit's checks of the response (`DPLogit.check_response()`) on the
+        public domain, before any row is read."""
+        env = call.namespace
+        return {"domain_check": lambda domain: DPLogit.check_response(
+            call.formula, domain, formula_variables(call.formula, domain.names, env))}
 
     @checked_keywords
     def fit(self, cov_type: str = "dp", *, n_boot: int | None = None, random_state=None,

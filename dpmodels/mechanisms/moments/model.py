@@ -59,17 +59,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..core.errors import ReleaseWarning
-from ..core.keywords import checked_keywords
-from ..core.randomness import make_rng
-from ..domain.formula import user_stacklevel
-from ..inference.dp_results import attach_dp_inference
-from ..inference.intervals import DPInference
-from ..mechanisms.moments import DesignSpace, PrivateMoments, release_moments
-from .base import FormulaReleaseModel, dp_options
-from .linear import FreqWLS
-from .pickling import SpaceRecipe, keep_design
-from .shrinkage import SHRINK_MIN, SHRINK_REPS, keep_shares, signed_shift
+from ...core.errors import ReleaseWarning
+from ...core.keywords import checked_keywords
+from ...core.randomness import make_rng
+from ...domain.formula import user_stacklevel
+from ...inference.dp_results import attach_dp_inference
+from ...inference.intervals import DPInference
+from ...mechanisms.moments import DesignSpace, PrivateMoments, release_moments
+from ...models.base import FormulaReleaseModel, dp_options
+from ...models.linear import FreqWLS
+from ...models.pickling import SpaceRecipe, keep_design
+from ...models.shrinkage import SHRINK_MIN, SHRINK_REPS, keep_shares, signed_shift
 
 __all__ = ["DPMomentsOLS", "ols_from_moments", "noise_floor"]
 
@@ -384,7 +384,7 @@ class DPMomentsOLS(FormulaReleaseModel):
 
     Built by `dpmodels.dp_ols()` when ``method="moments"`` (or when
     ``method="auto"`` chooses it).  See `dpmodels.mechanisms.moments` for the
-    release and `dpmodels.models.moments_ols` for the estimate.
+    release and `dpmodels.mechanisms.moments.model` for the estimate.
     """
 
     _name = "DP OLS (moments)"
