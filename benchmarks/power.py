@@ -96,6 +96,7 @@ import real_validity as rv  # noqa: E402
 
 import dpmodels as dpm  # noqa: E402
 from dpmodels.core.errors import ReleaseWarning  # noqa: E402
+from dpmodels.front.methods import FAMILY_METHODS  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 Z_HELD = 3.0
@@ -336,12 +337,11 @@ CASES_RUN = ("grunfeld_ols", "star98_ols", "anes96_vote_logit", "spector_logit",
              "statecrime_ols", "engel_q50_quantreg", "engel_q90_quantreg",
              "anes96_pid_mnlogit", "modechoice_mnlogit")
 QUICK_CASE = "star98_ols"
-#: dpmodels' named methods per family (``dpmodels.front.methods.FAMILY_METHODS``) and
-#: sample-aggregate, which all four take
-DP_METHODS = {"ols": ("auto", "histogram", "moments", "sample-aggregate"),
-              "logit": ("auto", "histogram", "newton", "sample-aggregate"),
-              "quantreg": ("auto", "histogram", "newton", "sample-aggregate"),
-              "mnlogit": ("auto", "histogram", "sample-aggregate")}
+#: dpmodels' named methods per family (the registry's: ``FAMILY_METHODS``, so a new
+#: mechanism is measured as soon as it is registered) and sample-aggregate, which all
+#: four take
+DP_METHODS = {family: methods + ("sample-aggregate",)
+              for family, methods in FAMILY_METHODS.items()}
 #: the valid baselines written here; none for quantile or multinomial regression
 #: (their tables carry dpmodels' methods only)
 BASELINE = {"ols": SSP, "logit": OBJPERT}

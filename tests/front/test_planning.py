@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import re
 import sys
 import warnings
 
@@ -24,6 +25,7 @@ import statsmodels.formula.api as smf  # noqa: E402
 
 import dpmodels as dpm  # noqa: E402
 from dpmodels.core.errors import DPModelsError  # noqa: E402
+from dpmodels.front.methods import FAMILY_METHODS, ROUTED_METHODS  # noqa: E402
 from dpmodels.front.planning import (  # noqa: E402
     MAX_LINES_PER_PANEL,
     TABLE_COLUMNS,
@@ -235,8 +237,8 @@ class CountingGuess:
     ({"levels": "g"}, "levels"),
     ({"alpha": 2}, "alpha"),
     ({"random_state": -1}, "random_state|seed|>= 0"),
-    ({"method": "bogus"}, r"method must be one of \['auto', 'histogram', 'moments', "
-                          r"'sample-aggregate'\], got 'bogus'"),
+    ({"method": "bogus"}, re.escape(f"method must be one of "
+                                    f"{list(FAMILY_METHODS['ols'] + ROUTED_METHODS)}, got 'bogus'")),
     ({"method": ["auto", 3]}, "method must be one of"),
     ({"method": []}, "method must name at least one"),
     ({"method": "newton"}, "got 'newton'"),  # dp_logit's, not dp_ols'

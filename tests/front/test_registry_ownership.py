@@ -64,7 +64,7 @@ def test_every_mechanism_folder_belongs_to_an_entry():
 def test_every_saved_release_type_has_its_entrys_codec():
     classes = _release_classes()
     kinds = {cls.saved_kind for cls in classes.values()}
-    assert kinds == {"histogram", "moments", "newton", "quantile-steps", "local"}, kinds
+    assert kinds >= {"histogram", "moments", "newton", "quantile-steps", "local"}, kinds
     assert set(saved.readers()) == kinds
     for m in MECHANISMS:
         if m.codec is None:

@@ -94,6 +94,11 @@ class PrivateHistogram(Release):
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "histogram"
 
+    domain: Domain
+    cell_ids: np.ndarray
+    counts: np.ndarray
+    report: PrivacyReport
+
     def saved_parts(self) -> SavedParts:
         """What `save()` writes: the file's release type, the public domain,
         the report and the released values (read back by this folder's
@@ -101,11 +106,6 @@ class PrivateHistogram(Release):
         return SavedParts(self.saved_kind, self.domain, self.report,
                           {"cell_ids": [int(i) for i in self.cell_ids.tolist()],
                            "counts": [int(c) for c in self.counts.tolist()]})
-
-    domain: Domain
-    cell_ids: np.ndarray
-    counts: np.ndarray
-    report: PrivacyReport
 
     def __post_init__(self):
         for arr in (self.cell_ids, self.counts):

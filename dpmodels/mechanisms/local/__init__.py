@@ -732,18 +732,17 @@ class LocalHistogram(PrivateHistogram):
     #: Saved as the local release it is a view of (`save()`).
     saved_kind: ClassVar[str] = "local"
 
+    local: LocalRelease | None = field(default=None, repr=False, compare=False)
+    _dpm_local = True
+
     def saved_parts(self) -> SavedParts:
-        """What `save()` writes: the file's release type, the public domain,
-        the report and the released values (read back by this folder's
-        ``codec.read``)."""
+        """What `save()` writes: the parts of the local release this histogram
+        is a view of (`LocalRelease.saved_parts()`)."""
         if self.local is None:
             raise SavedReleaseError(
                 f"cannot save this {type(self).__name__}: it has no local release (make it "
                 "with LocalRelease.histogram); a local release saves its channel's report counts")
         return self.local.saved_parts()
-
-    local: LocalRelease | None = field(default=None, repr=False, compare=False)
-    _dpm_local = True
 
     def simulators(self, population: str = "deconvolved") -> list:
         """The local channel's simulation (`LocalSimulator`): the
@@ -817,6 +816,11 @@ class LocalRelease(Release):
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "local"
 
+    def __post_init__(self):
+        self.report_counts.setflags(write=False)
+        if self.reports is not None:
+            self.reports.setflags(write=False)
+
     def saved_parts(self) -> SavedParts:
         """What `save()` writes: the file's release type, the public domain,
         the report and the released values (read back by this folder's
@@ -829,11 +833,6 @@ class LocalRelease(Release):
              "report_counts": [int(c) for c in self.report_counts.tolist()]},
             definition="pure epsilon-local differential privacy (delta = 0): each row's report is "
                        "epsilon-DP on its own")
-
-    def __post_init__(self):
-        self.report_counts.setflags(write=False)
-        if self.reports is not None:
-            self.reports.setflags(write=False)
 
     @property
     def n(self) -> int:

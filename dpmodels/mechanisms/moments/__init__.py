@@ -659,16 +659,6 @@ class PrivateMoments(ScaledRows):
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "moments"
 
-    def saved_parts(self) -> SavedParts:
-        """What `save()` writes: the file's release type, the public domain,
-        the report and the released values (read back by this folder's
-        ``codec.read``)."""
-        return SavedParts(self.saved_kind, self.space.domain, self.report, {
-            "design": space_out(self.space, True), "count": float_out(self.count),
-            "sums": floats_out(self.sums), "second": floats_out(self.second),
-            "noise_var": floats_out(self.noise_var), "radius": float_out(self.radius),
-            "offsets": floats_out(self.offsets), "scales": floats_out(self.scales)})
-
     space: DesignSpace
     count: float
     sums: np.ndarray
@@ -679,6 +669,16 @@ class PrivateMoments(ScaledRows):
     scales: np.ndarray
     report: MomentsReport
 
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.space.domain, self.report, {
+            "design": space_out(self.space, True), "count": float_out(self.count),
+            "sums": floats_out(self.sums), "second": floats_out(self.second),
+            "noise_var": floats_out(self.noise_var), "radius": float_out(self.radius),
+            "offsets": floats_out(self.offsets), "scales": floats_out(self.scales)})
 
     def __repr__(self) -> str:
         return (f"PrivateMoments({self.space.formula!r}, epsilon={self.report.epsilon:g}, "
@@ -970,7 +970,7 @@ class _KeepRows:
         return self.task.stage(rows)
 
 
-class _Passes:
+class Passes:
     """Runs a stage over the rows where they live.  In memory: one
     `_RowPasses` (scaled rows kept between the stages when small).  An
     engine's frame (Dask, Polars LazyFrame, DuckDB, Spark): the stage runs on
@@ -1182,7 +1182,7 @@ def release_moments(
             NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the passes over the raw rows (all checks happen in the first) -----------------
-    passes = _Passes(data, space, domain, missing, chunk_rows, outside=clip_axes)
+    passes = Passes(data, space, domain, missing, chunk_rows, outside=clip_axes)
     loc_counts, outside_exact = passes.run(
         lambda rows_of: (location_counts(rows_of, space)[1], rows_of.outside))
 
@@ -1334,7 +1334,7 @@ class IntegerStatistics:
         return var / self.w_n**2, var / (self.w_s * self.g) ** 2, var / self.g**4
 
 
-def scaled_ball(passes: _Passes, space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
+def scaled_ball(passes: Passes, space: DesignSpace, loc_counts: np.ndarray, eps_s: float,
                 eps_r: float, n_public: int, epsilon: float, bits, clip_scale: float = 1.0,
                 extra_dimensions: int = 0):
     """The first two stages of the moments and Newton-type releases: private centres and

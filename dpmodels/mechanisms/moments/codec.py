@@ -43,7 +43,7 @@ from . import (
     unit_epsilon,
 )
 
-__all__ = ["KIND", "read", "formula_release_in",
+__all__ = ["KIND", "read", "moments_in", "noise_claim", "noiseless_claim", "formula_release_in",
            "moments_tuple", "scales_in"]
 
 #: The file's ``release_type`` (the release class's ``saved_kind``).
@@ -149,15 +149,38 @@ def formula_release_in(doc: Reader, domain: Domain, namespace: Mapping, *, respo
 
 def read(doc: Reader, domain: Domain, namespace: Mapping) -> PrivateMoments:
     """The moments a saved document holds, checked (see the module notes)."""
+    rel = moments_in(doc, domain, namespace, PrivateMoments)
+    _moments_claim(rel)
+    return rel
+
+
+def moments_in(doc: Reader, domain: Domain, namespace: Mapping, cls: type[PrivateMoments]):
+    """A release of class ``cls`` (`PrivateMoments` or a subclass) from a saved
+    document, every value checked but the claim (the caller's, by mechanism)."""
     report, body, space, q = formula_release_in(doc, domain, namespace, response=True)
     second = symmetric(body.floats("second", (q, q)), "release.second")
     noise_var = variances(tuple(float(v) for v in body.floats("noise_var", (3,))),
-                           "release.noise_var")
-    rel = PrivateMoments(space, body.float("count"), body.floats("sums", (q,)), second,
-                         noise_var, positive(body.float("radius"), "release.radius"),
-                         body.floats("offsets", (q,)), scales_in(body, q), report)
-    _moments_claim(rel)
-    return rel
+                          "release.noise_var")
+    return cls(space, body.float("count"), body.floats("sums", (q,)), second,
+               noise_var, positive(body.float("radius"), "release.radius"),
+               body.floats("offsets", (q,)), scales_in(body, q), report)
+
+
+def noiseless_claim(rel: PrivateMoments) -> None:
+    """Exact moments (epsilon = inf) carry no noise."""
+    if tuple(rel.noise_var) != (0.0, 0.0, 0.0):
+        raise claim_error("release.noise_var", tuple(rel.noise_var), (0.0, 0.0, 0.0),
+                          rel.report.epsilon)
+
+
+def noise_claim(rel: PrivateMoments, eps_m: float) -> None:
+    """The noise variances of moments released at ``eps_m`` with the release's
+    radius, offsets and scales (`moments_sensitivity()`)."""
+    g, _, w_s, delta = moments_sensitivity(rel.radius, rel.space, rel.offsets, rel.scales)
+    var = discrete_laplace_variance(unit_epsilon(eps_m, delta / 2.0))
+    noise = (var / (w_s * g) ** 2, var / (w_s * g) ** 2, var / g**4)
+    if tuple(rel.noise_var) != noise:
+        raise claim_error("release.noise_var", tuple(rel.noise_var), noise, rel.report.epsilon)
 
 
 def _moments_claim(rel: PrivateMoments) -> None:
@@ -165,8 +188,7 @@ def _moments_claim(rel: PrivateMoments) -> None:
     and its noise variances, rebuilt from the stated epsilon."""
     report, eps = rel.report, rel.report.epsilon
     if not report.private:
-        if tuple(rel.noise_var) != (0.0, 0.0, 0.0):
-            raise claim_error("release.noise_var", tuple(rel.noise_var), (0.0, 0.0, 0.0), eps)
+        noiseless_claim(rel)
         return
     if clips(report):
         eps_c, eps_s, eps_r, eps_m = split_epsilon(
@@ -176,8 +198,4 @@ def _moments_claim(rel: PrivateMoments) -> None:
         eps_s, eps_r, eps_m = split_epsilon(eps, [SCALE_SHARE, RADIUS_SHARE, None])
         want = [eps_s, eps_r, eps_m]
     parts_claim(report, want)
-    g, _, w_s, delta = moments_sensitivity(rel.radius, rel.space, rel.offsets, rel.scales)
-    var = discrete_laplace_variance(unit_epsilon(eps_m, delta / 2.0))
-    noise = (var / (w_s * g) ** 2, var / (w_s * g) ** 2, var / g**4)
-    if tuple(rel.noise_var) != noise:
-        raise claim_error("release.noise_var", tuple(rel.noise_var), noise, eps)
+    noise_claim(rel, eps_m)

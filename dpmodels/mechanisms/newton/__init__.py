@@ -67,8 +67,8 @@ from ..moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
+    Passes,
     ScaledRows,
-    _Passes,
     _RowPasses,
     clipped_rows,
     describe_axis,
@@ -148,18 +148,6 @@ class PrivateNewton(ScaledRows):
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "newton"
 
-    def saved_parts(self) -> SavedParts:
-        """What `save()` writes: the file's release type, the public domain,
-        the report and the released values (read back by this folder's
-        ``codec.read``)."""
-        return SavedParts(self.saved_kind, self.space.domain, self.report, {
-            "design": space_out(self.space, False), "beta": floats_out(self.beta),
-            "information": floats_out(self.information), "score": floats_out(self.score),
-            "start": floats_out(self.start), "noise_var": floats_out(self.noise_var),
-            "moments": moments_out(self.moments), "offsets": floats_out(self.offsets),
-            "scales": floats_out(self.scales), "radius": float_out(self.radius),
-            "step_noise": [floats_out(s) for s in self.step_noise]})
-
     space: DesignSpace
     beta: np.ndarray
     information: np.ndarray
@@ -172,6 +160,18 @@ class PrivateNewton(ScaledRows):
     radius: float
     report: MomentsReport
     step_noise: tuple = ()
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.space.domain, self.report, {
+            "design": space_out(self.space, False), "beta": floats_out(self.beta),
+            "information": floats_out(self.information), "score": floats_out(self.score),
+            "start": floats_out(self.start), "noise_var": floats_out(self.noise_var),
+            "moments": moments_out(self.moments), "offsets": floats_out(self.offsets),
+            "scales": floats_out(self.scales), "radius": float_out(self.radius),
+            "step_noise": [floats_out(s) for s in self.step_noise]})
 
     def design_params(self, beta: np.ndarray) -> np.ndarray:
         """Coefficients on the design's columns from scaled ones (batched)."""
@@ -339,7 +339,7 @@ def newton_update(b, H, score, floor):
     return b + step * np.minimum(1.0, MAX_STEP / np.maximum(length, 1e-300))
 
 
-def noisy_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, eps_t: float,
+def noisy_step(passes: Passes, space: DesignSpace, offsets, scales, radius, b, eps_t: float,
                bits, family=logit_family, weight: float = LOGIT_WEIGHT):
     """One released step: the step statistics at ``b`` over every row, exact
     discrete Laplace noise of scale ``Delta / eps_t`` on each integer, decoded.
@@ -496,7 +496,7 @@ def release_newton(
         y, y_missing = binary_response(domain.axis(response), frame[response])
         return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
-    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
+    passes = Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
     loc_counts, outside_exact = passes.run(
         lambda rows: (location_counts(rows, space)[1], rows.outside))
 

@@ -72,8 +72,8 @@ from ..moments import (
     RADIUS_SHARE,
     SCALE_SHARE,
     DesignSpace,
+    Passes,
     ScaledRows,
-    _Passes,
     _RowPasses,
     clipped_rows,
     describe_axis,
@@ -162,7 +162,7 @@ def score_sensitivity(radius, space: DesignSpace, offsets, scales) -> tuple[int,
     return g, math.ceil(2.0 * LEVELS * (g + A) * (1 + 1e-12)) + 1
 
 
-def score_step(passes: _Passes, space: DesignSpace, offsets, scales, radius, b, tau: float,
+def score_step(passes: Passes, space: DesignSpace, offsets, scales, radius, b, tau: float,
                h: float, eps_t: float, bits):
     """One released quantile step: ``(band rows, score, (var_rows, var_score),
     Delta, g)`` with exact discrete Laplace noise of scale ``Delta / eps_t``."""
@@ -315,26 +315,6 @@ class PrivateQuantileSteps(ScaledRows):
     #: The release's kind in a saved file (`dpmodels.front.saved`).
     saved_kind: ClassVar[str] = "quantile-steps"
 
-    def saved_parts(self) -> SavedParts:
-        """What `save()` writes: the file's release type, the public domain,
-        the report and the released values (read back by this folder's
-        ``codec.read``)."""
-        return SavedParts(self.saved_kind, self.space.domain, self.report, {
-            "design": space_out(self.space, False),
-            "quantiles": floats_out(self.quantiles), "beta": floats_out(self.beta),
-            "density": floats_out(self.density), "ls_information": floats_out(self.ls_information),
-            "band_prior_var": floats_out(self.band_prior_var), "score": floats_out(self.score),
-            "start": floats_out(self.start), "bandwidth": floats_out(self.bandwidth),
-            "steps": [[floats_out(s) for s in per_q] for per_q in self.steps],
-            "ls_beta": floats_out(self.ls_beta), "ls_noise": floats_out(self.ls_noise),
-            "residual_counts": [int(c) for c in np.asarray(self.residual_counts).tolist()],
-            "residual_edges": floats_out(self.residual_edges),
-            "level_counts": floats_out(self.level_counts),
-            "level_noise_var": float_out(self.level_noise_var),
-            "moments": moments_out(self.moments), "offsets": floats_out(self.offsets),
-            "scales": floats_out(self.scales), "radius": float_out(self.radius),
-            "y_centre": float_out(self.y_centre), "y_half": float_out(self.y_half)})
-
     space: DesignSpace
     quantiles: tuple
     beta: np.ndarray
@@ -358,6 +338,26 @@ class PrivateQuantileSteps(ScaledRows):
     y_centre: float
     y_half: float
     report: MomentsReport
+
+    def saved_parts(self) -> SavedParts:
+        """What `save()` writes: the file's release type, the public domain,
+        the report and the released values (read back by this folder's
+        ``codec.read``)."""
+        return SavedParts(self.saved_kind, self.space.domain, self.report, {
+            "design": space_out(self.space, False),
+            "quantiles": floats_out(self.quantiles), "beta": floats_out(self.beta),
+            "density": floats_out(self.density), "ls_information": floats_out(self.ls_information),
+            "band_prior_var": floats_out(self.band_prior_var), "score": floats_out(self.score),
+            "start": floats_out(self.start), "bandwidth": floats_out(self.bandwidth),
+            "steps": [[floats_out(s) for s in per_q] for per_q in self.steps],
+            "ls_beta": floats_out(self.ls_beta), "ls_noise": floats_out(self.ls_noise),
+            "residual_counts": [int(c) for c in np.asarray(self.residual_counts).tolist()],
+            "residual_edges": floats_out(self.residual_edges),
+            "level_counts": floats_out(self.level_counts),
+            "level_noise_var": float_out(self.level_noise_var),
+            "moments": moments_out(self.moments), "offsets": floats_out(self.offsets),
+            "scales": floats_out(self.scales), "radius": float_out(self.radius),
+            "y_centre": float_out(self.y_centre), "y_half": float_out(self.y_half)})
 
     def fit_count(self) -> float:
         """The number of rows a fit weighs: the least-squares step's noisy count
@@ -591,7 +591,7 @@ def release_quantile_steps(
                                -1.0, 1.0)
         return _RowPasses(space, published, valid, chunk_rows, y=y)
 
-    passes = _Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
+    passes = Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
     loc_counts, outside_exact = passes.run(
         lambda rows: (location_counts(rows, space)[1], rows.outside))
 
