@@ -70,12 +70,15 @@ def dp_ols(
     random_state : None, int or Generator
         None uses the OS's secure entropy.
     accountant : Accountant, optional
-    method : {"auto", "histogram", "moments", "sample-aggregate"}
+    method : {"auto", "histogram", "moments", "ssp", "sample-aggregate"}
         The release the fit is made on.  "histogram": the perturbed joint
         histogram (Lei 2011; `dpmodels.release()`).  "moments": noisy
         first and second moments of the design, rows clipped to a private
         L1 radius (`dpmodels.mechanisms.moments`): every covariate count, no
-        binning bias.  "auto" (default) chooses from public inputs only
+        binning bias.  "ssp": the same moments perturbed on the declared
+        bounds, all of epsilon on them (`dpmodels.mechanisms.ssp`): better
+        when the bounds are tight, worse when they are loose; never chosen
+        by "auto".  "auto" (default) chooses from public inputs only
         (`dpmodels.front.methods.choose_ols_method()`): the histogram when
         factors carry the model (at most three continuous variables, response
         included, and at least 8 level combinations), when histogram options

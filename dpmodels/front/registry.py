@@ -22,7 +22,7 @@ path and imported on first use.
 Examples
 --------
 >>> [m.name for m in MECHANISMS if "ols" in m.families]
-['histogram', 'moments', 'local', 'sample-aggregate']
+['histogram', 'moments', 'ssp', 'local', 'sample-aggregate']
 >>> mechanism("newton", "quantreg").name
 'quantile-newton'
 """
@@ -188,6 +188,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("moments", ("ols",), "moments", "dpmodels.mechanisms.moments:release_moments",
               "PrivateMoments", models={"ols": "dpmodels.mechanisms.moments.model:DPMomentsOLS"},
               inf="exact moments", codec="dpmodels.mechanisms.moments.codec"),
+    Mechanism("ssp", ("ols",), "ssp", "dpmodels.mechanisms.ssp:release_ssp", "PrivateSSP",
+              models={"ols": "dpmodels.mechanisms.ssp.model:DPSSPOLS"}, inf="exact moments",
+              codec="dpmodels.mechanisms.ssp.codec"),
     Mechanism("newton", ("logit",), "newton", "dpmodels.mechanisms.newton:release_newton",
               "PrivateNewton", models={"logit": "dpmodels.mechanisms.newton.model:DPNewtonLogit"},
               inf="noiseless steps", codec="dpmodels.mechanisms.newton.codec"),
