@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import importlib
 import json
 import math
 import os
@@ -46,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.version import __version__
+from ..front.registry import FAMILIES, MECHANISMS
 
 if TYPE_CHECKING:
     from ..mechanisms.histogram import PrivateHistogram
@@ -61,18 +63,24 @@ __all__ = ["main", "demo", "build_parser", "CLIError", "read_schema", "MODELS", 
 MODELS = ("ols", "logit", "quantreg", "mnlogit")
 #: Output formats of ``dpmodels fit``.
 FORMATS = ("text", "html", "latex", "markdown", "json")
-#: The releases ``dpmodels fit --method`` fits on, with the models each serves (the
-#: union of `dpmodels.front.methods.FAMILY_METHODS` and `dpmodels.front.methods.ROUTED_METHODS`;
-#: tests/package/test_startup.py keeps them equal without importing them here).
-FIT_METHODS = {
-    "auto": "the default: chosen from the model and the public domain",
-    "histogram": "every model",
-    "moments": "ols",
-    "newton": "logit, quantreg",
-    "sample-aggregate": "every model",
-}
-#: Releases ``dpmodels release --method`` makes.
-RELEASE_METHODS = ("histogram", "moments", "newton", "quantile-newton")
+#: The releases ``dpmodels fit --method`` fits on, with the models each serves: the
+#: registry's ``method=`` names (`dpmodels.front.registry` imports nothing heavy, so the
+#: command still starts without numpy; tests/package/test_startup.py).
+def _fit_methods() -> dict[str, str]:
+    served: dict[str, set] = {}
+    for m in MECHANISMS:
+        if m.method is not None:
+            served.setdefault(m.method, set()).update(m.families)
+    return {"auto": "the default: chosen from the model and the public domain",
+            **{method: "every model" if fams == set(FAMILIES)
+               else ", ".join(f for f in FAMILIES if f in fams)
+               for method, fams in served.items()}}
+
+
+FIT_METHODS = _fit_methods()
+#: Releases ``dpmodels release --method`` makes: the registry's entries whose release
+#: is saved (a codec) and made from rows for a ``dp_*`` method.
+RELEASE_METHODS = tuple(m.name for m in MECHANISMS if m.codec is not None and m.method)
 #: The type ``column_types`` gives a column of a file that declares none (a CSV).
 UNDECLARED = "undeclared"
 #: The placeholder ``schema init`` writes for every bound and level set.
@@ -1080,9 +1088,6 @@ def cmd_fit(args) -> int:
 
 def cmd_release(args) -> int:
     from ..mechanisms.histogram import release
-    from ..mechanisms.moments import release_moments
-    from ..mechanisms.newton import release_newton
-    from ..mechanisms.quantile_steps import release_quantile_steps
 
     raw = _Raw(args)
     if args.q is not None and args.method != "quantile-newton":
@@ -1103,13 +1108,13 @@ def cmd_release(args) -> int:
         if args.method == "histogram":
             key = {"formula": args.spec} if raw.is_formula else {"columns": raw.variables}
             rel = release(data, namespace=_namespace(), **key, **opts)
-        elif args.method == "moments":
-            rel = release_moments(data, formula=args.spec, namespace=_namespace(), **opts)
-        elif args.method == "newton":
-            rel = release_newton(data, formula=args.spec, namespace=_namespace(), **opts)
-        else:
-            rel = release_quantile_steps(data, formula=args.spec, namespace=_namespace(),
-                                         q=0.5 if args.q is None else args.q, **opts)
+        else:  # a formula release of the registry (its entry's release function)
+            q = {"q": 0.5 if args.q is None else args.q} if args.method == "quantile-newton" \
+                else {}
+            entry = next(m for m in MECHANISMS if m.name == args.method)
+            module, _, name = entry.release.partition(":")
+            make = getattr(importlib.import_module(module), name)
+            rel = make(data, formula=args.spec, namespace=_namespace(), **opts, **q)
     if not hasattr(rel, "save"):  # pragma: no cover - saved releases absent
         raise CLIError("this dpmodels cannot save releases (no release.save): upgrade dpmodels")
     path = rel.save(out)
@@ -1304,8 +1309,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the release file (.json, or .json.gz compressed)")
     p_rel.add_argument("--method", choices=RELEASE_METHODS, default="histogram",
                        help="histogram (default: usable by every model and formula over its "
-                            "variables), moments (ols), newton (logit) or quantile-newton "
-                            "(quantreg): the last three answer their formula only")
+                            "variables), or a formula release: "
+                            + ", ".join(f"{m.name} ({', '.join(m.families)})"
+                                        for m in MECHANISMS
+                                        if m.name in RELEASE_METHODS and m.name != "histogram")
+                            + ", which answer their formula only")
     p_rel.add_argument("--q", type=_quantile, metavar="Q",
                        help="quantile of --method quantile-newton (default 0.5)")
     p_rel.add_argument("--force", action="store_true", help="overwrite --out if it exists")

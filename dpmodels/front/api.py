@@ -78,7 +78,8 @@ def dp_ols(
         binning bias.  "ssp": the same moments perturbed on the declared
         bounds, all of epsilon on them (`dpmodels.mechanisms.ssp`): the
         textbook reference; the moments' intervals were narrower in every
-        cell measured, tight bounds included; never chosen by "auto".  "auto" (default) chooses from public inputs only
+        cell measured, tight bounds included; never chosen by "auto".
+        "auto" (default) chooses from public inputs only
         (`dpmodels.front.methods.choose_ols_method()`): the histogram when
         factors carry the model (at most three continuous variables, response
         included, and at least 8 level combinations), when histogram options

@@ -1,6 +1,7 @@
 """Tests for the ``dpmodels`` command (:mod:`dpmodels.cli.commands`, run by
 :mod:`dpmodels.__main__`)."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -10,6 +11,8 @@ import pytest
 
 import dpmodels
 from dpmodels.__main__ import main
+from dpmodels.front import datasets
+from dpmodels.front.registry import MECHANISMS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,8 +102,8 @@ def test_version_subprocess():
 # ---- schema, fit, release, ledger: through ``python -m dpmodels`` on real files --------------
 
 import json  # noqa: E402
-import warnings  # noqa: E402
 import tomllib  # noqa: E402
+import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -141,7 +144,7 @@ def cli(*args, cwd):
 def files(tmp_path_factory):
     """A housing CSV and the same rows as Parquet, a filled schema, the frame."""
     d = tmp_path_factory.mktemp("cli")
-    df = dpmodels.front.datasets.housing(n=2000, seed=0)
+    df = datasets.housing(n=2000, seed=0)
     df["expensive"] = (df["price"] > 500_000).astype(int)
     df.to_csv(d / "houses.csv", index=False)
     df.to_parquet(d / "houses.parquet", index=False)
@@ -419,12 +422,18 @@ def test_ledger_init_refuses_to_overwrite(tmp_path, capsys):
     assert json.loads(ledger.read_text())["total_epsilon"] == 2.0
 
 
-def test_moments_release_from_parquet_then_fit(files, tmp_path):
-    """--method moments: the schema's bins are left out; the saved release fits
-    as the same release made in Python."""
+#: The formula releases of dp_ols that the command makes (the registry's saved ones).
+OLS_RELEASES = [m for m in MECHANISMS
+                if "ols" in m.families and m.codec and m.method and m.name != "histogram"]
+
+
+@pytest.mark.parametrize("entry", OLS_RELEASES, ids=lambda m: m.name)
+def test_formula_release_from_parquet_then_fit(files, tmp_path, entry):
+    """--method moments (or another of dp_ols' formula releases): the schema's bins
+    are left out; the saved release fits as the same release made in Python."""
     d, df = files
-    rel = tmp_path / "moments.json"
-    proc = cli("release", "price ~ size + year", "--method", "moments", "--data",
+    rel = tmp_path / f"{entry.name}.json"
+    proc = cli("release", "price ~ size + year", "--method", entry.name, "--data",
                "houses.parquet", "--schema", "schema.toml", "--epsilon", 1, "--seed", 4,
                "--out", rel, cwd=d)
     assert proc.returncode == 0, proc.stderr
@@ -433,8 +442,11 @@ def test_moments_release_from_parquet_then_fit(files, tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["privacy"]["type"] == "MomentsReport"
-    same = dpmodels.release_moments(df, formula="price ~ size + year", epsilon=1.0,
-                                    bounds=BOUNDS, levels=LEVELS, random_state=4)
+    module, _, name = entry.release.partition(":")
+    make = getattr(importlib.import_module(module), name)
+    same = make(df, formula="price ~ size + year", epsilon=1.0, bounds=BOUNDS, levels=LEVELS,
+                random_state=4)
+    assert type(same).__name__ == entry.release_type
     assert_same_results(doc, dpmodels.dp_ols("price ~ size + year", same).fit(random_state=0))
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-import dpmodels
 from dpmodels.cli.commands import ENGINES, main
+from dpmodels.front import datasets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def spark(spark_session):
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli_engines")
-    df = dpmodels.front.datasets.housing(n=2000, seed=0)
+    df = datasets.housing(n=2000, seed=0)
     df.to_parquet(d / "houses.parquet", index=False)
     df.to_csv(d / "houses.csv", index=False)
     (d / "schema.toml").write_text(SCHEMA)

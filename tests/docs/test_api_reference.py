@@ -272,6 +272,7 @@ def _scratch_site(tmp_path: Path, page: str) -> Path:
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
     config.pop("nav")
     config["site_name"] = "scratch"
+    config["hooks"] = [str(ROOT / hook) for hook in config.get("hooks", [])]
     for plugin in config["plugins"]:
         if isinstance(plugin, dict) and "mkdocstrings" in plugin:
             plugin["mkdocstrings"]["handlers"]["python"]["paths"] = [str(ROOT)]

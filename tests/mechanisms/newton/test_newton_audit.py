@@ -136,7 +136,7 @@ from scipy import stats
 import dpmodels.mechanisms.quantile_steps as quantile_steps
 from dpmodels.domain.axes import build_domain
 from dpmodels.core.exact import discrete_laplace
-from dpmodels.mechanisms.moments import _NO_NA, _Passes, published_frame, _RowPasses, unit_epsilon, \
+from dpmodels.mechanisms.moments import _NO_NA, Passes, published_frame, _RowPasses, unit_epsilon, \
     clipped_rows, design_space
 from dpmodels.mechanisms.newton import MAX_STEP, binary_response, _decode, step_scale, \
     _step_statistics, noisy_step
@@ -545,7 +545,7 @@ def test_newton_noise_is_the_release_noise(newton):
     g, w_g, delta = step_scale(res["radius"], space, res["offsets"], res["scales"])
     assert delta == newton.delta
     eps_unit = unit_epsilon(EPS, delta / 2.0)
-    passes = _Passes(newton.D, space, newton.stage.domain, "drop", 1 << 12,
+    passes = Passes(newton.D, space, newton.stage.domain, "drop", 1 << 12,
                      rows=newton.stage.make_rows)
     k = (space.q + 1) * (space.q + 2) // 2
     for seed in range(5):
@@ -597,7 +597,7 @@ def test_quantile_noise_is_the_release_noise(quantile):
     g, delta = score_sensitivity(res["radius"], space, res["offsets"], res["scales"])
     assert delta == quantile.delta
     eps_unit = unit_epsilon(EPS, delta / 2.0)
-    passes = _Passes(quantile.D, space, quantile.stage.domain, "drop", 1 << 12,
+    passes = Passes(quantile.D, space, quantile.stage.domain, "drop", 1 << 12,
                      rows=quantile.stage.make_rows)
     unit = float(quantile_steps.LEVELS * g)
     for seed in range(5):
