@@ -26,8 +26,8 @@ from dpmodels.front.registry import MECHANISMS
 
 MECHANISMS_DIR = Path(dpmodels.mechanisms.__file__).parent
 #: Modules of dpmodels/mechanisms/ that are no mechanism's folder: the histogram's
-#: bootstrap support, which the inference layer reads too.
-SHARED = {"population", "simulation"}
+#: bootstrap support, which the inference layer reads too, and the release pipeline.
+SHARED = {"population", "simulation", "pipeline"}
 
 
 def _release_classes() -> dict[str, type]:

@@ -77,12 +77,11 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import split_epsilon
 from ...core.errors import DPModelsError, NotPrivateWarning
 from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from ...core.keywords import checked_keywords
-from ...core.randomness import random_source
 from ...core.report import MomentsReport, Release
 from ...core.unbounded import refuse_unbounded
 from ...data.clipping import CLIP_SHARE, OutsideCounter, clipping_axes, release_outside, warn_outside
@@ -110,6 +109,7 @@ from ...domain.formula import (
 from ...domain.formula import build_design as _design
 from ...output.documents import SavedParts, float_out, floats_out
 from ...output.saving import save_release
+from ..pipeline import run_release
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
            "RADIUS_SHARE", "moments_sensitivity", "describe_axis", "published_frame"]
@@ -1173,70 +1173,74 @@ def release_moments(
             < MIN_EPSILON):
         raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
                             f"{MIN_EPSILON:g})")
-    if accountant is not None:
-        accountant.check(epsilon, f"moments of {list(names)}")
-    if not private:
-        warnings.warn(
-            "epsilon=inf: the moments are EXACT and NOT differentially private. Use them only "
-            "to check results against the non-private fit.",
-            NotPrivateWarning, stacklevel=user_stacklevel())
+    def announce() -> None:
+        if not private:
+            warnings.warn(
+                "epsilon=inf: the moments are EXACT and NOT differentially private. Use them "
+                "only to check results against the non-private fit.",
+                NotPrivateWarning, stacklevel=user_stacklevel())
 
     # ---- the passes over the raw rows (all checks happen in the first) -----------------
-    passes = Passes(data, space, domain, missing, chunk_rows, outside=clip_axes)
-    loc_counts, outside_exact = passes.run(
-        lambda rows_of: (location_counts(rows_of, space)[1], rows_of.outside))
 
-    budget = charge(accountant, epsilon, f"moments of {list(names)}")
-    bits = random_source(random_state)
-    q = space.q
+    def read():
+        passes = Passes(data, space, domain, missing, chunk_rows, outside=clip_axes)
+        return passes, passes.run(lambda rows_of: (location_counts(rows_of, space)[1], rows_of.outside))
 
-    split: tuple[tuple[str, float], ...]
-    if not private:
-        # exact moments (NOT private), centred at the data's own means in a first pass:
-        # raw second moments of values far from the centre of wide bounds would lose
-        # the spread to rounding (NIST SmLs04: variation 1e-8 of the bounds' range)
-        first = passes.statistics(np.zeros(q), np.ones(q), math.inf)
-        n0, s0, _ = first.decode(first.vector)
-        offsets = np.where(space.dummy, 0.0, s0 / max(n0, 1.0))  # (0/1 columns as they are)
-        scales = np.ones(q)
-        stats = passes.statistics(offsets, scales, math.inf)
-        count, sums, second = stats.decode(stats.vector)
-        # and scaled to unit variance (exactly, by rescaling the moments): wide bounds
-        # leave a column's spread tiny beside the others'
-        var = np.diag(second) / max(count, 1.0) - (sums / max(count, 1.0)) ** 2
-        scales = np.where(~space.dummy & (var > 0), np.sqrt(np.where(var > 0, var, 1.0)), 1.0)
-        sums, second = sums / scales, second / np.outer(scales, scales)
-        radius, clipped, noise_var = math.inf, 0.0, (0.0, 0.0, 0.0)
-        mechanism, split = "none (exact moments)", ()
-    else:
-        # parts 1 and 2: a centre and a scale per coordinate (q_free histograms, one
-        # count per row in each: L1 sensitivity 2 q_free); the radius (one histogram of
-        # the rows' norms: L1 sensitivity 2)
-        offsets, scales, radius, clipped, split = scaled_ball(
-            passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits)
-        # part 3: the moments of the clipped, quantized rows
-        stats = passes.statistics(offsets, scales, radius)
-        eps_unit = unit_epsilon(eps_m, stats.delta / 2.0)
-        noisy_vector = [t + int(z) for t, z in zip(
-            stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
-        count, sums, second = stats.decode(noisy_vector)
-        noise_var = stats.noise_var(eps_unit)
-        mechanism = ("noisy moments of the design (rows centred and scaled privately, clipped "
-                     "to an L1 ball of private radius, quantized), exact discrete Laplace")
-        split = tuple(split) + (
-            (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)", eps_m),)
-        if clip_axes:  # (a tuple of pairs, like the split above)
-            split += ((clip_split_label(len(clip_axes)), eps_c),)
-    outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-               if clip_axes else None)
-    warn_outside(outside, stacklevel=user_stacklevel())
-    report = MomentsReport(
-        epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
-        n_source=n_source, variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
-        columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=clipped,
-        noisy_rows=count, seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    return PrivateMoments(space, float(count), np.asarray(sums, float), second, noise_var,
-                          radius, offsets, scales, report)
+    def measure(first, bits, budget: str) -> PrivateMoments:
+        passes, (loc_counts, outside_exact) = first
+        q = space.q
+
+        split: tuple[tuple[str, float], ...]
+        if not private:
+            # exact moments (NOT private), centred at the data's own means in a first pass:
+            # raw second moments of values far from the centre of wide bounds would lose
+            # the spread to rounding (NIST SmLs04: variation 1e-8 of the bounds' range)
+            centring = passes.statistics(np.zeros(q), np.ones(q), math.inf)
+            n0, s0, _ = centring.decode(centring.vector)
+            offsets = np.where(space.dummy, 0.0, s0 / max(n0, 1.0))  # (0/1 columns as they are)
+            scales = np.ones(q)
+            stats = passes.statistics(offsets, scales, math.inf)
+            count, sums, second = stats.decode(stats.vector)
+            # and scaled to unit variance (exactly, by rescaling the moments): wide bounds
+            # leave a column's spread tiny beside the others'
+            var = np.diag(second) / max(count, 1.0) - (sums / max(count, 1.0)) ** 2
+            scales = np.where(~space.dummy & (var > 0), np.sqrt(np.where(var > 0, var, 1.0)), 1.0)
+            sums, second = sums / scales, second / np.outer(scales, scales)
+            radius, clipped, noise_var = math.inf, 0.0, (0.0, 0.0, 0.0)
+            mechanism, split = "none (exact moments)", ()
+        else:
+            # parts 1 and 2: a centre and a scale per coordinate (q_free histograms, one
+            # count per row in each: L1 sensitivity 2 q_free); the radius (one histogram of
+            # the rows' norms: L1 sensitivity 2)
+            offsets, scales, radius, clipped, split = scaled_ball(
+                passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits)
+            # part 3: the moments of the clipped, quantized rows
+            stats = passes.statistics(offsets, scales, radius)
+            eps_unit = unit_epsilon(eps_m, stats.delta / 2.0)
+            noisy_vector = [t + int(z) for t, z in zip(
+                stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
+            count, sums, second = stats.decode(noisy_vector)
+            noise_var = stats.noise_var(eps_unit)
+            mechanism = ("noisy moments of the design (rows centred and scaled privately, clipped "
+                         "to an L1 ball of private radius, quantized), exact discrete Laplace")
+            split = tuple(split) + (
+                (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)", eps_m),)
+            if clip_axes:  # (a tuple of pairs, like the split above)
+                split += ((clip_split_label(len(clip_axes)), eps_c),)
+        outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+                   if clip_axes else None)
+        warn_outside(outside, stacklevel=user_stacklevel())
+        report = MomentsReport(
+            epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
+            n_source=n_source, variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
+            columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=clipped,
+            noisy_rows=count, seeded=bits.seeded, budget=budget, outside_bounds=outside)
+        return PrivateMoments(space, float(count), np.asarray(sums, float), second, noise_var,
+                              radius, offsets, scales, report)
+
+    return run_release(epsilon=epsilon, label=f"moments of {list(names)}", accountant=accountant,
+                       random_state=random_state, read=read, measure=measure,
+                       announce=announce)
 
 
 # ---- the stages (each a function of the rows and of public or released inputs) ----------

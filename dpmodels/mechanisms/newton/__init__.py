@@ -50,12 +50,11 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import exact_parts
 from ...core.errors import DomainError, DPModelsError, NotPrivateWarning
 from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from ...core.keywords import checked_keywords
-from ...core.randomness import random_source
 from ...core.report import MomentsReport
 from ...data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
 from ...data.clipping import split_label as clip_split_label
@@ -83,6 +82,7 @@ from ..moments import (
     space_out,
     unit_epsilon,
 )
+from ..pipeline import run_release
 
 __all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split",
            "NOISELESS", "warn_not_private"]
@@ -487,61 +487,63 @@ def release_newton(
         eps_c, eps_s, eps_r, eps_steps = math.inf, NOISELESS, NOISELESS, [NOISELESS] * len(
             STEP_SHARES)
         warn_not_private("the Newton steps")
-    if accountant is not None:
-        accountant.check(epsilon, f"Newton steps of {list(names)}")
-
     # ---- the rows: every check happens in the first pass ------------------------------
     def make_rows(frame: pd.DataFrame) -> _RowPasses:
         published, valid = published_frame(frame, domain, missing)
         y, y_missing = binary_response(domain.axis(response), frame[response])
         return _RowPasses(space, published, valid & ~y_missing, chunk_rows, y=y)
 
-    passes = Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
-    loc_counts, outside_exact = passes.run(
-        lambda rows: (location_counts(rows, space)[1], rows.outside))
 
-    budget = charge(accountant, epsilon, f"Newton steps of {list(names)}")
-    bits = random_source(random_state)
-    q = space.q
-    offsets, scales, radius, clipped, split = scaled_ball(
-        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, CLIP_SCALE,
-        extra_dimensions=1)
-    b = np.zeros(q + 1)
-    moments, step_noise = None, []
-    for t, eps_t in enumerate(eps_steps):
-        H, score, noise_var, delta, g = noisy_step(passes, space, offsets, scales, radius, b,
-                                                   eps_t, bits)
-        floor = 2.0 * math.sqrt(q + 1) * math.sqrt(noise_var[0])
-        if not private:  # no noise: a floor at rounding level keeps a flat direction solvable
-            floor = 1e-12 * max(float(np.max(np.abs(np.diag(H)))), 1e-300)
-        if t == 0:  # at b = 0 every weight is 1/4: H = (1/4) sum (1, v)(1, v)'
-            moments = design_moments(4.0 * H)
-        step_noise.append(noise_var)
-        start = b
-        b = newton_update(b, H, score, floor)
-        split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
-                      f"1/({LEVELS} {g}**2))", eps_t))
-    assert moments is not None  # recorded at the first step (STEP_SHARES is not empty)
-    outside = None
-    if clip_axes:
-        if private:
-            split.append((clip_split_label(len(clip_axes)), eps_c))
-        outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-        warn_outside(outside, stacklevel=user_stacklevel())
-    mechanism = ("logistic regression by noisy Newton steps (rows centred and scaled "
-                 "privately, clipped to an L1 ball of private radius, quantized; exact "
-                 "discrete Laplace on each step's information and score)")
-    if not private:
-        mechanism = (f"none: the Newton steps' pipeline without its noise ({len(STEP_SHARES)} "
-                     "Newton steps from b = 0 on exact statistics of rows centred and scaled "
-                     "on binned locations, clipped to an L1 ball, quantized)")
-    report = MomentsReport(
-        epsilon=epsilon, private=private, mechanism=mechanism,
-        split=tuple(split) if private else (), n=n_public, n_source=n_source,
-        variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
-        columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
-        noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    rel = PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
-                        radius, report, tuple(step_noise))
-    # the report's "Noisy rows" is the count the fit weighs, never a swamped entry's floor
-    return replace(rel, report=replace(report, noisy_rows=rel.fit_count()))
+    def read():
+        passes = Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
+        return passes, passes.run(lambda rows: (location_counts(rows, space)[1], rows.outside))
+
+    def measure(first, bits, budget: str):
+        passes, (loc_counts, outside_exact) = first
+        q = space.q
+        offsets, scales, radius, clipped, split = scaled_ball(
+            passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, CLIP_SCALE,
+            extra_dimensions=1)
+        b = np.zeros(q + 1)
+        moments, step_noise = None, []
+        for t, eps_t in enumerate(eps_steps):
+            H, score, noise_var, delta, g = noisy_step(passes, space, offsets, scales, radius, b,
+                                                       eps_t, bits)
+            floor = 2.0 * math.sqrt(q + 1) * math.sqrt(noise_var[0])
+            if not private:  # no noise: a floor at rounding level keeps a flat direction solvable
+                floor = 1e-12 * max(float(np.max(np.abs(np.diag(H)))), 1e-300)
+            if t == 0:  # at b = 0 every weight is 1/4: H = (1/4) sum (1, v)(1, v)'
+                moments = design_moments(4.0 * H)
+            step_noise.append(noise_var)
+            start = b
+            b = newton_update(b, H, score, floor)
+            split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
+                          f"1/({LEVELS} {g}**2))", eps_t))
+        assert moments is not None  # recorded at the first step (STEP_SHARES is not empty)
+        outside = None
+        if clip_axes:
+            if private:
+                split.append((clip_split_label(len(clip_axes)), eps_c))
+            outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+            warn_outside(outside, stacklevel=user_stacklevel())
+        mechanism = ("logistic regression by noisy Newton steps (rows centred and scaled "
+                     "privately, clipped to an L1 ball of private radius, quantized; exact "
+                     "discrete Laplace on each step's information and score)")
+        if not private:
+            mechanism = (f"none: the Newton steps' pipeline without its noise ({len(STEP_SHARES)} "
+                         "Newton steps from b = 0 on exact statistics of rows centred and scaled "
+                         "on binned locations, clipped to an L1 ball, quantized)")
+        report = MomentsReport(
+            epsilon=epsilon, private=private, mechanism=mechanism,
+            split=tuple(split) if private else (), n=n_public, n_source=n_source,
+            variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
+            columns=space.exog_names + (response,), radius=radius, clipped_rows=clipped,
+            noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
+        rel = PrivateNewton(space, b, H, score, start, noise_var, moments, offsets, scales,
+                            radius, report, tuple(step_noise))
+        # the report's "Noisy rows" is the count the fit weighs, never a swamped entry's floor
+        return replace(rel, report=replace(report, noisy_rows=rel.fit_count()))
+
+    return run_release(epsilon=epsilon, label=f"Newton steps of {list(names)}",
+                       accountant=accountant, random_state=random_state, read=read,
+                       measure=measure)

@@ -56,11 +56,10 @@ import pandas as pd
 import patsy
 from scipy import stats
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import exact_parts
 from ...core.errors import DomainError, DPModelsError
 from ...core.exact import discrete_laplace, discrete_laplace_variance
-from ...core.randomness import random_source
 from ...core.report import MomentsReport
 from ...data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
 from ...data.clipping import split_label as clip_split_label
@@ -99,6 +98,7 @@ from ..newton import (
     scaled_params,
     warn_not_private,
 )
+from ..pipeline import run_release
 
 __all__ = ["PrivateQuantileSteps", "release_quantile_steps", "QUANTILE_STEP_SHARES",
            "quantile_split",
@@ -578,8 +578,6 @@ def release_quantile_steps(
         eps_s = eps_r = eps_ls = eps_res = NOISELESS
         eps_lv = NOISELESS if space.dummy.any() else 0.0
         eps_c, eps_steps = math.inf, [NOISELESS] * len(QUANTILE_STEP_SHARES)
-    if accountant is not None:
-        accountant.check(epsilon, f"quantile steps of {list(names)}")
     # ---- the rows: every check happens in the first pass ------------------------------
     # (the response's design is read from the DesignSpace, which pickles to Dask
     # workers; patsy's own DesignInfo does not)
@@ -591,97 +589,102 @@ def release_quantile_steps(
                                -1.0, 1.0)
         return _RowPasses(space, published, valid, chunk_rows, y=y)
 
-    passes = Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
-    loc_counts, outside_exact = passes.run(
-        lambda rows: (location_counts(rows, space)[1], rows.outside))
 
-    budget = charge(accountant, epsilon, f"quantile steps of {list(names)}")
-    bits = random_source(random_state)
-    k = space.q + 1
-    offsets, scales, radius, clipped, split = scaled_ball(
-        passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, extra_dimensions=1)
+    def read():
+        passes = Passes(data, space, domain, missing, chunk_rows, rows=make_rows, outside=clip_axes)
+        return passes, passes.run(lambda rows: (location_counts(rows, space)[1], rows.outside))
 
-    H_ls, score, ls_noise, delta, g = noisy_step(passes, space, offsets, scales, radius,
-                                              np.zeros(k), eps_ls, bits,
-                                              least_squares_family, 1.0)
-    moments = design_moments(H_ls)
-    ls_beta = newton_update(np.zeros(k), H_ls, score,
-                            2.0 * math.sqrt(k) * math.sqrt(ls_noise[0]))
-    split.append((f"least-squares step (L1 sensitivity {delta:.4g} in units of "
-                  f"1/({LEVELS} {g}**2))", eps_ls))
+    def measure(first, bits, budget: str):
+        passes, (loc_counts, outside_exact) = first
+        k = space.q + 1
+        offsets, scales, radius, clipped, split = scaled_ball(
+            passes, space, loc_counts, eps_s, eps_r, n_public, epsilon, bits, extra_dimensions=1)
 
-    edges = residual_edges()
-    exact_counts = passes.run(lambda rows: _residual_counts(
-        rows, offsets, scales, radius, ls_beta, edges, space if eps_lv else None))
-    res_counts = exact_counts[0]
-    noisy_res = res_counts + discrete_laplace(bits, eps_res, res_counts.size)
-    split.append(("residual histogram at the least-squares fit (L1 sensitivity 2)", eps_res))
+        H_ls, score, ls_noise, delta, g = noisy_step(passes, space, offsets, scales, radius,
+                                                  np.zeros(k), eps_ls, bits,
+                                                  least_squares_family, 1.0)
+        moments = design_moments(H_ls)
+        ls_beta = newton_update(np.zeros(k), H_ls, score,
+                                2.0 * math.sqrt(k) * math.sqrt(ls_noise[0]))
+        split.append((f"least-squares step (L1 sensitivity {delta:.4g} in units of "
+                      f"1/({LEVELS} {g}**2))", eps_ls))
 
-    level_counts, level_var = np.zeros(0), 0.0
-    if eps_lv:
-        exact = exact_counts[1]
-        delta = level_sensitivity(space)
-        eps_unit = unit_epsilon(eps_lv, delta / 2.0)
-        level_counts = (exact + discrete_laplace(bits, eps_unit, exact.size)).astype(float)
-        level_var = discrete_laplace_variance(eps_unit)
-        split.append((f"row counts of the 0/1 columns and of all rows (L1 sensitivity "
-                      f"{delta})", eps_lv))
+        edges = residual_edges()
+        exact_counts = passes.run(lambda rows: _residual_counts(
+            rows, offsets, scales, radius, ls_beta, edges, space if eps_lv else None))
+        res_counts = exact_counts[0]
+        noisy_res = res_counts + discrete_laplace(bits, eps_res, res_counts.size)
+        split.append(("residual histogram at the least-squares fit (L1 sensitivity 2)", eps_res))
 
-    share_rows = NOISE_ROWS * _noise_sd_rows(radius, space, offsets, scales, eps_steps[-1])
-    count = moments[0]
-    gram = gram_of(H_ls, ls_noise[0])
-    betas, dens, scores, starts, widths, steps, priors = [], [], [], [], [], [], []
-    var_bin = discrete_laplace_variance(eps_res)
-    for tau in taus:
-        shift, h, band, var_band = start_and_bandwidth(
-            noisy_res, edges, tau, band_share(count, tau, share_rows), var_bin)
-        b = ls_beta.copy()
-        b[0] += shift
-        noise = []
-        band_state = BandCount.of(band, var_band)
-        for t, eps_t in enumerate(eps_steps):
-            rows_in, score, var, delta, g = score_step(passes, space, offsets, scales, radius,
-                                                       b, tau, h, eps_t, bits)
-            band_state = band_state.add(rows_in, var[0])
-            noise.append(var)
-            start = b
-            b = quantile_update(b, gram, band_state.rows, h, score)
-            split.append((f"q={tau:g} step {t + 1} (band {h * y_half:.4g}; L1 sensitivity "
-                          f"{delta:.4g} in units of 1/({LEVELS} {g}))", eps_t))
-        betas.append(b)
-        dens.append(band_state.rows / (2.0 * h * count))
-        priors.append(var_band)
-        scores.append(score)
-        starts.append(start)
-        widths.append(h)
-        steps.append(tuple(noise))
-    shown = ", ".join(f"{t:g}" for t in taus)
-    outside = None
-    if clip_axes:
-        if private:
-            split.append((clip_split_label(len(clip_axes)), eps_c))
-        outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-        warn_outside(outside, stacklevel=user_stacklevel())
-    mechanism = (f"quantile regression (q = {shown}) by a least-squares step and noisy "
-                 "Newton steps of the check loss (rows centred and scaled privately, "
-                 "clipped to an L1 ball of private radius, quantized; exact discrete "
-                 "Laplace on the least-squares step's moments, the residual histogram and "
-                 "each quantile step's band count and score)")
-    if not private:
-        mechanism = (f"none: the quantile steps' pipeline without its noise (q = {shown}: a "
-                     f"least-squares step and {len(QUANTILE_STEP_SHARES)} Newton steps of the "
-                     "check loss with a kernel band, on exact statistics of rows centred and "
-                     "scaled on binned locations, clipped to an L1 ball, quantized)")
-    report = MomentsReport(
-        epsilon=epsilon, private=private, mechanism=mechanism,
-        split=tuple(split) if private else (), n=n_public, n_source=n_source,
-        variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
-        columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,
-        noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    rel = PrivateQuantileSteps(
-        space, taus, np.array(betas), np.array(dens), H_ls, np.array(priors), np.array(scores),
-        np.array(starts),
-        np.array(widths), tuple(steps), ls_beta, ls_noise, noisy_res, edges, level_counts,
-        level_var, moments, offsets, scales, radius, y_centre, y_half, report)
-    # the report's "Noisy rows" is the count the fit weighs, never a swamped entry's floor
-    return replace(rel, report=replace(report, noisy_rows=rel.fit_count()))
+        level_counts, level_var = np.zeros(0), 0.0
+        if eps_lv:
+            exact = exact_counts[1]
+            delta = level_sensitivity(space)
+            eps_unit = unit_epsilon(eps_lv, delta / 2.0)
+            level_counts = (exact + discrete_laplace(bits, eps_unit, exact.size)).astype(float)
+            level_var = discrete_laplace_variance(eps_unit)
+            split.append((f"row counts of the 0/1 columns and of all rows (L1 sensitivity "
+                          f"{delta})", eps_lv))
+
+        share_rows = NOISE_ROWS * _noise_sd_rows(radius, space, offsets, scales, eps_steps[-1])
+        count = moments[0]
+        gram = gram_of(H_ls, ls_noise[0])
+        betas, dens, scores, starts, widths, steps, priors = [], [], [], [], [], [], []
+        var_bin = discrete_laplace_variance(eps_res)
+        for tau in taus:
+            shift, h, band, var_band = start_and_bandwidth(
+                noisy_res, edges, tau, band_share(count, tau, share_rows), var_bin)
+            b = ls_beta.copy()
+            b[0] += shift
+            noise = []
+            band_state = BandCount.of(band, var_band)
+            for t, eps_t in enumerate(eps_steps):
+                rows_in, score, var, delta, g = score_step(passes, space, offsets, scales, radius,
+                                                           b, tau, h, eps_t, bits)
+                band_state = band_state.add(rows_in, var[0])
+                noise.append(var)
+                start = b
+                b = quantile_update(b, gram, band_state.rows, h, score)
+                split.append((f"q={tau:g} step {t + 1} (band {h * y_half:.4g}; L1 sensitivity "
+                              f"{delta:.4g} in units of 1/({LEVELS} {g}))", eps_t))
+            betas.append(b)
+            dens.append(band_state.rows / (2.0 * h * count))
+            priors.append(var_band)
+            scores.append(score)
+            starts.append(start)
+            widths.append(h)
+            steps.append(tuple(noise))
+        shown = ", ".join(f"{t:g}" for t in taus)
+        outside = None
+        if clip_axes:
+            if private:
+                split.append((clip_split_label(len(clip_axes)), eps_c))
+            outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+            warn_outside(outside, stacklevel=user_stacklevel())
+        mechanism = (f"quantile regression (q = {shown}) by a least-squares step and noisy "
+                     "Newton steps of the check loss (rows centred and scaled privately, "
+                     "clipped to an L1 ball of private radius, quantized; exact discrete "
+                     "Laplace on the least-squares step's moments, the residual histogram and "
+                     "each quantile step's band count and score)")
+        if not private:
+            mechanism = (f"none: the quantile steps' pipeline without its noise (q = {shown}: a "
+                         f"least-squares step and {len(QUANTILE_STEP_SHARES)} Newton steps of the "
+                         "check loss with a kernel band, on exact statistics of rows centred and "
+                         "scaled on binned locations, clipped to an L1 ball, quantized)")
+        report = MomentsReport(
+            epsilon=epsilon, private=private, mechanism=mechanism,
+            split=tuple(split) if private else (), n=n_public, n_source=n_source,
+            variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
+            columns=space.exog_names + (full.endog_name,), radius=radius, clipped_rows=clipped,
+            noisy_rows=moments[0], seeded=bits.seeded, budget=budget, outside_bounds=outside)
+        rel = PrivateQuantileSteps(
+            space, taus, np.array(betas), np.array(dens), H_ls, np.array(priors), np.array(scores),
+            np.array(starts),
+            np.array(widths), tuple(steps), ls_beta, ls_noise, noisy_res, edges, level_counts,
+            level_var, moments, offsets, scales, radius, y_centre, y_half, report)
+        # the report's "Noisy rows" is the count the fit weighs, never a swamped entry's floor
+        return replace(rel, report=replace(report, noisy_rows=rel.fit_count()))
+
+    return run_release(epsilon=epsilon, label=f"quantile steps of {list(names)}",
+                       accountant=accountant, random_state=random_state, read=read,
+                       measure=measure)

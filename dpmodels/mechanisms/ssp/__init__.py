@@ -47,12 +47,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import split_epsilon
 from ...core.errors import DPModelsError
 from ...core.exact import MIN_EPSILON, discrete_laplace
 from ...core.keywords import checked_keywords
-from ...core.randomness import random_source
 from ...core.report import MomentsReport
 from ...data.clipping import (
     CLIP_SHARE,
@@ -76,6 +75,7 @@ from ..moments import (
     row_units,
     unit_epsilon,
 )
+from ..pipeline import run_release
 
 __all__ = ["PrivateSSP", "release_ssp", "public_radius"]
 
@@ -185,36 +185,38 @@ def release_ssp(
     if min(eps_c, eps_m) < MIN_EPSILON or unit_epsilon(eps_m, delta / 2.0) < MIN_EPSILON:
         raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
                             f"{MIN_EPSILON:g})")
-    if accountant is not None:
-        accountant.check(epsilon, f"ssp moments of {list(names)}")
 
-    # ---- the one pass over the raw rows (every check of the rows happens in it) ---------
-    passes = Passes(pub.data, space, domain, missing, chunk_rows, outside=clip_axes)
-    stats, outside_exact = passes.run(lambda rows_of: (exact_statistics(
-        rows_of, space, offsets, scales, radius, chunk_rows), rows_of.outside))
+    def read():  # the one pass over the raw rows: every check of the rows happens in it
+        passes = Passes(pub.data, space, domain, missing, chunk_rows, outside=clip_axes)
+        return passes, passes.run(lambda rows_of: (exact_statistics(
+            rows_of, space, offsets, scales, radius, chunk_rows), rows_of.outside))
 
-    budget = charge(accountant, epsilon, f"ssp moments of {list(names)}")
-    bits = random_source(random_state)
-    eps_unit = unit_epsilon(eps_m, stats.delta / 2.0)
-    noisy_vector = [t + int(z) for t, z in zip(
-        stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
-    count, sums, second = stats.decode(noisy_vector)
-    split: tuple[tuple[str, float], ...] = ((
-        f"moments on the declared bounds (L1 sensitivity {stats.delta:.4g} in units of "
-        f"1/{stats.g}**2)", eps_m),)
-    if clip_axes:
-        split += ((clip_split_label(len(clip_axes)), eps_c),)
-    outside = (release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
-               if clip_axes else None)
-    warn_outside(outside, stacklevel=user_stacklevel())
-    report = MomentsReport(
-        epsilon=epsilon, private=True,
-        mechanism=("noisy moments of the design on the declared bounds (sufficient-statistics "
-                   "perturbation: rows centred and scaled by the public ranges, not clipped), "
-                   "exact discrete Laplace"),
-        split=split, n=pub.n, n_source=pub.n_source,
-        variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
-        columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=0.0,
-        noisy_rows=count, seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    return PrivateSSP(space, float(count), np.asarray(sums, float), second,
-                      stats.noise_var(eps_unit), radius, offsets, scales, report)
+    def measure(first, bits, budget: str) -> PrivateSSP:
+        _, (stats, outside_exact) = first
+        eps_unit = unit_epsilon(eps_m, stats.delta / 2.0)
+        noisy_vector = [t + int(z) for t, z in zip(
+            stats.vector, discrete_laplace(bits, eps_unit, len(stats.vector)))]
+        count, sums, second = stats.decode(noisy_vector)
+        split: tuple[tuple[str, float], ...] = ((
+            f"moments on the declared bounds (L1 sensitivity {stats.delta:.4g} in units of "
+            f"1/{stats.g}**2)", eps_m),)
+        if clip_axes:
+            split += ((clip_split_label(len(clip_axes)), eps_c),)
+        outside = (release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
+                   if clip_axes else None)
+        warn_outside(outside, stacklevel=user_stacklevel())
+        report = MomentsReport(
+            epsilon=epsilon, private=True,
+            mechanism=("noisy moments of the design on the declared bounds (sufficient-"
+                       "statistics perturbation: rows centred and scaled by the public ranges, "
+                       "not clipped), exact discrete Laplace"),
+            split=split, n=pub.n, n_source=pub.n_source,
+            variables=tuple((a.name, describe_axis(a)) for a in domain.axes),
+            columns=space.exog_names + (space.endog_name,), radius=radius, clipped_rows=0.0,
+            noisy_rows=count, seeded=bits.seeded, budget=budget, outside_bounds=outside)
+        return PrivateSSP(space, float(count), np.asarray(sums, float), second,
+                          stats.noise_var(eps_unit), radius, offsets, scales, report)
+
+    return run_release(epsilon=epsilon, label=f"ssp moments of {list(names)}",
+                       accountant=accountant, random_state=random_state, read=read,
+                       measure=measure)
