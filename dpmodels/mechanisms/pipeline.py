@@ -19,9 +19,10 @@ and the release's own checks). Then it calls `run_release()` with:
 warning), ``read()``, the charge, the noise source, ``measure``. So a refusal
 can only come before the charge and before any noise is drawn (PRIVACY.md
 rule 10), by the structure of the call rather than by each release's
-convention. The formula releases (moments, ssp, Newton steps, quantile steps)
-run through it; the histogram, local, sample-and-aggregate, selection and
-synthetic releases keep the same order in their own code.
+convention. Every release function runs through it: the histogram, the
+moments, ssp, Newton and quantile steps, the local channel,
+sample-and-aggregate, the feature selection (also inside the projected
+models) and the smoothed sample.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def run_release(*, epsilon: float, label: str, accountant: Accountant | None, ra
         accountant.check(epsilon, label)
     if announce is not None:
         announce()
-    first = read()
+    first = [read()]
     budget = charge(accountant, epsilon, label)
     bits = random_source(random_state)
-    return measure(first, bits, budget)
+    return measure(first.pop(), bits, budget)  # measure holds the only reference: it may free it

@@ -65,12 +65,13 @@ from ..domain.axes import build_domain
 from ..domain.formula import formula_variables, user_stacklevel
 from ..domain.representatives import REPRESENTATIVES, check_representatives
 from ..mechanisms.histogram import DEFAULT_A, DEFAULT_MAX_SPURIOUS_CELLS, PrivateHistogram, resolve_threshold
+from ..mechanisms.pipeline import run_release
 from ..mechanisms.selection import (
     FeatureSelection,
     SelectionReport,
-    _run_selection,
     estimate_gamma,
     estimate_k,
+    select_coded,
     selection_domain,
     selection_rows,
 )
@@ -509,10 +510,13 @@ class _Projected(_ChoiceModel):
         selection = None
         if kind == "k":
             assert sel_domain is not None  # built above whenever kind == "k"
-            codes, weights = selection_rows(data, sel_domain, missing)  # errors before noise
-            selection = _run_selection(codes, sel_domain, response, candidates, k, k_source,
-                                       eps_p, n_rows, "rows handed in", bits, accountant,
-                                       weights=weights)
+            selection = run_release(  # the coded rows (errors before noise), then PRIVATEKD
+                epsilon=eps_p, label=f"feature selection for {response!r}",
+                accountant=accountant, random_state=bits,
+                read=lambda: selection_rows(data, sel_domain, missing),
+                measure=lambda rows, b, budget: select_coded(
+                    rows[0], sel_domain, response, candidates, k, k_source, eps_p, n_rows,
+                    "rows handed in", b, budget, weights=rows[1]))
             selected = selection.selected
             source = ("PRIVATEKD (exponential mechanism, Vinterbo 2012)" if selection.report.private
                       else "greedy argmax, NOT PRIVATE (epsilon = inf)")

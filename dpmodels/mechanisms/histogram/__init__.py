@@ -23,13 +23,12 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import split_epsilon
 from ...core.errors import DomainTooLargeError, DPModelsError, NotPrivateWarning, UnknownVariableError
 from ...core.exact import MIN_EPSILON
 from ...core.keywords import checked_keywords
 from ...core.noise import NoisyCells, discrete_laplace_sf, noisy_signed_dense, noisy_threshold_sparse
-from ...core.randomness import random_source
 from ...core.report import HISTOGRAM_PART, PrivacyReport, Release
 from ...core.thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
 from ...data.clipping import CLIP_SHARE, clipping_axes, exact_outside, release_outside, warn_outside
@@ -51,6 +50,7 @@ from ...domain.formula import caller_namespace, formula_variables, user_stacklev
 from ...output.documents import SavedParts
 from ...output.plots import plot_release
 from ...output.saving import save_release
+from ..pipeline import run_release
 from ..simulation import ReleaseSimulator
 from ..synthetic import sample_release
 
@@ -557,61 +557,65 @@ def release(
         check_noise_cells(expected_spurious, m, signed=thr.k is None)
     if n is not None and source is None:  # (an engine would need a counting query)
         check_row_count(n, nrows(data))  # no empty input; a declared n far from it warns
-    if accountant is not None:
-        accountant.check(epsilon, f"release of {list(names)}")
-    if math.isinf(epsilon):
-        warnings.warn(
-            "epsilon=inf: the release holds EXACT counts and is NOT differentially private. "
-            "Use it only to check results against the non-private fit.",
-            NotPrivateWarning, stacklevel=user_stacklevel(),
-        )
+    def announce() -> None:
+        if math.isinf(epsilon):
+            warnings.warn(
+                "epsilon=inf: the release holds EXACT counts and is NOT differentially "
+                "private. Use it only to check results against the non-private fit.",
+                NotPrivateWarning, stacklevel=user_stacklevel(),
+            )
 
-    # ---- the pass over the raw rows (and the count of rows outside the bounds) -----
-    if source is not None:
-        exact = source.count(domain, missing=missing)  # binned and counted in the engine
-    else:
-        try:
-            exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
-        except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
-            raise unreadable_values_error(data, domain) from None
-    outside_exact = exact_outside(data, clip_axes)
-
-    # ---- noise: only after the counts were taken without error --------------------
-    budget = charge(accountant, epsilon, f"release of {list(names)}")
-    bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
-    if math.isinf(epsilon):
-        noisy = NoisyCells(exact.ids, exact.counts)
-    else:
-        if thr.k is None:
-            noisy = noisy_signed_dense(bits, eps_h, exact.ids, exact.counts, m)
+    def read():  # the pass over the raw rows (and the count of rows outside the bounds)
+        if source is not None:
+            exact = source.count(domain, missing=missing)  # binned and counted in the engine
         else:
-            noisy = noisy_threshold_sparse(bits, eps_h, exact.ids, exact.counts, m, thr.k)
-    del exact
-    outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-               if clip_axes else None)
-    warn_outside(outside, stacklevel=user_stacklevel())
-    split = (((HISTOGRAM_PART, eps_h), (clip_split_label(len(clip_axes)), eps_c))
-             if clip_axes and math.isfinite(epsilon) else ())
+            try:
+                exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+            except TypeError:  # e.g. unhashable values (lists, dicts) in a discrete column
+                raise unreadable_values_error(data, domain) from None
+        return exact, exact_outside(data, clip_axes)
 
-    report = PrivacyReport(
-        epsilon=epsilon,
-        private=math.isfinite(epsilon),
-        mechanism=MECHANISM if math.isfinite(epsilon) else "none (exact counts)",
-        noise_scale=2.0 / eps_h,
-        sensitivity=2,
-        threshold_rule=thr.rule,
-        threshold_A=thr.A,
-        threshold=thr.value,
-        n=n_public,
-        n_source=n_source,
-        variables=tuple(domain.describe().items()),
-        domain_cells=m,
-        expected_spurious_cells=expected_spurious,
-        released_cells=int(noisy.ids.size),
-        noisy_total=_exact_total(noisy.counts),
-        seeded=bits.seeded,
-        budget=budget,
-        split=split,
-        outside_bounds=outside,
-    )
-    return PrivateHistogram(domain, noisy.ids, noisy.counts, report)
+    def measure(first, bits, budget: str) -> PrivateHistogram:
+        # noise: only after the counts were taken without error (the noise source is the
+        # OS secure generator unless seeded: rule 7)
+        exact, outside_exact = first
+        del first
+        if math.isinf(epsilon):
+            noisy = NoisyCells(exact.ids, exact.counts)
+        else:
+            if thr.k is None:
+                noisy = noisy_signed_dense(bits, eps_h, exact.ids, exact.counts, m)
+            else:
+                noisy = noisy_threshold_sparse(bits, eps_h, exact.ids, exact.counts, m, thr.k)
+        del exact
+        outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+                   if clip_axes else None)
+        warn_outside(outside, stacklevel=user_stacklevel())
+        split = (((HISTOGRAM_PART, eps_h), (clip_split_label(len(clip_axes)), eps_c))
+                 if clip_axes and math.isfinite(epsilon) else ())
+
+        report = PrivacyReport(
+            epsilon=epsilon,
+            private=math.isfinite(epsilon),
+            mechanism=MECHANISM if math.isfinite(epsilon) else "none (exact counts)",
+            noise_scale=2.0 / eps_h,
+            sensitivity=2,
+            threshold_rule=thr.rule,
+            threshold_A=thr.A,
+            threshold=thr.value,
+            n=n_public,
+            n_source=n_source,
+            variables=tuple(domain.describe().items()),
+            domain_cells=m,
+            expected_spurious_cells=expected_spurious,
+            released_cells=int(noisy.ids.size),
+            noisy_total=_exact_total(noisy.counts),
+            seeded=bits.seeded,
+            budget=budget,
+            split=split,
+            outside_bounds=outside,
+        )
+        return PrivateHistogram(domain, noisy.ids, noisy.counts, report)
+
+    return run_release(epsilon=epsilon, label=f"release of {list(names)}", accountant=accountant,
+                       random_state=random_state, read=read, measure=measure, announce=announce)

@@ -98,11 +98,10 @@ import pandas as pd
 from mpmath.libmp import from_float, from_int, mpf_floor, mpf_neg, mpf_shift, to_int
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_exp, mpi_mul
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.errors import DomainTooLargeError, DPModelsError, DPModelsTypeError, NotPrivateWarning
 from ...core.exact import LogRate, _slow_geometric, geometric_fast
 from ...core.keywords import checked_keywords
-from ...core.randomness import random_source
 from ...core.report import Release, ReleaseReport, closing_rows
 from ...core.streams import RowStreams
 from ...data.columns import columns_of, dtype_of, nrows
@@ -120,6 +119,7 @@ from ...domain.formula import caller_namespace, user_stacklevel
 from ...output.documents import SavedParts, SavedReleaseError, float_out
 from ...output.saving import save_release
 from ..histogram import PrivateHistogram, release_variables
+from ..pipeline import run_release
 from ..simulation import ReplicateChunk
 
 __all__ = ["Channel", "LocalReport", "LocalRelease", "LocalHistogram", "LocalSimulator",
@@ -1064,63 +1064,69 @@ def randomize(
         raise DomainTooLargeError(
             f"the {ch.name} channel on k = {k:,} cells for n = {n:,} rows needs about "
             f"{ch.expected_work(n):.3g} exact draws: use fewer cells, channel='auto' or fewer rows")
-    if accountant is not None:
-        accountant.check(epsilon, f"local release of {list(names)}")
-    if math.isinf(epsilon):
-        warnings.warn(
-            "epsilon=inf: the local release holds every row's TRUE cell and is NOT "
-            "differentially private. Use it only to check results against the non-private fit.",
-            NotPrivateWarning, stacklevel=user_stacklevel())
+    def announce() -> None:
+        if math.isinf(epsilon):
+            warnings.warn(
+                "epsilon=inf: the local release holds every row's TRUE cell and is NOT "
+                "differentially private. Use it only to check results against the non-private "
+                "fit.", NotPrivateWarning, stacklevel=user_stacklevel())
 
-    # ---- each row's cell: every refusal (an undeclared level, a missing value) ---------
-    # An engine's rows are read more than once (n, the checks, the randomization):
-    # every pass before the charge also counts them, and a frame whose rows changed
-    # between two reads is refused here, not after the charge (_check_rows)
-    cells_of = _BatchCells(domain, tuple(names), missing)
-    kept = None
-    sizes = None  # the rows of each partition (Spark, Dask), counted before the charge
-    if source is None:
-        cells, problem = cells_of(data)
-        _refuse([problem], domain, missing)
-    elif source.batches_here and n <= _KEEP_ROWS:  # one read: the batches' cells kept here
-        kept = source.map_partitions(list(names), _KeepCells(cells_of), positions=True)
-        _refuse([p for _, _, p in kept], domain, missing)
-        _check_rows(sum(c.size for _, c, _ in kept if c is not None), n, source.engine)
-    elif source.engine == "pyspark":  # the engine's own counting query: no Python workers
-        source.count(domain, missing=missing)  # (raises what _refuse raises, as pandas)
-        sizes = source.partition_rows(list(names))  # (the randomization's positions)
-        _check_rows(sum(sizes.values()), n, source.engine)
-    else:  # Dask (or a large in-process frame): a first pass that only checks and counts
-        checked = source.map_partitions(list(names), _CheckCells(cells_of))
-        _refuse([p for p, _ in checked], domain, missing)
-        _check_rows(sum(rows for _, rows in checked), n, source.engine)
-        if not source.batches_here:  # Dask: partition i's rows, for the positions
-            sizes = {i: rows for i, (_, rows) in enumerate(checked)}
+    def read():
+        # ---- each row's cell: every refusal (an undeclared level, a missing value) ---------
+        # An engine's rows are read more than once (n, the checks, the randomization):
+        # every pass before the charge also counts them, and a frame whose rows changed
+        # between two reads is refused here, not after the charge (_check_rows)
+        cells_of = _BatchCells(domain, tuple(names), missing)
+        cells, kept = None, None
+        sizes = None  # the rows of each partition (Spark, Dask), counted before the charge
+        if source is None:
+            cells, problem = cells_of(data)
+            _refuse([problem], domain, missing)
+        elif source.batches_here and n <= _KEEP_ROWS:  # one read: the batches' cells kept here
+            kept = source.map_partitions(list(names), _KeepCells(cells_of), positions=True)
+            _refuse([p for _, _, p in kept], domain, missing)
+            _check_rows(sum(c.size for _, c, _ in kept if c is not None), n, source.engine)
+        elif source.engine == "pyspark":  # the engine's own counting query: no Python workers
+            source.count(domain, missing=missing)  # (raises what _refuse raises, as pandas)
+            sizes = source.partition_rows(list(names))  # (the randomization's positions)
+            _check_rows(sum(sizes.values()), n, source.engine)
+        else:  # Dask (or a large in-process frame): a first pass that only checks and counts
+            checked = source.map_partitions(list(names), _CheckCells(cells_of))
+            _refuse([p for p, _ in checked], domain, missing)
+            _check_rows(sum(rows for _, rows in checked), n, source.engine)
+            if not source.batches_here:  # Dask: partition i's rows, for the positions
+                sizes = {i: rows for i, (_, rows) in enumerate(checked)}
+        return cells_of, cells, kept, sizes
 
-    # ---- the channel, row by row, each row from its own stream -------------------------
-    budget = charge(accountant, epsilon, f"local release of {list(names)}")
-    bits = random_source(random_state)
-    streams = RowStreams.from_source(bits)  # the release's key (secure unless seeded)
-    per_row = None
-    if source is None:
-        assert cells is not None  # (_refuse raised otherwise)
-        C, per_row = ch.counts(streams, cells)
-        del cells
-    elif kept is not None:
-        C = _sum_counts([(start, c.size, ch.row_counts(streams, c, start))
-                         for start, c, _ in kept], n, k)
-        del kept
-    else:
-        C = _sum_counts(source.map_partitions(
-            list(names), _RandomizeBatch(cells_of, ch, streams), positions=True,
-            sizes=sizes), n, k)
-    proj_total = int(project_to_counts(ch.debias(C, n), n)[:m].sum())
-    report = LocalReport(
-        epsilon=epsilon, private=math.isfinite(epsilon),
-        mechanism=ch.describe(), channel=ch.name, p=ch.p, q=ch.q, k=k, domain_cells=m,
-        missing=missing, n=n, n_source="rows handed in", variables=tuple(domain.describe().items()),
-        noisy_total=proj_total, seeded=bits.seeded, budget=budget)
-    return LocalRelease(domain, ch, C, report, per_row)
+    def measure(first, bits, budget: str) -> LocalRelease:
+        cells_of, cells, kept, sizes = first
+        del first
+        # ---- the channel, row by row, each row from its own stream -------------------------
+        streams = RowStreams.from_source(bits)  # the release's key (secure unless seeded)
+        per_row = None
+        if source is None:
+            assert cells is not None  # (_refuse raised otherwise)
+            C, per_row = ch.counts(streams, cells)
+            del cells
+        elif kept is not None:
+            C = _sum_counts([(start, c.size, ch.row_counts(streams, c, start))
+                             for start, c, _ in kept], n, k)
+            del kept
+        else:
+            C = _sum_counts(source.map_partitions(
+                list(names), _RandomizeBatch(cells_of, ch, streams), positions=True,
+                sizes=sizes), n, k)
+        proj_total = int(project_to_counts(ch.debias(C, n), n)[:m].sum())
+        report = LocalReport(
+            epsilon=epsilon, private=math.isfinite(epsilon),
+            mechanism=ch.describe(), channel=ch.name, p=ch.p, q=ch.q, k=k, domain_cells=m,
+            missing=missing, n=n, n_source="rows handed in", variables=tuple(domain.describe().items()),
+            noisy_total=proj_total, seeded=bits.seeded, budget=budget)
+        return LocalRelease(domain, ch, C, report, per_row)
+
+    return run_release(epsilon=epsilon, label=f"local release of {list(names)}",
+                       accountant=accountant, random_state=random_state, read=read,
+                       measure=measure, announce=announce)
 
 
 def _check_rows(rows: int, n: int, engine: str) -> None:

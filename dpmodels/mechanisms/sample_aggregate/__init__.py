@@ -162,12 +162,11 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from scipy import optimize, special, stats
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import exact_parts
 from ...core.errors import DomainError, DPModelsError, NotPrivateWarning, ReleaseWarning
 from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from ...core.keywords import checked_keywords
-from ...core.randomness import random_source
 from ...core.report import Release, ReleaseReport, closing_rows, opening_rows
 from ...core.streams import RowStreams
 from ...data.clipping import (
@@ -184,6 +183,7 @@ from ...domain.formula import build_design, caller_namespace, equation_names, us
 from ..moments import _to_pandas, describe_axis, design_space, public_inputs, published_frame
 from ..moments import unit_epsilon as vector_unit_epsilon
 from ..newton import binary_response, check_binary_levels
+from ..pipeline import run_release
 from ..selection import exponential_choice
 
 if TYPE_CHECKING:
@@ -1388,142 +1388,148 @@ def release_sample_aggregate(
             raise DPModelsError(f"epsilon={epsilon!r} is too small to split (parts below "
                                 f"{MIN_EPSILON:g})")
     label = f"sample-aggregate {family} {formula!r}"
-    if accountant is not None:
-        accountant.check(epsilon, label)
-    if not private:
-        warnings.warn(
-            "epsilon=inf: the sample-and-aggregate estimate is the EXACT average of the "
-            "blocks' estimates and NOT differentially private. Use it only to check results.",
-            NotPrivateWarning, stacklevel=user_stacklevel())
-
-    # ---- the rows: published values, design, response (all checks raise here) --------
-    task = _DesignTask(domain, space, family,
-                       fv.response[0] if family in ("logit", "mnlogit") else None, missing)
-    if frame_in is not None:
-        frame, valid = published_frame(frame_in, domain, missing)
-        design = _design_of(frame, valid, space, family, domain, task.response)
-    else:  # every batch's design, where it lives (module notes, "Engines")
-        assert source is not None
-        on_engine = _EngineBlocks(source, list(domain.names), task)
-        if on_engine.read() != n_rows:
-            raise DPModelsError(f"the {source.engine} frame's rows changed between two reads: "
-                                "sample-and-aggregate needs the same rows in every pass")
-    outside_exact = exact_outside(frame_in if frame_in is not None else data, clip_axes)
-
-    budget = charge(accountant, epsilon, label)
-    bits = random_source(random_state)
-    # the partition: rows sorted by their words under a key from the release's source
-    # (public inputs only), cut into k blocks (module notes, step 2)
-    streams = RowStreams.from_source(bits)
-    A, b = _working_map(space, family, J1, standardized)
-    if frame_in is not None:
-        parts = np.array_split(row_order(streams, n_rows), k)
-        W, ok = block_estimates(family, design, parts, q, J, correction, A, b)
-    else:
-        thetas, fitted = on_engine.estimates(streams, k, _BlockFit(family, q, J, correction, p))
-        W, ok = _working_estimates(thetas, fitted, A, b)
-    sizes = sorted({n_rows // k, -(-n_rows // k)})
-    block_rows = " or ".join(f"{s:,}" for s in sizes)
-
-    split: tuple[tuple[str, float], ...]
-    if not private:
-        Wok = W[ok]
-        if Wok.shape[0] == 0:
-            raise DPModelsError("no block's fit succeeded (epsilon=inf): use fewer blocks")
-        working = Wok.mean(axis=0)
-        spread = Wok.var(axis=0, ddof=1) if Wok.shape[0] > 1 else np.full(p, np.inf)
-        k_eff = Wok.shape[0]
-        failed = failed_up = 1.0 - k_eff / k
-        no_information = failed > MAX_FAILED_BLOCKS
-        lo, hi = np.full(p, -np.inf), np.full(p, np.inf)
-        noise_scale = np.zeros(p)
-        split, range_source = (), "none (exact)"
-        mechanism = "none (exact average of the blocks' estimates)"
-    else:
-        k_eff = k
-        if ranged:
-            lo, hi, _ = _private_range(W, ok, eps_r, bits)
-            range_source = ("private range (exponential-mechanism median +- "
-                            f"{RANGE_WIDEN:g} MAD)")
-        elif standardized:
+    def announce() -> None:
+        if not private:
             warnings.warn(
-                f"too few blocks ({k}) for a private range (at least "
-                f"{min_range_blocks(p, epsilon * RANGE_SHARE)} with {p} parameters at "
-                f"epsilon={epsilon:g}): the public default range "
-                f"(standardized coefficients in [-{RANGE_LIMIT:g}, {RANGE_LIMIT:g}]) was used, "
-                "and the noise is large; give param_bounds, more data or a larger epsilon",
-                ReleaseWarning, stacklevel=user_stacklevel())
-            lo, hi = np.full(p, -RANGE_LIMIT), np.full(p, RANGE_LIMIT)
-            range_source = "public default range (too few blocks for a private one)"
+                "epsilon=inf: the sample-and-aggregate estimate is the EXACT average of the "
+                "blocks' estimates and NOT differentially private. Use it only to check "
+                "results.", NotPrivateWarning, stacklevel=user_stacklevel())
+
+    def read():
+        design = on_engine = None
+        # ---- the rows: published values, design, response (all checks raise here) --------
+        task = _DesignTask(domain, space, family,
+                           fv.response[0] if family in ("logit", "mnlogit") else None, missing)
+        if frame_in is not None:
+            frame, valid = published_frame(frame_in, domain, missing)
+            design = _design_of(frame, valid, space, family, domain, task.response)
+        else:  # every batch's design, where it lives (module notes, "Engines")
+            assert source is not None
+            on_engine = _EngineBlocks(source, list(domain.names), task)
+            if on_engine.read() != n_rows:
+                raise DPModelsError(f"the {source.engine} frame's rows changed between two reads: "
+                                    "sample-and-aggregate needs the same rows in every pass")
+        outside_exact = exact_outside(frame_in if frame_in is not None else data, clip_axes)
+        return design, on_engine, outside_exact
+
+    def measure(first, bits, budget: str) -> PrivateSampleAggregate:
+        design, on_engine, outside_exact = first
+        del first
+        # the partition: rows sorted by their words under a key from the release's source
+        # (public inputs only), cut into k blocks (module notes, step 2)
+        streams = RowStreams.from_source(bits)
+        A, b = _working_map(space, family, J1, standardized)
+        if frame_in is not None:
+            parts = np.array_split(row_order(streams, n_rows), k)
+            W, ok = block_estimates(family, design, parts, q, J, correction, A, b)
         else:
-            lo, hi = lo_pb, hi_pb
-            range_source = "param_bounds (public)"
-        span = hi - lo
-        # step 5: the quantized clamped estimates and the failed blocks, summed;
-        # sensitivity (p + 1) G (L1)
-        Wc, sums = clamped_sums(W, ok, lo, hi)
-        eps_unit = unit_epsilon(eps_m, p + 1)
-        noisy = np.concatenate([sums, [int((~ok).sum()) * GRID_UNITS]]) + discrete_laplace(
-            bits, eps_unit, p + 1)
-        working = lo + span * noisy[:p] / (k * GRID_UNITS)
-        noise_scale = span / (k * GRID_UNITS) * (2.0 / eps_unit)
-        failed = float(np.clip(noisy[p] / (k * GRID_UNITS), 0.0, 1.0))
-        failed_scale = 2.0 / (eps_unit * k * GRID_UNITS)  # Laplace scale of the failed share
-        failed_up = failed + 2.0 * math.sqrt(2.0) * failed_scale  # plus two noise SDs
-        no_information = failed_up > MAX_FAILED_BLOCKS
-        # step 6: the mean square about the released mean (clamped to the range)
-        c = np.clip(working, lo, hi)
-        eps_unit_v = unit_epsilon(eps_v, p)
-        noisy_abs = deviation_sums(Wc, c, lo, hi) + discrete_laplace(bits, eps_unit_v, p)
-        mad = span * noisy_abs / (k * GRID_UNITS)
-        sd_mad = span / (k * GRID_UNITS) * math.sqrt(discrete_laplace_variance(eps_unit_v))
-        mad_up = (np.maximum(mad, 0.0) + 2.0 * sd_mad) * (1.0 + 2.0 / math.sqrt(k))
-        spread = spread_bound(mad_up, span)
-        if not no_information and failed > 0.0:
-            # the fitted blocks' mean: failed blocks sit at the range's centre
-            # (post-processing of the noisy sums; module notes, step 5)
-            centre, keep = (lo + hi) / 2.0, 1.0 - failed
-            working = np.clip(centre + (working - centre) / keep, lo, hi)
-            noise_scale = (noise_scale + np.abs(working - centre) * failed_scale) / keep
-            spread = spread / keep
-        split = ((("range: exponential-mechanism median and MAD of each coordinate's "
-                   f"block estimates ({2 * p} mechanisms, rank distance, sensitivity 1)"),
-                  eps_r),) if ranged else ()
-        split += ((f"mean of the clamped block estimates and the number of failed blocks "
-                   f"(L1 sensitivity {p + 1} x 2**16 units)", eps_m),
-                  (f"spread: mean absolute deviation about that mean (L1 sensitivity {p} x "
-                   "2**16 units)", eps_v))
-        mechanism = ("sample-and-aggregate (Smith 2011): statsmodels fits on k random blocks, "
-                     "clamped, averaged, exact discrete Laplace")
-    outside = None
-    if clip_axes:
-        if private:
-            split += ((clip_split_label(len(clip_axes)), eps_c),)
-        outside = release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
-        warn_outside(outside, stacklevel=user_stacklevel())
-    params = np.linalg.solve(A, working - b)
-    if no_information:
-        warnings.warn(
-            f"{'' if failed_up == failed else 'an estimated '}{failed:.0%} of the {k:,} blocks "
-            f"of {block_rows} rows could not be fitted"
-            + ("" if failed_up == failed else f" (up to {min(failed_up, 1.0):.0%} within the "
-               f"noise, above the {MAX_FAILED_BLOCKS:.0%} the mean can be corrected for)")
-            + " (a level absent from a block, separation, or no convergence), so the release "
-            f"carries no information about any coefficient ({', '.join(shown)}): the average "
-            "would be mostly the range's centre, and the fitted blocks a selected few; their "
-            "standard errors are infinite and their intervals unbounded; use fewer, larger "
-            "blocks (blocks=), fewer levels or terms, or another method",
-            ReleaseWarning, stacklevel=user_stacklevel())
-    report = SampleAggregateReport(
-        epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=pub.n,
-        n_source=pub.n_source, blocks=k, block_rows=block_rows, range_source=range_source,
-        bias_correction=correction or "none",
-        variables=tuple((a.name, describe_axis(a)) for a in domain.axes), columns=names,
-        seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    return PrivateSampleAggregate(
-        family=family, formula=formula, q=q, exog_names=exog,
-        endog_name=(fv.response[0] if family in ("logit", "mnlogit") else space.endog_name),
-        ynames=ynames, names=names, blocks=int(k_eff), A=A, b=b, lo=lo, hi=hi,
-        working=np.asarray(working, float), noise_scale=np.asarray(noise_scale, float),
-        spread=np.asarray(spread, float), params=params, space=space, report=report,
-        failed_share=failed, no_information=bool(no_information))
+            thetas, fitted = on_engine.estimates(streams, k, _BlockFit(family, q, J, correction, p))
+            W, ok = _working_estimates(thetas, fitted, A, b)
+        sizes = sorted({n_rows // k, -(-n_rows // k)})
+        block_rows = " or ".join(f"{s:,}" for s in sizes)
+
+        split: tuple[tuple[str, float], ...]
+        if not private:
+            Wok = W[ok]
+            if Wok.shape[0] == 0:
+                raise DPModelsError("no block's fit succeeded (epsilon=inf): use fewer blocks")
+            working = Wok.mean(axis=0)
+            spread = Wok.var(axis=0, ddof=1) if Wok.shape[0] > 1 else np.full(p, np.inf)
+            k_eff = Wok.shape[0]
+            failed = failed_up = 1.0 - k_eff / k
+            no_information = failed > MAX_FAILED_BLOCKS
+            lo, hi = np.full(p, -np.inf), np.full(p, np.inf)
+            noise_scale = np.zeros(p)
+            split, range_source = (), "none (exact)"
+            mechanism = "none (exact average of the blocks' estimates)"
+        else:
+            k_eff = k
+            if ranged:
+                lo, hi, _ = _private_range(W, ok, eps_r, bits)
+                range_source = ("private range (exponential-mechanism median +- "
+                                f"{RANGE_WIDEN:g} MAD)")
+            elif standardized:
+                warnings.warn(
+                    f"too few blocks ({k}) for a private range (at least "
+                    f"{min_range_blocks(p, epsilon * RANGE_SHARE)} with {p} parameters at "
+                    f"epsilon={epsilon:g}): the public default range "
+                    f"(standardized coefficients in [-{RANGE_LIMIT:g}, {RANGE_LIMIT:g}]) was used, "
+                    "and the noise is large; give param_bounds, more data or a larger epsilon",
+                    ReleaseWarning, stacklevel=user_stacklevel())
+                lo, hi = np.full(p, -RANGE_LIMIT), np.full(p, RANGE_LIMIT)
+                range_source = "public default range (too few blocks for a private one)"
+            else:
+                lo, hi = lo_pb, hi_pb
+                range_source = "param_bounds (public)"
+            span = hi - lo
+            # step 5: the quantized clamped estimates and the failed blocks, summed;
+            # sensitivity (p + 1) G (L1)
+            Wc, sums = clamped_sums(W, ok, lo, hi)
+            eps_unit = unit_epsilon(eps_m, p + 1)
+            noisy = np.concatenate([sums, [int((~ok).sum()) * GRID_UNITS]]) + discrete_laplace(
+                bits, eps_unit, p + 1)
+            working = lo + span * noisy[:p] / (k * GRID_UNITS)
+            noise_scale = span / (k * GRID_UNITS) * (2.0 / eps_unit)
+            failed = float(np.clip(noisy[p] / (k * GRID_UNITS), 0.0, 1.0))
+            failed_scale = 2.0 / (eps_unit * k * GRID_UNITS)  # Laplace scale of the failed share
+            failed_up = failed + 2.0 * math.sqrt(2.0) * failed_scale  # plus two noise SDs
+            no_information = failed_up > MAX_FAILED_BLOCKS
+            # step 6: the mean square about the released mean (clamped to the range)
+            c = np.clip(working, lo, hi)
+            eps_unit_v = unit_epsilon(eps_v, p)
+            noisy_abs = deviation_sums(Wc, c, lo, hi) + discrete_laplace(bits, eps_unit_v, p)
+            mad = span * noisy_abs / (k * GRID_UNITS)
+            sd_mad = span / (k * GRID_UNITS) * math.sqrt(discrete_laplace_variance(eps_unit_v))
+            mad_up = (np.maximum(mad, 0.0) + 2.0 * sd_mad) * (1.0 + 2.0 / math.sqrt(k))
+            spread = spread_bound(mad_up, span)
+            if not no_information and failed > 0.0:
+                # the fitted blocks' mean: failed blocks sit at the range's centre
+                # (post-processing of the noisy sums; module notes, step 5)
+                centre, keep = (lo + hi) / 2.0, 1.0 - failed
+                working = np.clip(centre + (working - centre) / keep, lo, hi)
+                noise_scale = (noise_scale + np.abs(working - centre) * failed_scale) / keep
+                spread = spread / keep
+            split = ((("range: exponential-mechanism median and MAD of each coordinate's "
+                       f"block estimates ({2 * p} mechanisms, rank distance, sensitivity 1)"),
+                      eps_r),) if ranged else ()
+            split += ((f"mean of the clamped block estimates and the number of failed blocks "
+                       f"(L1 sensitivity {p + 1} x 2**16 units)", eps_m),
+                      (f"spread: mean absolute deviation about that mean (L1 sensitivity {p} x "
+                       "2**16 units)", eps_v))
+            mechanism = ("sample-and-aggregate (Smith 2011): statsmodels fits on k random blocks, "
+                         "clamped, averaged, exact discrete Laplace")
+        outside = None
+        if clip_axes:
+            if private:
+                split += ((clip_split_label(len(clip_axes)), eps_c),)
+            outside = release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
+            warn_outside(outside, stacklevel=user_stacklevel())
+        params = np.linalg.solve(A, working - b)
+        if no_information:
+            warnings.warn(
+                f"{'' if failed_up == failed else 'an estimated '}{failed:.0%} of the {k:,} blocks "
+                f"of {block_rows} rows could not be fitted"
+                + ("" if failed_up == failed else f" (up to {min(failed_up, 1.0):.0%} within the "
+                   f"noise, above the {MAX_FAILED_BLOCKS:.0%} the mean can be corrected for)")
+                + " (a level absent from a block, separation, or no convergence), so the release "
+                f"carries no information about any coefficient ({', '.join(shown)}): the average "
+                "would be mostly the range's centre, and the fitted blocks a selected few; their "
+                "standard errors are infinite and their intervals unbounded; use fewer, larger "
+                "blocks (blocks=), fewer levels or terms, or another method",
+                ReleaseWarning, stacklevel=user_stacklevel())
+        report = SampleAggregateReport(
+            epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=pub.n,
+            n_source=pub.n_source, blocks=k, block_rows=block_rows, range_source=range_source,
+            bias_correction=correction or "none",
+            variables=tuple((a.name, describe_axis(a)) for a in domain.axes), columns=names,
+            seeded=bits.seeded, budget=budget, outside_bounds=outside)
+        return PrivateSampleAggregate(
+            family=family, formula=formula, q=q, exog_names=exog,
+            endog_name=(fv.response[0] if family in ("logit", "mnlogit") else space.endog_name),
+            ynames=ynames, names=names, blocks=int(k_eff), A=A, b=b, lo=lo, hi=hi,
+            working=np.asarray(working, float), noise_scale=np.asarray(noise_scale, float),
+            spread=np.asarray(spread, float), params=params, space=space, report=report,
+            failed_share=failed, no_information=bool(no_information))
+
+    return run_release(epsilon=epsilon, label=label, accountant=accountant,
+                       random_state=random_state, read=read, measure=measure, announce=announce)

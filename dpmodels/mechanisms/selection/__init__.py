@@ -76,7 +76,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import split_epsilon
 from ...core.errors import (
     DomainError,
@@ -87,7 +87,7 @@ from ...core.errors import (
 )
 from ...core.exact import MIN_EPSILON, LogRate, geometric, uniform_below
 from ...core.keywords import checked_keywords
-from ...core.randomness import RandomBits, random_source
+from ...core.randomness import RandomBits
 from ...core.report import ReleaseReport, closing_rows
 from ...data.clipping import (
     CLIP_SHARE,
@@ -114,6 +114,7 @@ from ...data.validation import (
 )
 from ...domain.axes import Domain, build_domain
 from ...domain.formula import user_stacklevel
+from ..pipeline import run_release
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins", "selection_rows"]
@@ -719,18 +720,25 @@ def select_features(
         if eps_c < MIN_EPSILON:
             raise DPModelsError(f"epsilon={epsilon!r} is too small to split (the outside "
                                 f"counts' part {eps_c:.3g} is below {MIN_EPSILON:g})")
-    if accountant is not None:
-        accountant.check(epsilon, f"feature selection for {target!r}")
-    codes, weights = selection_rows(data, domain, missing)
-    outside_exact = exact_outside(data, clip_axes)
-    if math.isinf(epsilon):
-        warnings.warn(
-            "epsilon=inf: the selection is the non-private greedy choice, NOT differentially "
-            "private. Use it only to compare with private selections.",
-            NotPrivateWarning, stacklevel=user_stacklevel())
-    return _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows,
-                          "rows handed in", random_state, accountant, weights=weights,
-                          clip=(clip_axes, eps_sel, eps_c, outside_exact))
+    def read():  # the coded rows (undeclared levels, missing values raise here)
+        codes, weights = selection_rows(data, domain, missing)
+        outside_exact = exact_outside(data, clip_axes)
+        if math.isinf(epsilon):
+            warnings.warn(
+                "epsilon=inf: the selection is the non-private greedy choice, NOT "
+                "differentially private. Use it only to compare with private selections.",
+                NotPrivateWarning, stacklevel=user_stacklevel())
+        return codes, weights, outside_exact
+
+    def measure(first, bits, budget: str) -> FeatureSelection:
+        codes, weights, outside_exact = first
+        return select_coded(codes, domain, target, cand, k, k_source, epsilon, n_rows,
+                       "rows handed in", bits, budget, weights=weights,
+                       clip=(clip_axes, eps_sel, eps_c, outside_exact))
+
+    return run_release(epsilon=epsilon, label=f"feature selection for {target!r}",
+                       accountant=accountant, random_state=random_state, read=read,
+                       measure=measure)
 
 
 def selection_rows(data, domain: Domain, missing: str):
@@ -747,14 +755,14 @@ def selection_rows(data, domain: Domain, missing: str):
     return codes, np.asarray(cells.counts, np.int64)
 
 
-def _run_selection(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_source,
-                   random_state, accountant, weights=None, clip=None) -> FeatureSelection:
-    """Charge the accountant, then run PRIVATEKD on the coded rows.  ``clip``:
+def select_coded(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_source, bits,
+            budget: str, weights=None, clip=None) -> FeatureSelection:
+    """PRIVATEKD on the coded rows, with the noise source ``bits`` of a charged
+    release: the measuring step of `select_features()` and of the projected models'
+    selection (`dpmodels.mechanisms.pipeline.run_release()`).  ``clip``:
     ``(axes, eps_sel, eps_c, exact counts)`` when ``epsilon`` was split with the
     noisy counts of rows outside the bounds (`dpmodels.data.clipping`), drawn after
     the selection; the selection then runs on ``eps_sel``."""
-    budget = charge(accountant, epsilon, f"feature selection for {target!r}")
-    bits = random_source(random_state)  # OS secure generator unless seeded (rule 7)
     private = math.isfinite(epsilon)
     axes, eps_sel, eps_c, outside_exact = (clip if clip is not None
                                            else ((), epsilon, 0.0, np.zeros(0, np.int64)))

@@ -78,7 +78,7 @@ import pandas as pd
 from mpmath.libmp import from_float, from_int, mpf_cmp, to_float
 from mpmath.libmp.libmpi import mpi_add, mpi_div, mpi_log, mpi_mul
 
-from ...core.accountant import Accountant, charge
+from ...core.accountant import Accountant
 from ...core.budget import split_epsilon
 from ...core.errors import (
     DPModelsError,
@@ -89,7 +89,7 @@ from ...core.errors import (
 )
 from ...core.exact import MIN_EPSILON, uniform_below
 from ...core.keywords import checked_keywords
-from ...core.randomness import RandomBits, make_rng, random_source
+from ...core.randomness import RandomBits, make_rng
 from ...core.report import ReleaseReport, closing_rows
 from ...data.clipping import (
     CLIP_SHARE,
@@ -113,6 +113,7 @@ from ...data.validation import (
 from ...domain.axes import Axis, Domain, build_domain
 from ...domain.formula import user_stacklevel
 from ...domain.representatives import Representer, _basis, _layout
+from ..pipeline import run_release
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]
@@ -670,50 +671,56 @@ def smoothed_sample(
     a = int(delta_used * _DELTA_DEN)
     loss = (to_float(_loss_interval(size, m, n_public, a)[1]) if private and a > 0
             else math.inf)
-    if accountant is not None:
-        accountant.check(epsilon, f"smoothed sample of {list(names)}")
-    if not private:
-        warnings.warn(
-            "epsilon=inf: rows drawn from the EXACT histogram are NOT differentially private. "
-            "Use them only to check results against the non-private ones.",
-            NotPrivateWarning, stacklevel=user_stacklevel())
-    elif float(delta_used) > DELTA_WARN:
-        warnings.warn(
-            f"delta = {float(delta_used):.3g}: more than half of the synthetic rows are uniform "
-            "noise; draw fewer rows (size), use fewer bins or a larger epsilon",
-            ReleaseWarning, stacklevel=user_stacklevel())
+    def announce() -> None:
+        if not private:
+            warnings.warn(
+                "epsilon=inf: rows drawn from the EXACT histogram are NOT differentially private. "
+                "Use them only to check results against the non-private ones.",
+                NotPrivateWarning, stacklevel=user_stacklevel())
+        elif float(delta_used) > DELTA_WARN:
+            warnings.warn(
+                f"delta = {float(delta_used):.3g}: more than half of the synthetic rows are uniform "
+                "noise; draw fewer rows (size), use fewer bins or a larger epsilon",
+                ReleaseWarning, stacklevel=user_stacklevel())
 
-    # ---- the one pass over the raw rows -------------------------------------------
-    if source is not None:
-        exact = source.count(domain, missing=missing)
-    else:
-        try:
-            exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
-        except TypeError:
-            raise unreadable_values_error(data, domain) from None
-    outside_exact = exact_outside(data, clip_axes)
+    def read():
+        # ---- the one pass over the raw rows -------------------------------------------
+        if source is not None:
+            exact = source.count(domain, missing=missing)
+        else:
+            try:
+                exact = count_cells({nm: data[nm] for nm in names}, domain, missing=missing)
+            except TypeError:
+                raise unreadable_values_error(data, domain) from None
+        outside_exact = exact_outside(data, clip_axes)
+        return exact, outside_exact
 
-    # ---- the draws: only after the counts were taken without error ----------------
-    budget = charge(accountant, epsilon, f"smoothed sample of {list(names)}")
-    bits = random_source(random_state)
-    cells = smoothed_cells(bits, exact.ids, exact.counts, n_public, m, delta_used, size)
-    del exact
-    frame = _frame(domain, cells, _unit_floats(bits, (size, _n_continuous(domain))))
-    outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-               if clip_axes else None)
-    warn_outside(outside, stacklevel=user_stacklevel())
-    split: tuple[tuple[str, float], ...] = (
-        ("the smoothed-histogram sampling (one step)", eps_s),)
-    if clip_axes and private:
-        split += ((clip_split_label(len(clip_axes)), eps_c),)
-    report = SmoothedSampleReport(
-        epsilon=epsilon, private=private,
-        mechanism=MECHANISM if private else "none (rows drawn from the exact histogram)",
-        delta=float(delta_used), delta_rational=f"{a}/2**{DELTA_BITS}", loss_bound=loss,
-        split=split,
-        size=size, n=n_public, n_source="rows handed in", domain_cells=m,
-        variables=tuple(domain.describe().items()),
-        missing=("a row with a missing value, when picked, gives a uniform cell"
-                 if missing == "drop" else "refused (missing='raise')"),
-        seeded=bits.seeded, budget=budget, outside_bounds=outside)
-    return SmoothedSample(frame, report, domain)
+    def measure(first, bits, budget: str) -> SmoothedSample:
+        # ---- the draws: only after the counts were taken without error ----------------
+        exact, outside_exact = first
+        del first
+        cells = smoothed_cells(bits, exact.ids, exact.counts, n_public, m, delta_used, size)
+        del exact
+        frame = _frame(domain, cells, _unit_floats(bits, (size, _n_continuous(domain))))
+        outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
+                   if clip_axes else None)
+        warn_outside(outside, stacklevel=user_stacklevel())
+        split: tuple[tuple[str, float], ...] = (
+            ("the smoothed-histogram sampling (one step)", eps_s),)
+        if clip_axes and private:
+            split += ((clip_split_label(len(clip_axes)), eps_c),)
+        report = SmoothedSampleReport(
+            epsilon=epsilon, private=private,
+            mechanism=MECHANISM if private else "none (rows drawn from the exact histogram)",
+            delta=float(delta_used), delta_rational=f"{a}/2**{DELTA_BITS}", loss_bound=loss,
+            split=split,
+            size=size, n=n_public, n_source="rows handed in", domain_cells=m,
+            variables=tuple(domain.describe().items()),
+            missing=("a row with a missing value, when picked, gives a uniform cell"
+                     if missing == "drop" else "refused (missing='raise')"),
+            seeded=bits.seeded, budget=budget, outside_bounds=outside)
+        return SmoothedSample(frame, report, domain)
+
+    return run_release(epsilon=epsilon, label=f"smoothed sample of {list(names)}",
+                       accountant=accountant, random_state=random_state, read=read,
+                       measure=measure, announce=announce)
