@@ -316,15 +316,19 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         hist_opts.append("bins")
     if not (isinstance(threshold, str) and threshold == "enhanced"):
         hist_opts.append("threshold")
-    if isinstance(data, other_release):
+    made = _made_by(data, choices)  # the registry's method of the release handed in as data
+    if made is not None or isinstance(data, other_release):
         if method == "histogram":
-            raise DPModelsError(f"data is a {other} release: method='histogram' needs raw "
-                                "rows or a PrivateHistogram")
-        chosen = other
+            raise DPModelsError(f"data is a {made or other} release: method='histogram' needs "
+                                "raw rows or a PrivateHistogram")
+        chosen = made or other
     elif isinstance(data, PrivateHistogram):
-        if method == other:
-            raise DPModelsError(f"data is a histogram release: method={other!r} needs raw "
-                                f"rows or a {other_release.__name__}")
+        if method not in ("auto", "histogram"):
+            made_type = (other_release.__name__ if method == other else
+                         next(m.release_type for m in _registry.MECHANISMS
+                              if m.method == method and m.release_type))
+            raise DPModelsError(f"data is a histogram release: method={method!r} needs raw "
+                                f"rows or a {made_type}")
         chosen = "histogram"
     elif method != "auto":
         chosen = method
@@ -346,11 +350,25 @@ def _choose(method, choices, other, other_release, formula, data, bounds, levels
         shape = _shape(formula, data, bounds, levels, namespace or {})
         # (None: invalid formula or declarations; the histogram's checks say what is wrong)
         chosen = other if shape is not None and prefers_other(*shape) else "histogram"
-    if chosen == other and hist_opts:
+    if chosen != "histogram" and hist_opts:
         raise DPModelsError(
-            f"{', '.join(hist_opts)} apply to the histogram release; the {other} release "
+            f"{', '.join(hist_opts)} apply to the histogram release; the {chosen} release "
             "takes none of them: leave them out or use method='histogram'")
     return chosen
+
+
+def _made_by(data, choices) -> str | None:
+    """The ``method=`` of the registry entry whose release ``data`` is (by its exact
+    class: public, the argument's type), among this family's ``choices``; None for
+    raw rows and for the histogram (whose own branch takes it)."""
+    kind = type(data)
+    if not kind.__module__.startswith("dpmodels."):
+        return None
+    for m in _registry.MECHANISMS:
+        if (m.release_type == kind.__name__ and m.method in choices
+                and m.method != "histogram"):
+            return m.method
+    return None
 
 
 def plan_bins(formula: str, data, *, bounds=None, levels=None, n: int | None = None,

@@ -23,6 +23,7 @@ from dpmodels.core.exact import discrete_laplace_variance
 from dpmodels.front.saved import SavedReleaseError, release_document, release_from_document
 from dpmodels.mechanisms.moments import moments_sensitivity, unit_epsilon
 from dpmodels.mechanisms.ssp import PrivateSSP, public_radius, release_ssp
+from dpmodels.mechanisms.moments.model import DPMomentsOLS
 from dpmodels.mechanisms.ssp.model import DPSSPOLS
 from tests.support.moment_sensitivity import (
     candidate_frame,
@@ -151,3 +152,23 @@ def test_intervals_cover_the_slope():
         assert np.isfinite(lo) and np.isfinite(hi)
         hits += lo <= 0.5 <= hi
     assert hits >= stats.binom.ppf(0.001, reps, 0.95), hits
+
+
+def test_an_ssp_release_handed_in_is_fitted_by_its_own_model():
+    """dp_ols on a PrivateSSP (method="auto" or "ssp") builds the ssp entry's model,
+    found from the registry by the release's class; nothing is spent, and the fit is
+    the moments model's on the same release."""
+    rel = release_ssp(frame(), formula="y ~ x + C(g)", epsilon=1.0, bounds=BOUNDS,
+                      levels=LEVELS, random_state=5)
+    for method in ("auto", "ssp"):
+        model = dpm.dp_ols("y ~ x + C(g)", rel, method=method)
+        assert type(model) is DPSSPOLS and model.budget_spent == 0.0
+    a = dpm.dp_ols("y ~ x + C(g)", rel).fit(cov_type="naive").params
+    b = DPMomentsOLS("y ~ x + C(g)", rel).fit(cov_type="naive").params
+    assert (a == b).all()
+    with pytest.raises(dpm.DPModelsError, match="data is a ssp release: method='histogram'"):
+        dpm.dp_ols("y ~ x + C(g)", rel, method="histogram")
+    hist = dpm.release(frame(), columns=["y", "x", "g"], epsilon=1.0, bounds=BOUNDS,
+                       levels=LEVELS, bins=3, random_state=0)
+    with pytest.raises(dpm.DPModelsError, match="method='ssp' needs raw rows or a PrivateSSP"):
+        dpm.dp_ols("y ~ x + C(g)", hist, method="ssp")
