@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
+from ...core.batched import outer_rows
 from ...core.keywords import checked_keywords
 from ...core.randomness import make_rng
 from ...domain.formula import formula_variables
@@ -295,10 +296,11 @@ class DPNewtonLogit(FormulaReleaseModel):
             _floored(fisher, 1e-9)).T
         target = per_row * (p_pop @ Xt)
         b = np.zeros((B, k))
+        pairs = outer_rows(Xt)  # every replicate's H is one product with the rows' x x'
         for var_h, var_s in rel.step_noise:
             with np.errstate(over="ignore"):
                 P = 1.0 / (1.0 + np.exp(-(b @ Xt.T)))
-            H = per_row * ((Xt.T[None] * (P * (1.0 - P))[:, None, :]) @ Xt)
+            H = per_row * ((P * (1.0 - P)) @ pairs).reshape(B, k, k)
             H = H + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)  # noqa: B023 (called at once)
             score = (target - per_row * (P @ Xt) + xi
                      + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))  # noqa: B023

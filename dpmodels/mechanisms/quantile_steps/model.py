@@ -119,9 +119,14 @@ def _ald_cdf(u, tau: float, sigma: float):
     """CDF of the asymmetric Laplace law with tau-quantile 0 and density
     ``tau (1 - tau) / sigma`` at 0."""
     u = np.asarray(u, float)
-    neg = tau * np.exp(np.minimum(u, 0.0) * (1.0 - tau) / sigma)
-    pos = 1.0 - (1.0 - tau) * np.exp(-np.maximum(u, 0.0) * tau / sigma)
-    return np.where(u < 0, neg, pos)
+    below = u < 0
+    # one exponential per point: exp(u (1 - tau) / sigma) below 0, exp(-u tau / sigma) above
+    e = np.abs(u)
+    np.negative(e, out=e)
+    e *= np.where(below, 1.0 - tau, tau)
+    e /= sigma
+    np.exp(e, out=e)
+    return np.where(below, tau * e, 1.0 - (1.0 - tau) * e)
 
 
 def _ald_draw(rng, tau: float, sigma: float, size: int) -> np.ndarray:
