@@ -117,14 +117,14 @@ def housing_problem() -> Problem:
         "housing", "price ~ size + year + C(county)",
         {"price": (1e5, 9e5), "size": (0.0, 3000.0)},
         {"county": [f"County{i}" for i in range(1, 7)], "year": [1, 2, 3, 4]},
-        dpmodels.front.datasets.housing())
+        dpmodels.datasets.housing())
 
 
 def wages_problem() -> Problem:
     return Problem(
         "wages", "wage ~ experience * C(sex) + tenure + C(region)", dict(WAGES_BOUNDS),
         {"sex": ["female", "male"], "region": [f"Region{i:02d}" for i in range(1, 11)]},
-        dpmodels.front.datasets.wages())
+        dpmodels.datasets.wages())
 
 
 def skewed_problem(n: int = 100_000, seed: int = 11) -> Problem:
@@ -427,7 +427,7 @@ def run_problem(problem: Problem, reps: int, seed: int, log=print) -> list[Row]:
 def run_logit(reps: int, seed: int, log=print) -> list[dict]:
     from diffprivlib.models import LogisticRegression
 
-    df = dpmodels.front.datasets.housing()
+    df = dpmodels.datasets.housing()
     df = df.assign(y=(df["price"] > 500_000).astype(int))
     formula = "y ~ size + year + C(county)"
     bounds = {"size": (0.0, 3000.0)}

@@ -319,7 +319,7 @@ class LogitOutcome:
 def run_logit(reps: int, seed: int) -> Section:
     t_section = time.perf_counter()
     names = [nm for _, nm in HOUSING_COEFS]
-    df = dpmodels.front.datasets.housing(seed=0)
+    df = dpmodels.datasets.housing(seed=0)
     df["y"] = (df["price"] > PRICE_CUT).astype(np.int64)
     n = len(df)
     perm = np.random.default_rng(SPLIT_SEED).permutation(n)
@@ -722,7 +722,7 @@ def run_mnlogit(reps: int, seed: int) -> Section:
 def run_quantreg(reps: int, seed: int, quick: bool) -> Section:
     t_section = time.perf_counter()
     names = [nm for _, nm in HOUSING_COEFS]
-    full = dpmodels.front.datasets.housing(seed=0)
+    full = dpmodels.datasets.housing(seed=0)
     if quick:
         rows_idx = np.random.default_rng(SPLIT_SEED).choice(len(full), QUICK_ROWS, replace=False)
         df = full.iloc[np.sort(rows_idx)].reset_index(drop=True)

@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
 
     t0 = time.perf_counter()
-    df = dpmodels.front.datasets.housing(n=args.n, seed=0)
+    df = dpmodels.datasets.housing(n=args.n, seed=0)
     t_data = time.perf_counter() - t0
     ols = smf.ols(FORMULA, df).fit().params.reindex([name for _, name in COEFS]).to_numpy(float)
     seeds = rep_seeds(args.seed, args.reps)
