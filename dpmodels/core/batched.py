@@ -9,12 +9,34 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["outer_rows", "full_rank", "solve_ok", "support_projectors", "batched_newton"]
+__all__ = ["outer_rows", "weighted_grams", "full_rank", "solve_ok", "support_projectors", "batched_newton"]
 
 
 def outer_rows(X: np.ndarray) -> np.ndarray:
     """Row-wise outer products, flattened: ``(C, p*p)``."""
     return (X[:, :, None] * X[:, None, :]).reshape(X.shape[0], X.shape[1] * X.shape[1])
+
+
+#: Up to this many weight columns, `weighted_grams` forms each column's Gram matrix
+#: on its own (no ``(C, p*p)`` array of the rows' outer products).
+_GRAMS_ONE_BY_ONE = 4
+
+
+def weighted_grams(X: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``sum_c W[c, j] x_c x_c'`` for every column ``j`` of ``W`` (C, b): ``(b, p, p)``,
+    exactly symmetric.
+
+    A few columns (a replicate refitted on its own points) take one product
+    ``X' diag(w) X`` each; many take one product with the rows' outer products.
+    """
+    b, p = W.shape[1], X.shape[1]
+    if b > _GRAMS_ONE_BY_ONE:
+        return (W.T @ outer_rows(X)).reshape(b, p, p)
+    out = np.empty((b, p, p))
+    for j in range(b):
+        g = (X * W[:, j:j + 1]).T @ X
+        out[j] = (g + g.T) / 2.0
+    return out
 
 
 def full_rank(A: np.ndarray, tol: float = 1e-10) -> np.ndarray:

@@ -548,11 +548,20 @@ def equal_weight_points(mean, cov) -> tuple[np.ndarray, np.ndarray]:
     mean = np.asarray(mean, float)
     cov = np.asarray(cov, float)
     d = mean.shape[1]
+    if d == 0:  # one point per cell
+        return mean[:, None, :].copy(), np.ones(1)
     lam, vec = np.linalg.eigh(cov)
-    root = np.einsum("cij,cj,ckj->cik", vec, np.sqrt(np.maximum(lam, 0.0)), vec)
+    s = np.sqrt(np.maximum(lam, 0.0))
+    # root = V diag(s) V' and the points' offsets root s, summed over j in order
+    # (elementwise: faster than the generic einsum on these small trailing axes)
+    root = (vec[:, :, None, 0] * s[:, None, None, 0]) * vec[:, None, :, 0]
+    for j in range(1, d):
+        root = root + (vec[:, :, None, j] * s[:, None, None, j]) * vec[:, None, :, j]
     signs = np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
-    pts = mean[:, None, :] + np.einsum("cij,pj->cpi", root, signs)
-    return pts, np.full(signs.shape[0], 1.0 / signs.shape[0])
+    off = root[:, None, :, 0] * signs[None, :, None, 0]
+    for j in range(1, d):
+        off = off + root[:, None, :, j] * signs[None, :, None, j]
+    return mean[:, None, :] + off, np.full(signs.shape[0], 1.0 / signs.shape[0])
 
 
 def density_family(sizes: Sequence[int]) -> str:

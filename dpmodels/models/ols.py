@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..core.batched import full_rank, outer_rows, solve_ok
+from ..core.batched import full_rank, solve_ok, weighted_grams
 from ..core.errors import ReleaseWarning
 from ..core.keywords import checked_keywords
 from .base import DPModel, dp_options
@@ -18,7 +18,7 @@ __all__ = ["DPOLS"]
 def refit_ols(X, y, W, start):
     """Weighted least squares of every column of ``W`` (C, b): ``(b, p)``
     estimates and a mask of replicates with a full-rank design."""
-    A = (W.T @ outer_rows(X)).reshape(W.shape[1], X.shape[1], X.shape[1])
+    A = weighted_grams(X, W)
     c = W.T @ (X * y[:, None])
     ok = full_rank(A)
     return solve_ok(A, c, ok), ok
