@@ -52,27 +52,32 @@ def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
     upper = np.triu_indices(J1)  # the (j, k) blocks formed: minus the Hessian is symmetric
     diag = np.arange(J1)
     b_all = W.shape[1]
-    # the last linear predictors and normalizers loglik computed, per replicate: Newton's
-    # next grad_hess is at the point its line search accepted (batched_newton)
+    # the class probabilities' parts loglik computed last, per replicate: Newton's next
+    # grad_hess is at the point its line search accepted (batched_newton), and reads
+    # its probabilities off them (a division, not another exponential per class)
     seen = np.full((b_all, J1 * p), np.nan)
-    eta_seen = np.empty((b_all, J1, C))
-    norm_seen = np.empty((b_all, C))
+    exp_seen = np.empty((b_all, J1, C))
+    total_seen = np.empty((b_all, C))
 
     def eta_of(theta):  # theta (b, J1*p) -> eta (b, J1, C)
         return (theta.reshape(-1, p) @ X.T).reshape(theta.shape[0], J1, C)
 
-    def log_norm(eta):  # log(1 + sum_j exp(eta_j)), stably: (b, C)
+    def parts(eta):
+        """``exp(eta_j - top)`` (b, J1, C), their total with ``exp(-top)`` (b, C)
+        and the log normalizer ``log(1 + sum_j exp(eta_j))`` (b, C), stably."""
         top = np.maximum(eta.max(axis=1), 0.0)
+        E = np.subtract(eta, top[:, None, :])
+        np.exp(E, out=E)
         total = np.exp(-top)
         for j in range(J1):
-            total += np.exp(eta[:, j] - top)
-        return top + np.log(total)
+            total += E[:, j]
+        return E, total, np.add(top, np.log(total), out=top)
 
     def loglik(theta, idx=None):
         idx = np.arange(b_all) if idx is None else idx
         eta = eta_of(theta)
-        norm = log_norm(eta)
-        seen[idx], eta_seen[idx], norm_seen[idx] = theta, eta, norm
+        E, total, norm = parts(eta)
+        seen[idx], exp_seen[idx], total_seen[idx] = theta, E, total
         val = -norm
         val[:, rows] += eta[:, eq, rows]
         return np.einsum("bc,bc->b", WT[idx], val)
@@ -81,11 +86,10 @@ def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
         b = idx.size
         Wb = WT[idx]
         if np.array_equal(seen[idx], theta):
-            eta, norm = eta_seen[idx], norm_seen[idx]
+            E, total = exp_seen[idx], total_seen[idx]
         else:
-            eta = eta_of(theta)
-            norm = log_norm(eta)
-        P = np.exp(eta - norm[:, None, :])  # (b, J1, C)
+            E, total, _ = parts(eta_of(theta))
+        P = np.divide(E, total[:, None, :], out=E)  # (b, J1, C); E is a copy or its own
         PW = P * Wb[:, None, :]
         g = ((Y[None] * Wb[:, None, :] - PW).reshape(b * J1, C) @ X).reshape(b, J1 * p)
         # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck),
@@ -93,7 +97,9 @@ def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
         if b <= _PAIRS_AT_ONCE:  # few replicates: every pair in one product (less overhead)
             pairs = (PW[:, upper[0]] * P[:, upper[1]]).reshape(-1, C) @ XX
         else:  # many: pair by pair, on contiguous (b, C) slabs (less memory traffic)
-            pairs = np.stack([(PW[:, j] * P[:, k]) @ XX for j, k in zip(*upper)], axis=1)
+            slab = np.empty((b, C))
+            pairs = np.stack([np.multiply(PW[:, j], P[:, k], out=slab) @ XX
+                              for j, k in zip(*upper)], axis=1)
         blocks = np.empty((b, J1, J1, p * p))
         blocks[:, upper[0], upper[1]] = -pairs.reshape(b, -1, p * p)
         blocks[:, upper[1], upper[0]] = blocks[:, upper[0], upper[1]]
