@@ -399,6 +399,103 @@ def plan_bins(formula: str, data, *, bounds=None, levels=None, n: int | None = N
     return dict.fromkeys(cont, auto_bins(rows, plan_epsilon, len(cont), cells))
 
 
+def direct_methods(formula: str, data, *, bounds=None, levels=None, bins="auto",
+                   n: int | None = None, epsilon=None,
+                   namespace: Mapping | None = None) -> dict[str, str]:
+    """The release ``method="auto"`` takes for a direct fit of ``formula`` on
+    ``data``, for dp_ols, dp_logit and dp_quantreg (public inputs only: the
+    declarations, the public n and ``epsilon``); a family whose choice
+    cannot be made (an invalid formula for it) is left out.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0] * 100, "a": [0.0] * 100, "b": [0.0] * 100,
+    ...                    "c": [0.0] * 100})
+    >>> b = {v: (0, 1) for v in "abc"}
+    >>> direct_methods("y ~ a + b + c", df, bounds=b, levels={"y": [0, 1]}, epsilon=1.0,
+    ...                namespace={})
+    {'ols': 'moments', 'logit': 'newton', 'quantreg': 'newton'}
+    """
+    out = {}
+    for family in ("ols", "logit", "quantreg"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out[family] = CHOOSERS[family]("auto", formula, data, bounds=bounds,
+                                               levels=levels, bins=bins, namespace=namespace,
+                                               n=n, epsilon=epsilon)
+        except DPModelsError:
+            continue
+    return out
+
+
+def histogram_note(formula: str, data, *, bounds=None, levels=None, bins="auto",
+                   n: int | None = None, epsilon=None,
+                   namespace: Mapping | None = None) -> str:
+    """What a histogram release of ``formula``'s variables serves, said before
+    it is made: "" when a direct fit of every family would take the histogram
+    too; else its cells and, for each family whose direct fit would take
+    another release, that release and the ``dpmodels release --method`` that
+    makes it (public inputs only).  ``dpmodels release`` prints it.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0] * 100, "a": [0.0] * 100, "b": [0.0] * 100,
+    ...                    "c": [0.0] * 100})
+    >>> b = {v: (0, 1) for v in "abc"}
+    >>> print(histogram_note("y ~ a + b + c", df, bounds=b, levels={"y": [0, 1]},
+    ...                      epsilon=1.0, namespace={}))  # doctest: +ELLIPSIS
+    note: this histogram of 4 variables has 16 cells (2 bins for each of a, b, c; 2 level...
+    """
+    chosen = direct_methods(formula, data, bounds=bounds, levels=levels, bins=bins, n=n,
+                            epsilon=epsilon, namespace=namespace)
+    others = {family: method for family, method in chosen.items() if method != "histogram"}
+    shape = _shape_of(formula, data, bounds, levels, namespace or {})
+    rows = public_rows(data, n)
+    if not others or shape is None or rows is None:
+        return ""
+    cont, level_cells = shape
+    # the histogram's own rule (dpmodels.domain.axes): bins given per variable (or for
+    # all) are fixed, the others share auto_bins of the cells the fixed ones make
+    given = dict(bins) if isinstance(bins, Mapping) else (
+        {} if isinstance(bins, str) else dict.fromkeys(cont, bins))
+    fixed = level_cells * math.prod(int(given[v]) for v in cont if v in given)
+    left = [v for v in cont if v not in given]
+    try:
+        auto = auto_bins(rows, float(epsilon), len(left), fixed) if left else 0
+    except (TypeError, ValueError):
+        return ""
+    per = {v: int(given.get(v, auto)) for v in cont}
+    cells = level_cells * math.prod(per.values())
+    same = len(set(per.values())) == 1
+    grid = (f"{next(iter(per.values()))} bins for each of {', '.join(per)}" if same
+            else ", ".join(f"{v}: {k} bins" for v, k in per.items()))
+    names = {(m.method, family): m.name for m in _registry.MECHANISMS if m.method
+             for family in m.models}
+    routes = ", ".join(f"dp_{family}: {names.get((method, family), method)}"
+                       for family, method in others.items())
+    flags = " or ".join(sorted({f"--method {names.get((method, family), method)}"
+                                for family, method in others.items()}))
+    n_vars = len(_variables(formula, data, namespace))
+    return (f"note: this histogram of {n_vars} variables has {cells:,} cells ({grid}; "
+            f"{level_cells:,} level combinations). Every model over these variables can be "
+            f"fitted on it, but a direct fit of this formula would take another release "
+            f"({routes}): fitted on this histogram, those models take time in proportion to "
+            f"its released cells and their intervals are wider than the direct fit's. To "
+            f"answer one of them, release for its formula with {flags}.")
+
+
+def _variables(formula: str, data, namespace) -> list[str]:
+    source = source_for(data)
+    try:
+        cols = source.columns() if source is not None else columns_of(data)
+        return list(formula_variables(formula, cols, namespace or {}).names)
+    except Exception:
+        return []
+
+
 def coarse_covariates(formula: str, data, *, bounds=None, levels=None, n: int | None = None,
                       epsilon=None, namespace: Mapping | None = None) -> tuple[str, ...]:
     """The continuous covariates (not the response) that a histogram release

@@ -585,3 +585,43 @@ def test_an_unknown_option_close_to_nothing_gets_no_guess(capsys):
     assert main(["fit", "ols", "y ~ x", "--bogus"]) == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments: --bogus" in err and "did you mean" not in err
+
+
+def test_a_histogram_release_says_which_fits_a_direct_fit_would_take_another_release_for(
+        tmp_path):
+    """issue 46: `dpmodels release` of a formula with many continuous covariates
+    says, before it spends, that a direct fit of the formula would take another
+    release (naming it and its --method) and how many cells the histogram has
+    (the count the saved release then holds); a formula the factors carry gets
+    no note."""
+    rng = np.random.default_rng(5)
+    n = 3_000
+    x = rng.uniform(0, 1, (n, 4))
+    y = (x @ [1.0, -1.0, 0.5, 0.0] + rng.logistic(0, 1, n) > 0.2).astype(int)
+    g = rng.integers(1, 9, n)
+    pd.DataFrame({"y": y, "a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "d": x[:, 3],
+                  "g": g}).to_csv(tmp_path / "rows.csv", index=False)
+    (tmp_path / "schema.toml").write_text(
+        "".join(f"[variables.{v}]\nbounds = [0, 1]\n\n" for v in "abcd")
+        + "[variables.y]\nlevels = [0, 1]\n\n[variables.g]\nlevels = [1, 2, 3, 4, 5, 6, 7, 8]\n")
+    made = cli("release", "y ~ a + b + c + d", "--data", "rows.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--seed", 1, "--out", "rel.json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    said = " ".join(made.stderr.split())
+    assert said.startswith("note: this histogram of 5 variables has ")
+    cells = int(said.split(" has ", 1)[1].split(" cells", 1)[0].replace(",", ""))
+    assert cells == dpmodels.load_release(tmp_path / "rel.json").domain.size
+    for route in ("dp_ols: moments", "dp_logit: newton", "dp_quantreg: quantile-newton"):
+        assert route in said
+    assert "--method newton" in said and "--method moments" in said
+    # the release it names answers the formula: made the same way, no note
+    made = cli("release", "y ~ a + b + c + d", "--data", "rows.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--seed", 1, "--out", "newton.json", "--method", "newton",
+               cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "note:" not in made.stderr
+    # the factors carry this one: every family's direct fit takes the histogram
+    made = cli("release", "y ~ a + C(g)", "--data", "rows.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--seed", 1, "--out", "carried.json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "note:" not in made.stderr
