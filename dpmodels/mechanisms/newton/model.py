@@ -51,7 +51,6 @@ import numpy as np
 import pandas as pd
 from statsmodels.discrete.discrete_model import BinaryResultsWrapper
 
-from ...core.batched import outer_rows
 from ...core.keywords import checked_keywords
 from ...core.randomness import make_rng
 from ...domain.formula import formula_variables
@@ -296,15 +295,29 @@ class DPNewtonLogit(FormulaReleaseModel):
             _floored(fisher, 1e-9)).T
         target = per_row * (p_pop @ Xt)
         b = np.zeros((B, k))
-        pairs = outer_rows(Xt)  # every replicate's H is one product with the rows' x x'
+        # every replicate's H is one product with the rows' x_i x_j (i <= j: H is symmetric)
+        iu, ju = np.triu_indices(k)
+        pairs = Xt[:, iu] * Xt[:, ju]
+        H = np.empty((B, k, k))
         for var_h, var_s in rel.step_noise:
-            with np.errstate(over="ignore"):
-                P = 1.0 / (1.0 + np.exp(-(b @ Xt.T)))
-            H = per_row * ((P * (1.0 - P)) @ pairs).reshape(B, k, k)
-            H = H + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)  # noqa: B023 (called at once)
+            if not b.any():  # the first step, from 0: every probability 1/2 (as computed)
+                P = np.full((B, Xt.shape[0]), 0.5)
+            else:  # 1 / (1 + exp(-b'x)), in place (fresh large arrays cost page faults)
+                P = b @ Xt.T
+                np.negative(P, out=P)
+                with np.errstate(over="ignore"):
+                    np.exp(P, out=P)
+                P += 1.0
+                np.reciprocal(P, out=P)
+            V = np.subtract(1.0, P)
+            V *= P
+            upper = per_row * (V @ pairs)
+            H[:, iu, ju] = upper
+            H[:, ju, iu] = upper
+            Hn = H + paired(lambda n: sym_laplace(rng, var_h, (n, k, k)), B)  # noqa: B023 (called at once)
             score = (target - per_row * (P @ Xt) + xi
                      + paired(lambda n: rng.laplace(0.0, math.sqrt(var_s / 2.0), (n, k)), B))  # noqa: B023
-            b = newton_update(b, H, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
+            b = newton_update(b, Hn, score, 2.0 * math.sqrt(k) * math.sqrt(var_h))
         return rel.design_params(b)
 
     def _calibrated(self, opts: dict, replicates: bool = True
