@@ -787,13 +787,15 @@ def _censored_batch(mu, runs, k: int, epsilon: float, stride: int) -> np.ndarray
     its sums taken over its own grid."""
     nn, log_prior, log_below = _censored_grid(k, epsilon, stride, runs[-1][0])
     m = np.maximum(mu, 1e-300)[:, None]
-    logp = nn[None, :] * np.log(m) - m - log_prior
-    logp = logp + log_below
+    logp = nn[None, :] * np.log(m)  # - m - log_prior + log_below, in place
+    logp -= m
+    logp -= log_prior
+    logp += log_below
     ends = np.cumsum([size for _, size in runs]).tolist()
     for (n_len, size), end in zip(runs, ends):
         logp[end - size:end, n_len:] = -np.inf
     logp -= logp.max(axis=1, keepdims=True)
-    p = np.exp(logp)
+    p = np.exp(logp, out=logp)
     pn = p * nn[None, :]
     out = np.empty(mu.size)
     for (n_len, size), end in zip(runs, ends):
@@ -865,7 +867,10 @@ class _Cells:
         points and the point masses ``w_q exp(eta)`` (both (cells, Q));
         ``theta``: (groups, p)."""
         eta = (self.X @ theta[self.seg][:, :, None])[..., 0]
-        return eta, self.w * np.exp(np.minimum(eta, 700.0))
+        f = np.minimum(eta, 700.0)
+        np.exp(f, out=f)
+        f *= self.w
+        return eta, f
 
 
 def _solve(info: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -1259,8 +1264,11 @@ def _cell_moments(basis: _Basis, pos: np.ndarray, theta: np.ndarray, eta=None):
     ``eta``: the log-densities at the cells' quadrature points, if at hand)."""
     if eta is None:
         eta = (basis.design_at(pos) @ theta[:, :, None])[..., 0]
-    f = basis.qweight * np.exp(eta - eta.max(axis=1, keepdims=True))
-    f = f / f.sum(axis=1, keepdims=True)
+    # in place: fresh large arrays cost page faults
+    f = np.subtract(eta, eta.max(axis=1, keepdims=True))
+    np.exp(f, out=f)
+    f *= basis.qweight
+    f /= f.sum(axis=1, keepdims=True)
     U = basis.points_at(pos)
     mean = np.einsum("cq,cqa->ca", f, U)
     # the covariance sum_q f_cq dev_cqa dev_cqb, summed over q in order (as

@@ -251,11 +251,15 @@ class CellDesign:
         X, y = self._points()
         if self._stored is None or len(self._stored) != X.shape[0]:
             self._stored = pd.concat(self._frames, ignore_index=True)
-        out = np.column_stack([y[pts], X[pts]])
+        out = np.empty((pts.size, 1 + X.shape[1]))
+        out[:, 0] = y[pts]
+        out[:, 1:] = X[pts]
         cont = [a.name for a in self.sub.axes if a.kind == "continuous"]
         for name, slope in zip(cont, slopes):
             moved = np.asarray(points.values[name], float)
-            out += slope[pts] * (moved - self._stored[name].to_numpy(float)[pts])[:, None]
+            step = slope[pts]  # times the point's move, in place
+            step *= (moved - self._stored[name].to_numpy(float)[pts])[:, None]
+            out += step
         return out[:, 1:], out[:, 0]
 
     def refit_each(self, W: np.ndarray, refit: Callable, start: np.ndarray):
