@@ -82,19 +82,25 @@ def refit_logit(X, y, W, start, *, flat_directions=None):
     b_all = W.shape[1]
     seen = np.full((b_all, p), np.nan)  # the last point loglik saw, per replicate
     eta_seen = np.empty((b_all, C))
+    XT = np.ascontiguousarray(X.T)  # (a product with a transposed view is slower)
 
     def loglik(theta, idx=None):
         idx = np.arange(b_all) if idx is None else idx
-        eta = theta @ X.T
+        eta = theta @ XT
         seen[idx], eta_seen[idx] = theta, eta
         return np.einsum("bc,bc->b", WT[idx], y * eta - np.logaddexp(0.0, eta))
 
     def grad_hess(theta, idx):
         Wb = WT[idx]
-        eta = eta_seen[idx] if np.array_equal(seen[idx], theta) else theta @ X.T
+        eta = eta_seen[idx] if np.array_equal(seen[idx], theta) else theta @ XT
         mu = expit(eta)
-        g = (Wb * (y - mu)) @ X
-        info = ((Wb * mu * (1.0 - mu)) @ XX).reshape(idx.size, p, p)
+        r = np.subtract(y, mu)  # in place below (fresh large arrays cost page faults)
+        r *= Wb
+        g = r @ X
+        np.subtract(1.0, mu, out=r)
+        mu *= Wb
+        mu *= r  # w mu (1 - mu)
+        info = (mu @ XX).reshape(idx.size, p, p)
         return g, info
 
     return batched_newton(X, W, start, grad_hess, loglik, flat_directions=flat_directions)

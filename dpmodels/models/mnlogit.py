@@ -59,8 +59,10 @@ def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
     exp_seen = np.empty((b_all, J1, C))
     total_seen = np.empty((b_all, C))
 
+    XT = np.ascontiguousarray(X.T)  # (a product with a transposed view is slower)
+
     def eta_of(theta):  # theta (b, J1*p) -> eta (b, J1, C)
-        return (theta.reshape(-1, p) @ X.T).reshape(theta.shape[0], J1, C)
+        return (theta.reshape(-1, p) @ XT).reshape(theta.shape[0], J1, C)
 
     def parts(eta):
         """``exp(eta_j - top)`` (b, J1, C), their total with ``exp(-top)`` (b, C)
