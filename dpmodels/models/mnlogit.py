@@ -93,7 +93,9 @@ def refit_mnlogit(X, y, W, start, n_classes: int, *, flat_directions=None):
             E, total, _ = parts(eta_of(theta))
         P = np.divide(E, total[:, None, :], out=E)  # (b, J1, C); E is a copy or its own
         PW = P * Wb[:, None, :]
-        g = ((Y[None] * Wb[:, None, :] - PW).reshape(b * J1, C) @ X).reshape(b, J1 * p)
+        G = Y[None] * Wb[:, None, :]
+        G -= PW
+        g = (G.reshape(b * J1, C) @ X).reshape(b, J1 * p)
         # minus the Hessian's (j, k) block: sum_c w_c x_c x_c' P_cj (1{j = k} - P_ck),
         # symmetric in (j, k): each pair's weights are formed once, all pairs in one product
         if b <= _PAIRS_AT_ONCE:  # few replicates: every pair in one product (less overhead)
