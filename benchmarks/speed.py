@@ -1596,10 +1596,16 @@ def measure_cli_release_goals(args, notes: list[str]) -> list[GoalRow]:
 def goal_rows(args) -> tuple[list[GoalRow], list[str]]:
     """Every goal's rows, in the table's order, and the notes (warnings, errors, files)."""
     notes: list[str] = []
-    with one_counting_thread():
-        rows = measure_in_memory_goals(args, notes)
-    rows += measure_ooc_goals(args, notes)
+    # the child processes first: a child's ru_maxrss counts the pages it shares with this
+    # process between fork and exec, which hold the in-memory sections' frames afterwards
+    rss = _proc_status_mb("VmRSS") / 1024
+    rows = measure_ooc_goals(args, notes)
     rows += measure_cli_release_goals(args, notes)
+    if args.ooc_sizes or args.cli_release:
+        notes.append(f"child processes run first, from a parent of {rss:.2f} GiB resident (a "
+                     "peak at or below it may be the parent's pages, not the child's)")
+    with one_counting_thread():
+        rows += measure_in_memory_goals(args, notes)
     order = {f[0]: i for i, f in enumerate(GOAL_FITS)}
     rows.sort(key=lambda r: (r.group, order.get(r.fit, len(order)), r.rank, r.n, r.measure))
     return rows, notes

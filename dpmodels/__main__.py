@@ -16,11 +16,22 @@ The commands live in `dpmodels.cli.commands`; see ``docs/cli.md``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from .cli.commands import build_parser, demo, main
 
-__all__ = ["main", "demo", "build_parser"]
+__all__ = ["main", "demo", "build_parser", "program"]
+
+
+def program(argv: Sequence[str] | None = None) -> int:
+    """The ``dpmodels`` program: `main()` in a process of its own, with the
+    allocator settings of `dpmodels.cli.allocator` (a script calling `main()`
+    keeps its own)."""
+    from .cli.allocator import tune
+
+    tune()
+    return main(argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(program())

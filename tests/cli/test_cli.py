@@ -625,3 +625,25 @@ def test_a_histogram_release_says_which_fits_a_direct_fit_would_take_another_rel
                "--epsilon", 1, "--seed", 1, "--out", "carried.json", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert "note:" not in made.stderr
+
+
+def test_the_program_raises_glibc_thresholds_and_a_script_keeps_its_own():
+    """issue 46: `dpmodels` (the console script and ``python -m dpmodels``) runs
+    `dpmodels.__main__.program`, which tunes glibc's malloc for large row passes
+    (dpmodels.cli.allocator); `main()` alone, as a script calls it, does not."""
+    import platform
+    import tomllib
+
+    from dpmodels.cli import allocator
+
+    script = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert script["dpmodels"] == "dpmodels.__main__:program"
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    # in a child process, so this test process keeps its allocator
+    probe = ("import sys; from dpmodels.cli import allocator; "
+             "sys.exit(0 if allocator.tune() else 3)")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", probe], env=env, timeout=120)
+    assert done.returncode == (0 if glibc else 3)
+    assert allocator.MMAP_THRESHOLD == 32 * 2**20  # glibc's largest: a larger one is refused

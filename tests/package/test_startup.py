@@ -57,9 +57,9 @@ def test_import_dpmodels_loads_no_numerical_library():
                          ids=["help", "fit-help", "release-help", "version", "no-data",
                               "bad-method", "bad-epsilon"])
 def test_the_command_starts_without_numerical_libraries(argv):
-    # the console script runs `from dpmodels.__main__ import main; sys.exit(main())`
-    loaded, out = _loaded_after("import sys\nfrom dpmodels.__main__ import main\n"
-                                "sys.exit(main(sys.argv[1:]))", *argv)
+    # the console script runs `from dpmodels.__main__ import program; sys.exit(program())`
+    loaded, out = _loaded_after("import sys\nfrom dpmodels.__main__ import program\n"
+                                "sys.exit(program(sys.argv[1:]))", *argv)
     assert loaded == []
     assert out.returncode == (0 if argv[-1] in ("--help", "--version") else 2), out.stderr
 
