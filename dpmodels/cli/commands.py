@@ -1089,7 +1089,7 @@ def cmd_fit(args) -> int:
 def cmd_release(args) -> int:
     import textwrap
 
-    from ..front.methods import histogram_note
+    from ..front.methods import formula_over, histogram_note
     from ..mechanisms.histogram import release
 
     raw = _Raw(args)
@@ -1110,12 +1110,14 @@ def cmd_release(args) -> int:
         rel: PrivateHistogram | ScaledRows
         if args.method == "histogram":
             key = {"formula": args.spec} if raw.is_formula else {"columns": raw.variables}
-            if raw.is_formula:  # which fits the histogram serves, before anything is spent
-                note = histogram_note(args.spec, data, bounds=raw.bounds, levels=raw.levels,
-                                      bins=opts.get("bins", "auto"), epsilon=raw.epsilon,
-                                      namespace=_namespace())
-                if note:
-                    print(textwrap.fill(note, 100, break_on_hyphens=False), file=sys.stderr, flush=True)
+            # which fits the histogram serves, said before anything is spent
+            note = histogram_note(args.spec if raw.is_formula else formula_over(raw.variables),
+                                  data, bounds=raw.bounds, levels=raw.levels,
+                                  bins=opts.get("bins", "auto"), epsilon=raw.epsilon,
+                                  namespace=_namespace(), columns=not raw.is_formula)
+            if note:
+                print(textwrap.fill(note, 100, break_on_hyphens=False), file=sys.stderr,
+                      flush=True)
             rel = release(data, namespace=_namespace(), **key, **opts)
         else:  # a formula release of the registry (its entry's release function)
             q = {"q": 0.5 if args.q is None else args.q} if args.method == "quantile-newton" \

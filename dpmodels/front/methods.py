@@ -432,12 +432,15 @@ def direct_methods(formula: str, data, *, bounds=None, levels=None, bins="auto",
 
 def histogram_note(formula: str, data, *, bounds=None, levels=None, bins="auto",
                    n: int | None = None, epsilon=None,
-                   namespace: Mapping | None = None) -> str:
+                   namespace: Mapping | None = None, columns: bool = False) -> str:
     """What a histogram release of ``formula``'s variables serves, said before
     it is made: "" when a direct fit of every family would take the histogram
     too; else its cells and, for each family whose direct fit would take
     another release, that release and the ``dpmodels release --method`` that
     makes it (public inputs only).  ``dpmodels release`` prints it.
+    ``columns``: the release is of a column list, and ``formula`` one formula
+    over them (the choice reads the variables' kinds and number, not which
+    is the response): the note speaks of a model over these variables.
 
     Examples
     --------
@@ -479,12 +482,20 @@ def histogram_note(formula: str, data, *, bounds=None, levels=None, bins="auto",
     flags = " or ".join(sorted({f"--method {names.get((method, family), method)}"
                                 for family, method in others.items()}))
     n_vars = len(_variables(formula, data, namespace))
+    what = "a model over these variables" if columns else "this formula"
     return (f"note: this histogram of {n_vars} variables has {cells:,} cells ({grid}; "
             f"{level_cells:,} level combinations). Every model over these variables can be "
-            f"fitted on it, but a direct fit of this formula would take another release "
+            f"fitted on it, but a direct fit of {what} would take another release "
             f"({routes}): fitted on this histogram, those models take time in proportion to "
             f"its released cells and their intervals are wider than the direct fit's. To "
             f"answer one of them, release for its formula with {flags}.")
+
+
+def formula_over(columns) -> str:
+    """One formula over ``columns`` (the first as the response), for
+    `histogram_note()` of a column list."""
+    names = [f"Q({c!r})" if not str(c).isidentifier() else str(c) for c in columns]
+    return f"{names[0]} ~ {' + '.join(names[1:]) or '1'}"
 
 
 def _variables(formula: str, data, namespace) -> list[str]:

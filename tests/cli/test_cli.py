@@ -614,6 +614,13 @@ def test_a_histogram_release_says_which_fits_a_direct_fit_would_take_another_rel
     for route in ("dp_ols: moments", "dp_logit: newton", "dp_quantreg: quantile-newton"):
         assert route in said
     assert "--method newton" in said and "--method moments" in said
+    # a column list: the same note, of a model over the variables
+    made = cli("release", "y, a, b, c, d", "--data", "rows.csv", "--schema", "schema.toml",
+               "--epsilon", 1, "--seed", 1, "--out", "columns.json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    said = " ".join(made.stderr.split())
+    assert "a direct fit of a model over these variables would take another release" in said
+    assert f"has {cells:,} cells" in said and "dp_logit: newton" in said
     # the release it names answers the formula: made the same way, no note
     made = cli("release", "y ~ a + b + c + d", "--data", "rows.csv", "--schema", "schema.toml",
                "--epsilon", 1, "--seed", 1, "--out", "newton.json", "--method", "newton",
