@@ -1116,7 +1116,7 @@ def cmd_release(args) -> int:
                                   bins=opts.get("bins", "auto"), epsilon=raw.epsilon,
                                   namespace=_namespace(), columns=not raw.is_formula)
             if note:
-                print(textwrap.fill(note, 100, break_on_hyphens=False), file=sys.stderr,
+                print(textwrap.fill(note, 88, break_on_hyphens=False), file=sys.stderr,
                       flush=True)
             rel = release(data, namespace=_namespace(), **key, **opts)
         else:  # a formula release of the registry (its entry's release function)
