@@ -12,6 +12,7 @@ column's dtype (rule 5; see `Axis`).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
@@ -488,7 +489,20 @@ def _item(v):
 
 
 def _level_index(levels: Sequence) -> pd.Index:
-    """The index `Axis.codes()` matches values against, by value."""
+    """The index `Axis.codes()` matches values against, by value (built once
+    per level set: a release of a few rows spent a ninth of its time on it)."""
+    try:  # by each level's type and value: 1, 1.0 and True are equal, their indexes not
+        return _level_index_of(tuple((type(v), v) for v in levels))
+    except TypeError:  # an unhashable level: built each time
+        return _build_level_index(levels)
+
+
+@functools.lru_cache(maxsize=256)
+def _level_index_of(typed: tuple) -> pd.Index:
+    return _build_level_index(tuple(v for _, v in typed))
+
+
+def _build_level_index(levels: Sequence) -> pd.Index:
     if _is_numeric_levels(levels):
         return pd.Index(_level_array(levels))
     return _object_index(list(levels))
