@@ -313,16 +313,10 @@ class DesignSpace:
         response) -> clamped, scaled coordinates u (after `transform`)."""
         if self.transform is not None:
             X = X @ self.transform.T
-        cols = np.flatnonzero(~self.constant)
-        # one array, filled column by column and mapped in place (a fresh large
-        # temporary costs page faults: most of a pass's time at a million rows)
-        Z = np.empty((X.shape[0], cols.size + (y is not None)))
-        for j, c in enumerate(cols):
-            Z[:, j] = X[:, c]
-        if y is not None:
-            Z[:, -1] = y
-        # a per-row map onto the public ranges: a value a transform left undefined
-        # (off the grid the ranges were read on) goes to the column's centre
+        Z = np.column_stack([X[:, ~self.constant], y]) if y is not None else X[:, ~self.constant]
+        # a per-row map onto the public ranges, in place (a fresh large temporary costs
+        # page faults): a value a transform left undefined (off the grid the ranges
+        # were read on) goes to the column's centre
         undefined = np.isnan(Z)
         if undefined.any():
             np.copyto(Z, np.broadcast_to(self.centre, Z.shape), where=undefined)
