@@ -136,10 +136,8 @@ def _shape_parts(formula: str, data, bounds, levels,
                  namespace) -> tuple[list[str], int, tuple[str, ...]] | None:
     """`_shape_of()` and the formula's response variables."""
     source = source_for(data)
-    try:
-        cols = source.columns() if source is not None else columns_of(data)
-        fv = formula_variables(formula, cols, namespace)
-    except Exception:
+    fv = _formula_vars(formula, data, namespace)
+    if fv is None:
         return None
     bounds = dict(bounds) if isinstance(bounds, Mapping) else {}
     levels = dict(levels) if isinstance(levels, Mapping) else {}
@@ -481,7 +479,8 @@ def histogram_note(formula: str, data, *, bounds=None, levels=None, bins="auto",
                        for family, method in others.items())
     flags = " or ".join(sorted({f"--method {names.get((method, family), method)}"
                                 for family, method in others.items()}))
-    n_vars = len(_variables(formula, data, namespace))
+    fv = _formula_vars(formula, data, namespace)
+    n_vars = 0 if fv is None else len(fv.names)
     what = "a model over these variables" if columns else "this formula"
     return (f"note: this histogram of {n_vars} variables has {cells:,} cells ({grid}; "
             f"{level_cells:,} level combinations). Every model over these variables can be "
@@ -498,13 +497,16 @@ def formula_over(columns) -> str:
     return f"{names[0]} ~ {' + '.join(names[1:]) or '1'}"
 
 
-def _variables(formula: str, data, namespace) -> list[str]:
+def _formula_vars(formula: str, data, namespace):
+    """The formula's variables over the data's columns (names only, no row
+    read); None when the formula or the data cannot be read (the release's
+    own checks say why)."""
     source = source_for(data)
     try:
         cols = source.columns() if source is not None else columns_of(data)
-        return list(formula_variables(formula, cols, namespace or {}).names)
+        return formula_variables(formula, cols, namespace or {})
     except Exception:
-        return []
+        return None
 
 
 def coarse_covariates(formula: str, data, *, bounds=None, levels=None, n: int | None = None,

@@ -32,8 +32,10 @@ from typing import Any, TypeVar
 
 from ..core.accountant import Accountant, charge
 from ..core.randomness import RandomBits, random_source
+from ..data.clipping import OutsideBounds, release_outside, warn_outside
+from ..domain.formula import user_stacklevel
 
-__all__ = ["run_release"]
+__all__ = ["released_outside", "run_release"]
 
 R = TypeVar("R")
 
@@ -83,3 +85,14 @@ def run_release(*, epsilon: float, label: str, accountant: Accountant | None, ra
     budget = charge(accountant, epsilon, label)
     bits = random_source(random_state)
     return measure(first.pop(), bits, budget)  # measure holds the only reference: it may free it
+
+
+def released_outside(exact, axes, n: int, eps_c: float, bits: RandomBits
+                     ) -> OutsideBounds | None:
+    """The measuring step's release of the rows outside the bounds of ``axes``
+    (`dpmodels.data.clipping.release_outside()`, its noise drawn from
+    ``bits``), warned about where a large share was clipped; None, with
+    nothing drawn, without bounded axes."""
+    outside = release_outside(exact, axes, n, eps_c, bits) if axes else None
+    warn_outside(outside, stacklevel=user_stacklevel())
+    return outside

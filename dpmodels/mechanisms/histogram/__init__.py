@@ -31,7 +31,7 @@ from ...core.keywords import checked_keywords
 from ...core.noise import NoisyCells, discrete_laplace_sf, noisy_signed_dense, noisy_threshold_sparse
 from ...core.report import HISTOGRAM_PART, PrivacyReport, Release
 from ...core.thresholds import AUTO_SPURIOUS_FRACTION, auto_threshold
-from ...data.clipping import CLIP_SHARE, clipping_axes, exact_outside, release_outside, warn_outside
+from ...data.clipping import CLIP_SHARE, clipping_axes, exact_outside
 from ...data.clipping import split_label as clip_split_label
 from ...data.columns import columns_of, dtype_of, nrows, unreadable_values_error
 from ...data.counting import count_cells
@@ -50,7 +50,7 @@ from ...domain.formula import caller_namespace, formula_variables, user_stacklev
 from ...output.documents import SavedParts
 from ...output.plots import plot_release
 from ...output.saving import save_release
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 from ..simulation import ReleaseSimulator
 from ..synthetic import sample_release
 
@@ -588,9 +588,7 @@ def release(
             else:
                 noisy = noisy_threshold_sparse(bits, eps_h, exact.ids, exact.counts, m, thr.k)
         del exact
-        outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-                   if clip_axes else None)
-        warn_outside(outside, stacklevel=user_stacklevel())
+        outside = released_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         split = (((HISTOGRAM_PART, eps_h), (clip_split_label(len(clip_axes)), eps_c))
                  if clip_axes and math.isfinite(epsilon) else ())
 

@@ -84,7 +84,7 @@ from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_varian
 from ...core.keywords import checked_keywords
 from ...core.report import MomentsReport, Release
 from ...core.unbounded import refuse_unbounded
-from ...data.clipping import CLIP_SHARE, OutsideCounter, clipping_axes, release_outside, warn_outside
+from ...data.clipping import CLIP_SHARE, OutsideCounter, clipping_axes
 from ...data.clipping import split_label as clip_split_label
 from ...data.columns import columns_of, dtype_of, nrows, unreadable_values_error
 from ...data.counting import missing_error, undeclared_error
@@ -109,7 +109,7 @@ from ...domain.formula import (
 from ...domain.formula import build_design as _design
 from ...output.documents import SavedParts, float_out, floats_out
 from ...output.saving import save_release
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 
 __all__ = ["DesignSpace", "PrivateMoments", "release_moments", "design_space",
            "RADIUS_SHARE", "moments_sensitivity", "describe_axis", "published_frame"]
@@ -1230,9 +1230,7 @@ def release_moments(
                 (f"moments (L1 sensitivity {stats.delta:.4g} in units of 1/{stats.g}**2)", eps_m),)
             if clip_axes:  # (a tuple of pairs, like the split above)
                 split += ((clip_split_label(len(clip_axes)), eps_c),)
-        outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-                   if clip_axes else None)
-        warn_outside(outside, stacklevel=user_stacklevel())
+        outside = released_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         report = MomentsReport(
             epsilon=epsilon, private=private, mechanism=mechanism, split=split, n=n_public,
             n_source=n_source, variables=tuple((a.name, describe_axis(a)) for a in domain.axes),

@@ -56,7 +56,7 @@ from ...core.errors import DomainError, DPModelsError, NotPrivateWarning
 from ...core.exact import MIN_EPSILON, discrete_laplace, discrete_laplace_variance
 from ...core.keywords import checked_keywords
 from ...core.report import MomentsReport
-from ...data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
+from ...data.clipping import CLIP_SHARE, clipping_axes
 from ...data.clipping import split_label as clip_split_label
 from ...data.counting import undeclared_error
 from ...domain.formula import caller_namespace, user_stacklevel
@@ -82,7 +82,7 @@ from ..moments import (
     space_out,
     unit_epsilon,
 )
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 
 __all__ = ["PrivateNewton", "release_newton", "STEP_SHARES", "MIN_STEP_EPSILON", "check_split",
            "NOISELESS", "warn_not_private"]
@@ -520,12 +520,9 @@ def release_newton(
             split.append((f"Newton step {t + 1} (L1 sensitivity {delta:.4g} in units of "
                           f"1/({LEVELS} {g}**2))", eps_t))
         assert moments is not None  # recorded at the first step (STEP_SHARES is not empty)
-        outside = None
-        if clip_axes:
-            if private:
-                split.append((clip_split_label(len(clip_axes)), eps_c))
-            outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-            warn_outside(outside, stacklevel=user_stacklevel())
+        if clip_axes and private:
+            split.append((clip_split_label(len(clip_axes)), eps_c))
+        outside = released_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         mechanism = ("logistic regression by noisy Newton steps (rows centred and scaled "
                      "privately, clipped to an L1 ball of private radius, quantized; exact "
                      "discrete Laplace on each step's information and score)")

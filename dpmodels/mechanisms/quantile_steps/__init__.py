@@ -61,9 +61,9 @@ from ...core.budget import exact_parts
 from ...core.errors import DomainError, DPModelsError
 from ...core.exact import discrete_laplace, discrete_laplace_variance
 from ...core.report import MomentsReport
-from ...data.clipping import CLIP_SHARE, clipping_axes, release_outside, warn_outside
+from ...data.clipping import CLIP_SHARE, clipping_axes
 from ...data.clipping import split_label as clip_split_label
-from ...domain.formula import caller_namespace, user_stacklevel
+from ...domain.formula import caller_namespace
 from ...output.documents import SavedParts, float_out, floats_out
 from .. import moments as _moments_module  # its CENTRE_SQUARES, read at release time
 from ..moments import (
@@ -98,7 +98,7 @@ from ..newton import (
     scaled_params,
     warn_not_private,
 )
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 
 __all__ = ["PrivateQuantileSteps", "release_quantile_steps", "QUANTILE_STEP_SHARES",
            "quantile_split",
@@ -655,12 +655,9 @@ def release_quantile_steps(
             widths.append(h)
             steps.append(tuple(noise))
         shown = ", ".join(f"{t:g}" for t in taus)
-        outside = None
-        if clip_axes:
-            if private:
-                split.append((clip_split_label(len(clip_axes)), eps_c))
-            outside = release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-            warn_outside(outside, stacklevel=user_stacklevel())
+        if clip_axes and private:
+            split.append((clip_split_label(len(clip_axes)), eps_c))
+        outside = released_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         mechanism = (f"quantile regression (q = {shown}) by a least-squares step and noisy "
                      "Newton steps of the check loss (rows centred and scaled privately, "
                      "clipped to an L1 ball of private radius, quantized; exact discrete "

@@ -174,8 +174,6 @@ from ...data.clipping import (
     OutsideBounds,
     clipping_axes,
     exact_outside,
-    release_outside,
-    warn_outside,
 )
 from ...data.clipping import split_label as clip_split_label
 from ...data.engines import source_for
@@ -183,7 +181,7 @@ from ...domain.formula import build_design, caller_namespace, equation_names, us
 from ..moments import _to_pandas, describe_axis, design_space, public_inputs, published_frame
 from ..moments import unit_epsilon as vector_unit_epsilon
 from ..newton import binary_response, check_binary_levels
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 from ..selection import exponential_choice
 
 if TYPE_CHECKING:
@@ -1498,12 +1496,9 @@ def release_sample_aggregate(
                        "2**16 units)", eps_v))
             mechanism = ("sample-and-aggregate (Smith 2011): statsmodels fits on k random blocks, "
                          "clamped, averaged, exact discrete Laplace")
-        outside = None
-        if clip_axes:
-            if private:
-                split += ((clip_split_label(len(clip_axes)), eps_c),)
-            outside = release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
-            warn_outside(outside, stacklevel=user_stacklevel())
+        if clip_axes and private:
+            split += ((clip_split_label(len(clip_axes)), eps_c),)
+        outside = released_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
         params = np.linalg.solve(A, working - b)
         if no_information:
             warnings.warn(

@@ -94,8 +94,6 @@ from ...data.clipping import (
     OutsideBounds,
     clipping_axes,
     exact_outside,
-    release_outside,
-    warn_outside,
 )
 from ...data.clipping import split_label as clip_split_label
 from ...data.columns import columns_of, dtype_of, nrows
@@ -114,7 +112,7 @@ from ...data.validation import (
 )
 from ...domain.axes import Domain, build_domain
 from ...domain.formula import user_stacklevel
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 
 __all__ = ["select_features", "FeatureSelection", "SelectionReport", "private_kd",
            "estimate_k", "estimate_gamma", "selection_bins", "selection_rows"]
@@ -773,8 +771,7 @@ def select_coded(codes, domain, target, cand, k, k_source, epsilon, n_rows, n_so
     selected = tuple(cand[i] for i in chosen)
     outside, split = None, ()  # type: OutsideBounds | None, tuple[tuple[str, float], ...]
     if axes:
-        outside = release_outside(outside_exact, axes, n_rows, eps_c, bits)
-        warn_outside(outside, stacklevel=user_stacklevel())
+        outside = released_outside(outside_exact, axes, n_rows, eps_c, bits)
         if private:
             split = (("the selection's steps (PRIVATEKD)", eps_sel),
                      (clip_split_label(len(axes)), eps_c))

@@ -56,11 +56,9 @@ from ...core.report import MomentsReport
 from ...data.clipping import (
     CLIP_SHARE,
     clipping_axes,
-    release_outside,
-    warn_outside,
 )
 from ...data.clipping import split_label as clip_split_label
-from ...domain.formula import caller_namespace, user_stacklevel
+from ...domain.formula import caller_namespace
 from ..moments import (
     CENTRE_SQUARES,
     DesignSpace,
@@ -75,7 +73,7 @@ from ..moments import (
     row_units,
     unit_epsilon,
 )
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 
 __all__ = ["PrivateSSP", "release_ssp", "public_radius"]
 
@@ -202,9 +200,7 @@ def release_ssp(
             f"1/{stats.g}**2)", eps_m),)
         if clip_axes:
             split += ((clip_split_label(len(clip_axes)), eps_c),)
-        outside = (release_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
-                   if clip_axes else None)
-        warn_outside(outside, stacklevel=user_stacklevel())
+        outside = released_outside(outside_exact, clip_axes, pub.n, eps_c, bits)
         report = MomentsReport(
             epsilon=epsilon, private=True,
             mechanism=("noisy moments of the design on the declared bounds (sufficient-"

@@ -96,8 +96,6 @@ from ...data.clipping import (
     OutsideBounds,
     clipping_axes,
     exact_outside,
-    release_outside,
-    warn_outside,
 )
 from ...data.clipping import split_label as clip_split_label
 from ...data.columns import columns_of, dtype_of, nrows, unreadable_values_error
@@ -113,7 +111,7 @@ from ...data.validation import (
 from ...domain.axes import Axis, Domain, build_domain
 from ...domain.formula import user_stacklevel
 from ...domain.representatives import Representer, _basis, _layout
-from ..pipeline import run_release
+from ..pipeline import released_outside, run_release
 
 __all__ = ["smoothed_sample", "sample_release", "SmoothedSample", "SmoothedSampleReport",
            "values_in_bins", "uniform_below", "smoothed_delta", "DELTA_BITS", "MAX_SIZE"]
@@ -702,9 +700,7 @@ def smoothed_sample(
         cells = smoothed_cells(bits, exact.ids, exact.counts, n_public, m, delta_used, size)
         del exact
         frame = _frame(domain, cells, _unit_floats(bits, (size, _n_continuous(domain))))
-        outside = (release_outside(outside_exact, clip_axes, n_public, eps_c, bits)
-                   if clip_axes else None)
-        warn_outside(outside, stacklevel=user_stacklevel())
+        outside = released_outside(outside_exact, clip_axes, n_public, eps_c, bits)
         split: tuple[tuple[str, float], ...] = (
             ("the smoothed-histogram sampling (one step)", eps_s),)
         if clip_axes and private:
